@@ -1,0 +1,115 @@
+//! The seam between BLAKE3's tree (the `tree` module, once, on the CPU) and the devices (bulk work).
+//!
+//! A backend hashes runs of full chunks into the chaining values of complete subtrees, and batches
+//! of one-block messages. Everything else (the partial last chunk, merging the few subtree CVs, the
+//! ROOT flag, XOF output) is the tree module's job, the same for every backend.
+
+use crate::compress::Cv;
+use crate::device::DeviceInfo;
+use crate::error::Result;
+
+/// A device that does BLAKE3's bulk work.
+///
+/// Implemented by the CPU backend and, behind their cargo features, the OpenCL and wgpu backends.
+/// Most programs never touch it: [`hash_on`](crate::hash_on) and [`Hasher`](crate::Hasher) drive it.
+///
+/// ```
+/// use b3accel::{backend, Device, CHUNK_LEN, IV};
+/// // Four full chunks at chunk index 0 form one complete subtree: one chaining value.
+/// let data = vec![7u8; 4 * CHUNK_LEN];
+/// let mut cvs = [[0u8; 32]; 1];
+/// backend(Device::Cpu).unwrap().chunk_subtrees(&data, 0, &IV, 0, &mut cvs).unwrap();
+/// ```
+pub trait Backend: Send + Sync {
+    /// The device this backend runs on.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// println!("{}", b.info().name);
+    /// ```
+    fn info(&self) -> &DeviceInfo;
+
+    /// How many bytes an incremental [`Hasher`](crate::Hasher) gathers before it hands them over:
+    /// a power of two, at least one chunk. Larger batches amortise a GPU's dispatch and transfer
+    /// costs; the hasher's memory is bounded by this figure.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// assert!(b.batch_len().is_power_of_two() && b.batch_len() >= b3accel::CHUNK_LEN);
+    /// ```
+    fn batch_len(&self) -> usize {
+        64 * 1024
+    }
+
+    /// Hashes `input`, a whole number `n >= 1` of full 1024-byte chunks whose first chunk has
+    /// index `first_chunk`, into the chaining values of the complete subtrees those chunks form in
+    /// BLAKE3's left-heavy tree: one per set bit of `n`, largest subtree first. `out` has exactly
+    /// `n.count_ones()` entries.
+    ///
+    /// `first_chunk` must be a multiple of `n.next_power_of_two()`, so that each of those
+    /// subtrees is complete. `key` is the key words (the IV, or the key, or the derived context
+    /// key) and `flags` the mode flags (`0`, `KEYED_HASH`, `DERIVE_KEY_MATERIAL`); none of the
+    /// returned CVs is a root.
+    ///
+    /// ```
+    /// use b3accel::{backend, Device, CHUNK_LEN, IV};
+    /// // 6 chunks = a 4-chunk subtree and a 2-chunk subtree.
+    /// let data = vec![1u8; 6 * CHUNK_LEN];
+    /// let mut cvs = [[0u8; 32]; 2];
+    /// backend(Device::Cpu).unwrap().chunk_subtrees(&data, 0, &IV, 0, &mut cvs).unwrap();
+    /// assert_ne!(cvs[0], cvs[1]);
+    /// ```
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()>;
+
+    /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
+    /// 2-to-1 compression of Merkle trees, and `hash_many` of 64-byte messages.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let blocks = [[3u8; 64]; 5];
+    /// let mut out = [[0u8; 32]; 5];
+    /// b.hash_blocks(&blocks, &mut out).unwrap();
+    /// assert_eq!(out[4], *blake3::hash(&[3u8; 64]).as_bytes());
+    /// ```
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()>;
+}
+
+/// Checks the arguments of [`Backend::chunk_subtrees`]; every backend calls it first, so a
+/// malformed call is an error in each of them alike.
+pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, out: &[Cv]) -> Result<u64> {
+    use crate::compress::CHUNK_LEN;
+    use crate::error::Error;
+    if input.is_empty() || input.len() % CHUNK_LEN != 0 {
+        return Err(Error::InvalidInput(format!(
+            "chunk_subtrees: input of {} bytes is not a positive whole number of chunks",
+            input.len()
+        )));
+    }
+    let n = (input.len() / CHUNK_LEN) as u64;
+    if first_chunk % n.next_power_of_two() != 0 {
+        return Err(Error::InvalidInput(format!(
+            "chunk_subtrees: {n} chunks cannot start at chunk {first_chunk} (must be a multiple of {})",
+            n.next_power_of_two()
+        )));
+    }
+    if out.len() != n.count_ones() as usize {
+        return Err(Error::InvalidInput(format!(
+            "chunk_subtrees: {n} chunks form {} subtrees, but out has {} entries",
+            n.count_ones(),
+            out.len()
+        )));
+    }
+    Ok(n)
+}
+
+/// Checks the arguments of [`Backend::hash_blocks`].
+pub(crate) fn check_blocks_args(blocks: &[[u8; 64]], out: &[[u8; 32]]) -> Result<()> {
+    if blocks.len() != out.len() {
+        return Err(crate::error::Error::InvalidInput(format!(
+            "hash_blocks: {} blocks but {} outputs",
+            blocks.len(),
+            out.len()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! BLAKE3's constants and its compression function: the one source of truth.
+//!
+//! The quarter-round `g`, the round and the message schedule are written once, generically over
+//! [`Word`]. The scalar compression below instantiates them with `u32`; the CPU backend's SIMD
+//! kernels instantiate the same code with vectors whose lanes are independent inputs. The
+//! constants live in `constants.rs`, which `build.rs` also reads to write the GPU kernels'
+//! preludes, so the shaders in `shaders/` never carry a copy of their own.
+
+include!("constants.rs");
+
+/// A chaining value: the 32-byte output of a chunk or a parent node, as little-endian bytes.
+pub type Cv = [u8; 32];
+
+/// A 32-bit word, or a vector of independent 32-bit lanes, that the compression can run on.
+///
+/// Implemented for `u32` (the scalar compression) and for the CPU backend's SIMD vectors.
+pub(crate) trait Word: Copy {
+    /// Lane-wise wrapping addition.
+    fn add(self, o: Self) -> Self;
+    /// Lane-wise exclusive or.
+    fn xor(self, o: Self) -> Self;
+    /// Lane-wise rotation right by 16 bits.
+    fn rotr16(self) -> Self;
+    /// Lane-wise rotation right by 12 bits.
+    fn rotr12(self) -> Self;
+    /// Lane-wise rotation right by 8 bits.
+    fn rotr8(self) -> Self;
+    /// Lane-wise rotation right by 7 bits.
+    fn rotr7(self) -> Self;
+}
+
+impl Word for u32 {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+    #[inline(always)]
+    fn xor(self, o: Self) -> Self {
+        self ^ o
+    }
+    #[inline(always)]
+    fn rotr16(self) -> Self {
+        self.rotate_right(16)
+    }
+    #[inline(always)]
+    fn rotr12(self) -> Self {
+        self.rotate_right(12)
+    }
+    #[inline(always)]
+    fn rotr8(self) -> Self {
+        self.rotate_right(8)
+    }
+    #[inline(always)]
+    fn rotr7(self) -> Self {
+        self.rotate_right(7)
+    }
+}
+
+/// The quarter-round G on state words a, b, c, d with message words x and y.
+#[inline(always)]
+fn g<W: Word>(v: &mut [W; 16], a: usize, b: usize, c: usize, d: usize, x: W, y: W) {
+    v[a] = v[a].add(v[b]).add(x);
+    v[d] = v[d].xor(v[a]).rotr16();
+    v[c] = v[c].add(v[d]);
+    v[b] = v[b].xor(v[c]).rotr12();
+    v[a] = v[a].add(v[b]).add(y);
+    v[d] = v[d].xor(v[a]).rotr8();
+    v[c] = v[c].add(v[d]);
+    v[b] = v[b].xor(v[c]).rotr7();
+}
+
+/// Round `r`: four column G's, then four diagonal G's.
+#[inline(always)]
+fn round<W: Word>(v: &mut [W; 16], m: &[W; 16], r: usize) {
+    let s = &MSG_SCHEDULE[r];
+    g(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
+    g(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
+    g(v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
+    g(v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
+    g(v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
+    g(v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
+    g(v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
+    g(v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
+}
+
+/// The seven rounds on a prepared state (`v[0..8]` the input CV, `v[8..12]` the IV, then the
+/// counter's low and high words, the block length and the flags).
+#[inline(always)]
+pub(crate) fn rounds<W: Word>(v: &mut [W; 16], m: &[W; 16]) {
+    // Written out so that every schedule index is a constant after inlining.
+    round(v, m, 0);
+    round(v, m, 1);
+    round(v, m, 2);
+    round(v, m, 3);
+    round(v, m, 4);
+    round(v, m, 5);
+    round(v, m, 6);
+}
+
+/// Reads a block's 16 little-endian message words.
+#[inline(always)]
+pub(crate) fn block_words(block: &[u8; BLOCK_LEN]) -> [u32; 16] {
+    core::array::from_fn(|i| {
+        u32::from_le_bytes([block[4 * i], block[4 * i + 1], block[4 * i + 2], block[4 * i + 3]])
+    })
+}
+
+/// Reads a chaining value or key's 8 little-endian words.
+#[inline(always)]
+pub(crate) fn cv_words(cv: &[u8; 32]) -> [u32; 8] {
+    core::array::from_fn(|i| u32::from_le_bytes([cv[4 * i], cv[4 * i + 1], cv[4 * i + 2], cv[4 * i + 3]]))
+}
+
+/// Writes 8 words as a 32-byte little-endian chaining value.
+#[inline(always)]
+pub(crate) fn words_to_cv(w: &[u32; 8]) -> Cv {
+    let mut out = [0u8; 32];
+    for (o, w) in out.chunks_exact_mut(4).zip(w) {
+        o.copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// The full compression: the 16-word state after the rounds and the feed-forward. Words 0..8 are
+/// the output chaining value; all 16 are one block of root (XOF) output.
+#[inline]
+pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
+    let mut v = [
+        cv[0],
+        cv[1],
+        cv[2],
+        cv[3],
+        cv[4],
+        cv[5],
+        cv[6],
+        cv[7],
+        IV[0],
+        IV[1],
+        IV[2],
+        IV[3],
+        counter as u32,
+        (counter >> 32) as u32,
+        block_len,
+        flags,
+    ];
+    rounds(&mut v, block);
+    for i in 0..8 {
+        v[i] ^= v[i + 8];
+        v[i + 8] ^= cv[i];
+    }
+    v
+}
+
+/// The compression reduced to the chaining value it produces (the first 8 output words).
+#[inline]
+pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 8] {
+    let v = compress(cv, block, block_len, counter, flags);
+    core::array::from_fn(|i| v[i])
+}
+
+/// The chaining value of a parent node whose children have chaining values `left` and `right`.
+#[inline]
+pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv {
+    let mut block = [0u8; BLOCK_LEN];
+    block[..32].copy_from_slice(left);
+    block[32..].copy_from_slice(right);
+    words_to_cv(&compress_cv(key, &block_words(&block), BLOCK_LEN as u32, 0, flags | flags::PARENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_rows_are_permutations_applied_in_turn() {
+        assert_eq!(MSG_SCHEDULE[0], core::array::from_fn::<usize, 16, _>(|i| i));
+        assert_eq!(MSG_SCHEDULE[1], MSG_PERMUTATION);
+        // The sixth row as published in the BLAKE3 specification.
+        assert_eq!(MSG_SCHEDULE[6], [11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13]);
+    }
+
+    #[test]
+    fn one_block_root_matches_upstream() {
+        // "abc" as a single chunk: CHUNK_START | CHUNK_END | ROOT.
+        let mut block = [0u8; 64];
+        block[..3].copy_from_slice(b"abc");
+        let f = flags::CHUNK_START | flags::CHUNK_END | flags::ROOT;
+        let out = words_to_cv(&compress_cv(&IV, &block_words(&block), 3, 0, f));
+        assert_eq!(out, *blake3::hash(b"abc").as_bytes());
+    }
+}

@@ -1,0 +1,378 @@
+//! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
+//! portable scalar code), and rayon across cores for large inputs only.
+//!
+//! A complete subtree is hashed in leaves of [`LEAF_CHUNKS`] chunks: all chunk CVs of a leaf in
+//! SIMD groups, then its parent levels, also in SIMD groups. Above the leaves the subtree is split
+//! in halves, on other cores (`rayon::join`) while the halves are large enough to pay for it.
+
+mod lanes;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod avx2;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod avx512;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod sse41;
+
+use crate::backend::{check_blocks_args, check_subtree_args, Backend};
+use crate::compress::{flags, parent_cv, Cv, BLOCK_LEN, CHUNK_LEN, IV};
+use crate::device::{BackendKind, Device, DeviceInfo, DeviceKind};
+use crate::error::{Error, Result};
+use lanes::{hash_groups, Job};
+use std::fmt;
+use std::str::FromStr;
+
+/// Chunks hashed together before their parents are merged (a power of two, a multiple of the
+/// widest SIMD group).
+const LEAF_CHUNKS: usize = 64;
+/// Inputs smaller than this never touch the thread pool.
+const PARALLEL_MIN_BYTES: usize = 128 * 1024;
+/// Subtrees smaller than this are not split across cores.
+const PARALLEL_GRAIN_BYTES: usize = 64 * 1024;
+/// One-block messages per parallel task in `hash_blocks`.
+const BLOCKS_PER_TASK: usize = 4096;
+
+/// The instruction set the CPU backend's kernel runs on.
+///
+/// ```
+/// use b3accel::cpu::SimdLevel;
+/// let best = SimdLevel::detect();
+/// assert!(best.is_supported());
+/// assert!(SimdLevel::Portable <= best);
+/// assert_eq!("avx2".parse::<SimdLevel>().unwrap(), SimdLevel::Avx2);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SimdLevel {
+    /// Plain Rust, one input at a time: every CPU.
+    Portable,
+    /// SSE4.1, four inputs at a time.
+    Sse41,
+    /// AVX2, eight inputs at a time.
+    Avx2,
+    /// AVX-512F, sixteen inputs at a time.
+    Avx512,
+}
+
+impl SimdLevel {
+    /// Every level, lowest first.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::cpu::SimdLevel::ALL.len(), 4);
+    /// ```
+    pub const ALL: [SimdLevel; 4] = [SimdLevel::Portable, SimdLevel::Sse41, SimdLevel::Avx2, SimdLevel::Avx512];
+
+    /// The best level this CPU supports.
+    ///
+    /// ```
+    /// println!("{}", b3accel::cpu::SimdLevel::detect());
+    /// ```
+    pub fn detect() -> SimdLevel {
+        *SimdLevel::ALL.iter().rev().find(|l| l.is_supported()).unwrap_or(&SimdLevel::Portable)
+    }
+
+    /// Whether this CPU can run this level.
+    ///
+    /// ```
+    /// assert!(b3accel::cpu::SimdLevel::Portable.is_supported());
+    /// ```
+    pub fn is_supported(self) -> bool {
+        match self {
+            SimdLevel::Portable => true,
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            SimdLevel::Sse41 => std::is_x86_feature_detected!("sse4.1"),
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            SimdLevel::Avx2 => std::is_x86_feature_detected!("avx2"),
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            SimdLevel::Avx512 => std::is_x86_feature_detected!("avx512f"),
+            #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+            _ => false,
+        }
+    }
+
+    /// Inputs hashed side by side.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::cpu::SimdLevel::Avx2.lanes(), 8);
+    /// ```
+    pub fn lanes(self) -> usize {
+        match self {
+            SimdLevel::Portable => 1,
+            SimdLevel::Sse41 => 4,
+            SimdLevel::Avx2 => 8,
+            SimdLevel::Avx512 => 16,
+        }
+    }
+
+    /// Every level this CPU supports, lowest first.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::cpu::SimdLevel::supported()[0], b3accel::cpu::SimdLevel::Portable);
+    /// ```
+    pub fn supported() -> Vec<SimdLevel> {
+        SimdLevel::ALL.into_iter().filter(|l| l.is_supported()).collect()
+    }
+}
+
+impl fmt::Display for SimdLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SimdLevel::Portable => "portable",
+            SimdLevel::Sse41 => "sse41",
+            SimdLevel::Avx2 => "avx2",
+            SimdLevel::Avx512 => "avx512",
+        })
+    }
+}
+
+impl FromStr for SimdLevel {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        SimdLevel::ALL.into_iter().find(|l| l.to_string().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
+            Error::InvalidInput(format!("unknown CPU level '{s}': expected portable, sse41, avx2 or avx512"))
+        })
+    }
+}
+
+/// The environment variable that caps the CPU backend's instruction set, e.g. `B3ACCEL_CPU=sse41`.
+pub const CPU_LEVEL_ENV: &str = "B3ACCEL_CPU";
+
+/// The rayon + SIMD CPU backend.
+///
+/// ```
+/// use b3accel::cpu::{CpuBackend, SimdLevel};
+/// use b3accel::Backend;
+/// let portable = CpuBackend::with_level(SimdLevel::Portable).unwrap();
+/// assert_eq!(portable.level(), SimdLevel::Portable);
+/// assert_eq!(portable.info().device, b3accel::Device::Cpu);
+/// ```
+#[derive(Clone, Debug)]
+pub struct CpuBackend {
+    level: SimdLevel,
+    info: DeviceInfo,
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        CpuBackend::new()
+    }
+}
+
+impl CpuBackend {
+    /// The best level this CPU supports, lowered by `B3ACCEL_CPU` where that names a lower one.
+    /// An unknown value, or a level above what the CPU supports, is ignored here; use
+    /// [`CpuBackend::from_env`] to have it reported.
+    ///
+    /// ```
+    /// let cpu = b3accel::cpu::CpuBackend::new();
+    /// assert!(cpu.level().is_supported());
+    /// ```
+    pub fn new() -> CpuBackend {
+        CpuBackend::from_env().unwrap_or_else(|_| CpuBackend::build(SimdLevel::detect()))
+    }
+
+    /// Like [`CpuBackend::new`], but an unknown or unsupported `B3ACCEL_CPU` is an error.
+    ///
+    /// ```
+    /// let cpu = b3accel::cpu::CpuBackend::from_env().unwrap();
+    /// assert!(cpu.level() <= b3accel::cpu::SimdLevel::detect());
+    /// ```
+    pub fn from_env() -> Result<CpuBackend> {
+        match std::env::var(CPU_LEVEL_ENV) {
+            Ok(v) if !v.trim().is_empty() => {
+                let level: SimdLevel = v.parse().map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
+                CpuBackend::with_level(level)
+            }
+            _ => Ok(CpuBackend::build(SimdLevel::detect())),
+        }
+    }
+
+    /// The CPU backend at a given level; an error if this CPU cannot run it.
+    ///
+    /// ```
+    /// use b3accel::cpu::{CpuBackend, SimdLevel};
+    /// for level in SimdLevel::supported() {
+    ///     assert_eq!(CpuBackend::with_level(level).unwrap().level(), level);
+    /// }
+    /// ```
+    pub fn with_level(level: SimdLevel) -> Result<CpuBackend> {
+        if !level.is_supported() {
+            return Err(Error::Unavailable {
+                device: Device::Cpu,
+                reason: format!("this CPU does not support {level}"),
+            });
+        }
+        Ok(CpuBackend::build(level))
+    }
+
+    fn build(level: SimdLevel) -> CpuBackend {
+        let threads = std::thread::available_parallelism().map(|n| n.get() as u32).ok();
+        let info = DeviceInfo {
+            device: Device::Cpu,
+            backend: BackendKind::Cpu,
+            kind: DeviceKind::Cpu,
+            name: cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+            api: format!("{level} ({} lanes)", level.lanes()),
+            driver: "rayon".to_string(),
+            memory_bytes: None,
+            compute_units: threads,
+        };
+        CpuBackend { level, info }
+    }
+
+    /// The instruction set in use.
+    ///
+    /// ```
+    /// println!("{}", b3accel::cpu::CpuBackend::new().level());
+    /// ```
+    pub fn level(&self) -> SimdLevel {
+        self.level
+    }
+
+    /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart, using the
+    /// widest groups first and narrower ones for the remainder.
+    fn hash_many(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+        let mut done = 0;
+        let mut rest = |done: usize, f: &dyn Fn(&[u8], &Job, &mut [Cv]) -> usize| {
+            if done == out.len() {
+                return done;
+            }
+            let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
+            done + f(&input[done * stride..], &Job { counter, ..*job }, &mut out[done..])
+        };
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        {
+            // SAFETY (each call): the level was checked to be supported when `self` was built, and
+            // `out.len()` inputs of `blocks` blocks at `stride` lie inside `input` (the callers'
+            // contract, asserted in debug builds by `hash_groups`).
+            if self.level >= SimdLevel::Avx512 {
+                done = rest(done, &|i, j, o| unsafe { avx512::hash_many(i, stride, blocks, j, o) });
+            }
+            if self.level >= SimdLevel::Avx2 {
+                done = rest(done, &|i, j, o| unsafe { avx2::hash_many(i, stride, blocks, j, o) });
+            }
+            if self.level >= SimdLevel::Sse41 {
+                done = rest(done, &|i, j, o| unsafe { sse41::hash_many(i, stride, blocks, j, o) });
+            }
+        }
+        // SAFETY: the portable kernel needs no instruction set; the layout is as above.
+        rest(done, &|i, j, o| unsafe { hash_groups::<u32>(i, stride, blocks, j, o) });
+    }
+
+    /// CVs of consecutive full chunks, the first with index `first_chunk`.
+    fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+        let job = Job {
+            key,
+            counter: first_chunk,
+            increment_counter: true,
+            flags,
+            flags_start: flags::CHUNK_START,
+            flags_end: flags::CHUNK_END,
+        };
+        self.hash_many(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
+    }
+
+    /// Parent CVs of consecutive pairs of CVs.
+    fn parent_cvs(&self, children: &[Cv], key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+        let job =
+            Job { key, counter: 0, increment_counter: false, flags: flags | flags::PARENT, flags_start: 0, flags_end: 0 };
+        self.hash_many(children.as_flattened(), BLOCK_LEN, 1, &job, out);
+    }
+
+    /// The CV of a complete subtree: `input` is a power-of-two number of chunks.
+    fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, parallel: bool) -> Cv {
+        let chunks = input.len() / CHUNK_LEN;
+        debug_assert!(chunks.is_power_of_two());
+        if chunks <= LEAF_CHUNKS {
+            let mut a = [[0u8; 32]; LEAF_CHUNKS];
+            let mut b = [[0u8; 32]; LEAF_CHUNKS / 2];
+            self.chunk_cvs(input, first_chunk, key, flags, &mut a[..chunks]);
+            let mut n = chunks;
+            while n > 1 {
+                self.parent_cvs(&a[..n], key, flags, &mut b[..n / 2]);
+                n /= 2;
+                a[..n].copy_from_slice(&b[..n]);
+            }
+            return a[0];
+        }
+        let (left, right) = input.split_at(input.len() / 2);
+        let right_first = first_chunk + (chunks / 2) as u64;
+        let (l, r) = if parallel && left.len() >= PARALLEL_GRAIN_BYTES {
+            rayon::join(
+                || self.subtree_cv(left, first_chunk, key, flags, true),
+                || self.subtree_cv(right, right_first, key, flags, true),
+            )
+        } else {
+            (
+                self.subtree_cv(left, first_chunk, key, flags, false),
+                self.subtree_cv(right, right_first, key, flags, false),
+            )
+        };
+        parent_cv(&l, &r, key, flags)
+    }
+
+    /// The subtrees of `input` (one per set bit of its chunk count, largest first) into `out`.
+    fn subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, parallel: bool, out: &mut [Cv]) {
+        let chunks = input.len() / CHUNK_LEN;
+        let size = 1usize << (usize::BITS - 1 - chunks.leading_zeros());
+        let (head, tail) = input.split_at(size * CHUNK_LEN);
+        let (first, rest) = out.split_first_mut().expect("one CV per set bit");
+        if tail.is_empty() {
+            *first = self.subtree_cv(head, first_chunk, key, flags, parallel);
+        } else if parallel && tail.len() >= PARALLEL_GRAIN_BYTES {
+            let tail_first = first_chunk + size as u64;
+            let (cv, ()) = rayon::join(
+                || self.subtree_cv(head, first_chunk, key, flags, true),
+                || self.subtrees(tail, tail_first, key, flags, true, rest),
+            );
+            *first = cv;
+        } else {
+            *first = self.subtree_cv(head, first_chunk, key, flags, parallel);
+            self.subtrees(tail, first_chunk + size as u64, key, flags, parallel, rest);
+        }
+    }
+}
+
+/// Whether to use the thread pool for `len` bytes: never for small inputs (a pool that has never
+/// been used is not even started), and not when the pool has a single thread.
+fn use_threads(len: usize) -> bool {
+    len >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1
+}
+
+impl Backend for CpuBackend {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        check_subtree_args(input, first_chunk, out)?;
+        self.subtrees(input, first_chunk, key, flags, use_threads(input.len()), out);
+        Ok(())
+    }
+
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
+        check_blocks_args(blocks, out)?;
+        let job = Job {
+            key: &IV,
+            counter: 0,
+            increment_counter: false,
+            flags: flags::CHUNK_START | flags::CHUNK_END | flags::ROOT,
+            flags_start: 0,
+            flags_end: 0,
+        };
+        if use_threads(blocks.len() * BLOCK_LEN) {
+            use rayon::prelude::*;
+            blocks.par_chunks(BLOCKS_PER_TASK).zip(out.par_chunks_mut(BLOCKS_PER_TASK)).for_each(|(b, o)| {
+                self.hash_many(b.as_flattened(), BLOCK_LEN, 1, &job, o);
+            });
+        } else {
+            self.hash_many(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
+        }
+        Ok(())
+    }
+}
+
+/// The CPU's model name, where the OS tells it.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}

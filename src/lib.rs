@@ -1,0 +1,157 @@
+//! BLAKE3 on every device a machine has, behind one small API.
+//!
+//! ```
+//! use b3accel::{hash_on, Device};
+//! let hash = hash_on(Device::Auto, b"hello world")?;
+//! assert_eq!(hash, blake3::hash(b"hello world"));
+//! println!("{hash}");
+//! # Ok::<(), b3accel::Error>(())
+//! ```
+//!
+//! Three backends implement one [`Backend`] trait:
+//! - `cpu`: SIMD across chunks (SSE4.1, AVX2 or AVX-512, picked at run time; `B3ACCEL_CPU`
+//!   lowers it) and rayon across cores for large inputs;
+//! - `opencl` (cargo feature `opencl`): OpenCL C kernels through the `ocl` crate;
+//! - `wgpu` (cargo feature `wgpu`, on by default): WGSL compute shaders through `wgpu`.
+//!
+//! Every backend gives the same bytes as upstream BLAKE3 for every input length, all three modes
+//! and any output length. The tree semantics (the partial last chunk, merging subtrees, the ROOT
+//! flag, XOF output) are written once, in the crate's tree module; backends only turn runs of full
+//! chunks into the chaining values of complete subtrees.
+//!
+//! [`Device::Auto`] never fails; [`devices`] lists what this machine has.
+
+#![warn(missing_docs)]
+
+mod backend;
+mod compress;
+pub mod cpu;
+mod device;
+mod error;
+mod hasher;
+mod tree;
+
+pub use backend::Backend;
+pub use blake3::Hash;
+pub use compress::{flags, Cv, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
+pub use device::{backend, backend_status, devices, BackendKind, BackendStatus, Device, DeviceInfo, DeviceKind};
+pub use error::{Error, Result};
+pub use hasher::{Hasher, OutputReader};
+
+use tree::{hash_all, Domain, Output};
+
+/// One of BLAKE3's three modes.
+///
+/// ```
+/// use b3accel::{hash_xof_on, Device, Mode};
+/// let mut out = [0u8; 32];
+/// hash_xof_on(Device::Cpu, &Mode::DeriveKey("my app v1".into()), b"material", 0, &mut out).unwrap();
+/// assert_eq!(out, blake3::derive_key("my app v1", b"material"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The plain hash.
+    Hash,
+    /// The keyed hash (a MAC or PRF) with a 32-byte key.
+    Keyed([u8; KEY_LEN]),
+    /// Key derivation with a context string; the input is the key material.
+    DeriveKey(String),
+}
+
+impl Mode {
+    fn domain(&self) -> Domain {
+        match self {
+            Mode::Hash => Domain::HASH,
+            Mode::Keyed(key) => Domain::keyed(key),
+            Mode::DeriveKey(context) => Domain::derive_key(context),
+        }
+    }
+}
+
+/// The root node of `data` hashed on `device`. Inputs of one chunk or less need no backend on
+/// the CPU, so the smallest inputs pay nothing for dispatch.
+fn root_on(device: Device, data: &[u8], domain: Domain) -> Result<Output> {
+    if data.len() <= CHUNK_LEN && matches!(device, Device::Auto | Device::Cpu) {
+        return Ok(tree::chunk_output(data, 0, domain));
+    }
+    hash_all(&*backend(device)?, data, domain)
+}
+
+/// The BLAKE3 hash of `data`, computed on `device`.
+///
+/// ```
+/// use b3accel::{hash_on, Device};
+/// let data = vec![0xAB; 3 * 1024 * 1024 + 5];
+/// assert_eq!(hash_on(Device::Cpu, &data).unwrap(), blake3::hash(&data));
+/// ```
+pub fn hash_on(device: Device, data: &[u8]) -> Result<Hash> {
+    Ok(Hash::from_bytes(root_on(device, data, Domain::HASH)?.root_hash()))
+}
+
+/// The keyed BLAKE3 hash (MAC) of `data` under `key`, computed on `device`.
+///
+/// ```
+/// use b3accel::{keyed_hash_on, Device};
+/// let key = *b"whats the Elvish word for friend";
+/// assert_eq!(keyed_hash_on(Device::Cpu, &key, b"msg").unwrap(), blake3::keyed_hash(&key, b"msg"));
+/// ```
+pub fn keyed_hash_on(device: Device, key: &[u8; KEY_LEN], data: &[u8]) -> Result<Hash> {
+    Ok(Hash::from_bytes(root_on(device, data, Domain::keyed(key))?.root_hash()))
+}
+
+/// A 32-byte key derived from `key_material` with the `context` string, computed on `device`.
+/// The context should be hard-coded, globally unique and application-specific.
+///
+/// ```
+/// use b3accel::{derive_key_on, Device};
+/// let k = derive_key_on(Device::Cpu, "example.com 2026-11-21 file keys", b"secret").unwrap();
+/// assert_eq!(*k.as_bytes(), blake3::derive_key("example.com 2026-11-21 file keys", b"secret"));
+/// ```
+pub fn derive_key_on(device: Device, context: &str, key_material: &[u8]) -> Result<Hash> {
+    Ok(Hash::from_bytes(root_on(device, key_material, Domain::derive_key(context))?.root_hash()))
+}
+
+/// BLAKE3's extendable output: fills `out` with the output stream of `data` in `mode`, starting at
+/// byte `seek` of the stream.
+///
+/// ```
+/// use b3accel::{hash_xof_on, Device, Mode};
+/// let mut out = [0u8; 50];
+/// hash_xof_on(Device::Cpu, &Mode::Hash, b"abc", 14, &mut out).unwrap();
+/// let mut expected = [0u8; 64];
+/// blake3::Hasher::new().update(b"abc").finalize_xof().fill(&mut expected);
+/// assert_eq!(out, expected[14..]);
+/// ```
+pub fn hash_xof_on(device: Device, mode: &Mode, data: &[u8], seek: u64, out: &mut [u8]) -> Result<()> {
+    root_on(device, data, mode.domain())?.root_bytes(seek, out);
+    Ok(())
+}
+
+/// An output reader over `data`'s extendable output in `mode`, computed on `device`.
+///
+/// ```
+/// use b3accel::{xof_reader_on, Device, Mode};
+/// let mut r = xof_reader_on(Device::Cpu, &Mode::Hash, b"abc").unwrap();
+/// let mut out = [0u8; 32];
+/// r.fill(&mut out);
+/// assert_eq!(out, *blake3::hash(b"abc").as_bytes());
+/// ```
+pub fn xof_reader_on(device: Device, mode: &Mode, data: &[u8]) -> Result<OutputReader> {
+    Ok(OutputReader::new(root_on(device, data, mode.domain())?))
+}
+
+/// An output reader over `data`'s extendable output in `mode`, computed on a backend you hold.
+/// The whole input goes to the backend in one call.
+///
+/// ```
+/// use b3accel::cpu::{CpuBackend, SimdLevel};
+/// use b3accel::{xof_reader_with, Mode};
+/// let sse = CpuBackend::with_level(SimdLevel::Portable).unwrap();
+/// let data = vec![1u8; 50_000];
+/// let mut out = [0u8; 32];
+/// xof_reader_with(&sse, &Mode::Hash, &data).unwrap().fill(&mut out);
+/// assert_eq!(out, *blake3::hash(&data).as_bytes());
+/// ```
+pub fn xof_reader_with(backend: &dyn Backend, mode: &Mode, data: &[u8]) -> Result<OutputReader> {
+    Ok(OutputReader::new(hash_all(backend, data, mode.domain())?))
+}

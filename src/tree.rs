@@ -1,0 +1,248 @@
+//! BLAKE3's tree, written once for every backend: which chunks form complete subtrees, the stack
+//! that merges their chaining values, the partial last chunk, the ROOT flag and the XOF stream.
+//!
+//! Backends only ever see runs of full chunks (see [`Backend::chunk_subtrees`]); the last chunk of
+//! an input, which may be partial and may be the root, is always hashed here, on the CPU.
+
+use crate::backend::Backend;
+use crate::compress::{
+    block_words, compress, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN, CHUNK_LEN, IV,
+};
+use crate::error::Result;
+
+/// The key words and flags that select one of BLAKE3's three modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Domain {
+    pub key: [u32; 8],
+    pub flags: u32,
+}
+
+impl Domain {
+    /// The plain hash.
+    pub const HASH: Domain = Domain { key: IV, flags: 0 };
+
+    /// Keyed hashing with a 32-byte key.
+    pub fn keyed(key: &[u8; 32]) -> Domain {
+        Domain { key: cv_words(key), flags: flags::KEYED_HASH }
+    }
+
+    /// Key derivation: the context string is hashed first (a short input, on the CPU) and its
+    /// hash keys the hashing of the key material.
+    pub fn derive_key(context: &str) -> Domain {
+        let ctx = Domain { key: IV, flags: flags::DERIVE_KEY_CONTEXT };
+        let context_key = hash_small(context.as_bytes(), ctx);
+        Domain { key: cv_words(&context_key), flags: flags::DERIVE_KEY_MATERIAL }
+    }
+}
+
+/// The last node of a tree, not yet compressed with ROOT: it gives either a chaining value (when it
+/// turns out not to be the root) or the root's output stream.
+#[derive(Clone, Debug)]
+pub(crate) struct Output {
+    input_cv: [u32; 8],
+    block: [u32; 16],
+    block_len: u32,
+    counter: u64,
+    flags: u32,
+}
+
+impl Output {
+    /// This node's chaining value as a non-root node.
+    pub fn chaining_value(&self) -> Cv {
+        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, self.counter, self.flags))
+    }
+
+    /// The first 32 bytes of root output: the hash.
+    pub fn root_hash(&self) -> [u8; 32] {
+        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, 0, self.flags | flags::ROOT))
+    }
+
+    /// Root output bytes starting at byte `position` of the output stream, filling `out`.
+    /// Block k of the stream is the root compression with counter k.
+    pub fn root_bytes(&self, mut position: u64, mut out: &mut [u8]) {
+        while !out.is_empty() {
+            let block_index = position / BLOCK_LEN as u64;
+            let offset = (position % BLOCK_LEN as u64) as usize;
+            let words = compress(&self.input_cv, &self.block, self.block_len, block_index, self.flags | flags::ROOT);
+            let mut bytes = [0u8; BLOCK_LEN];
+            for (b, w) in bytes.chunks_exact_mut(4).zip(words) {
+                b.copy_from_slice(&w.to_le_bytes());
+            }
+            let take = (BLOCK_LEN - offset).min(out.len());
+            out[..take].copy_from_slice(&bytes[offset..offset + take]);
+            out = &mut out[take..];
+            position += take as u64;
+        }
+    }
+
+    fn parent(left: &Cv, right: &Cv, domain: Domain) -> Output {
+        let mut block = [0u8; BLOCK_LEN];
+        block[..32].copy_from_slice(left);
+        block[32..].copy_from_slice(right);
+        Output {
+            input_cv: domain.key,
+            block: block_words(&block),
+            block_len: BLOCK_LEN as u32,
+            counter: 0,
+            flags: domain.flags | flags::PARENT,
+        }
+    }
+}
+
+/// The output node of one chunk of 0 to 1024 bytes (0 only for the empty input) with index
+/// `chunk_index`: every block but the last is compressed, the last is kept for the caller.
+pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Output {
+    debug_assert!(chunk.len() <= CHUNK_LEN);
+    let mut cv = domain.key;
+    let mut start = flags::CHUNK_START;
+    let mut blocks = chunk.chunks(BLOCK_LEN);
+    let n_blocks = blocks.len().max(1);
+    for _ in 1..n_blocks {
+        let block: &[u8; BLOCK_LEN] = blocks.next().and_then(|b| b.try_into().ok()).expect("full block");
+        cv = compress_cv(&cv, &block_words(block), BLOCK_LEN as u32, chunk_index, domain.flags | start);
+        start = 0;
+    }
+    let last = blocks.next().unwrap_or(&[]);
+    let mut block = [0u8; BLOCK_LEN];
+    block[..last.len()].copy_from_slice(last);
+    Output {
+        input_cv: cv,
+        block: block_words(&block),
+        block_len: last.len() as u32,
+        counter: chunk_index,
+        flags: domain.flags | start | flags::CHUNK_END,
+    }
+}
+
+/// The hash of an input of at most one chunk: no backend is involved at all.
+pub(crate) fn hash_small(input: &[u8], domain: Domain) -> [u8; 32] {
+    chunk_output(input, 0, domain).root_hash()
+}
+
+/// Deepest possible stack: 2^64 bytes are 2^54 chunks.
+const MAX_DEPTH: usize = 54;
+
+/// The chaining values of complete subtrees not yet merged, left to right, and how many chunks
+/// they cover. Merging is lazy: a CV is merged with its left neighbour only once more input
+/// proves that the pair is not the root.
+#[derive(Clone)]
+pub(crate) struct CvStack {
+    cvs: [Cv; MAX_DEPTH + 1],
+    len: usize,
+    /// Full chunks committed so far: the index of the next chunk.
+    chunks: u64,
+}
+
+impl CvStack {
+    pub fn new() -> CvStack {
+        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, chunks: 0 }
+    }
+
+    /// Chunks committed so far.
+    pub fn chunks(&self) -> u64 {
+        self.chunks
+    }
+
+    /// Merges the top of the stack until it holds one CV per set bit of `chunks`: what is left of
+    /// the merged tree once a subtree starting at chunk `chunks` follows.
+    fn merge_to(&mut self, chunks: u64, domain: Domain) {
+        while self.len > chunks.count_ones() as usize {
+            let right = self.cvs[self.len - 1];
+            let left = self.cvs[self.len - 2];
+            self.cvs[self.len - 2] = parent_cv(&left, &right, &domain.key, domain.flags);
+            self.len -= 1;
+        }
+    }
+
+    /// Pushes the CV of a complete subtree of `size` chunks (a power of two) starting at the
+    /// current position.
+    fn push(&mut self, cv: Cv, size: u64, domain: Domain) {
+        debug_assert!(size.is_power_of_two() && self.chunks % size == 0);
+        self.merge_to(self.chunks, domain);
+        self.cvs[self.len] = cv;
+        self.len += 1;
+        self.chunks += size;
+    }
+
+    /// Hashes `input` (full chunks that continue the input at the current position; more input
+    /// follows them) on `backend` and pushes the resulting subtrees. The run is cut where needed
+    /// so that every piece the backend gets starts at a multiple of its size rounded up to a power
+    /// of two, as [`Backend::chunk_subtrees`] requires.
+    pub fn commit_chunks(&mut self, backend: &dyn Backend, mut input: &[u8], domain: Domain) -> Result<()> {
+        debug_assert!(input.len() % CHUNK_LEN == 0);
+        let mut pieces = [[0u8; 32]; 64];
+        while !input.is_empty() {
+            let remaining = (input.len() / CHUNK_LEN) as u64;
+            let align = if self.chunks == 0 { u64::MAX } else { 1u64 << self.chunks.trailing_zeros() };
+            let n = remaining.min(align);
+            let (run, rest) = input.split_at(n as usize * CHUNK_LEN);
+            let out = &mut pieces[..n.count_ones() as usize];
+            backend.chunk_subtrees(run, self.chunks, &domain.key, domain.flags, out)?;
+            for (bit, cv) in (0..64).rev().filter(|b| n >> b & 1 == 1).zip(out.iter()) {
+                self.push(*cv, 1 << bit, domain);
+            }
+            input = rest;
+        }
+        Ok(())
+    }
+
+    /// The root node, given the last chunk (1 to 1024 bytes, which follows everything committed)
+    /// or, for an input that was empty from the start, no bytes at all.
+    pub fn finalize(&self, last_chunk: &[u8], domain: Domain) -> Output {
+        let mut stack = self.clone();
+        stack.merge_to(self.chunks, domain);
+        let mut output = chunk_output(last_chunk, self.chunks, domain);
+        for cv in stack.cvs[..stack.len].iter().rev() {
+            output = Output::parent(cv, &output.chaining_value(), domain);
+        }
+        output
+    }
+}
+
+/// The root node of a whole input held in memory: every full chunk but the last goes to `backend`
+/// in one call, the last chunk and the merge of the subtrees happen here.
+pub(crate) fn hash_all(backend: &dyn Backend, input: &[u8], domain: Domain) -> Result<Output> {
+    if input.len() <= CHUNK_LEN {
+        return Ok(chunk_output(input, 0, domain));
+    }
+    let full = (input.len() - 1) / CHUNK_LEN * CHUNK_LEN;
+    let mut stack = CvStack::new();
+    stack.commit_chunks(backend, &input[..full], domain)?;
+    Ok(stack.finalize(&input[full..], domain))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn single_chunk_lengths_match_upstream() {
+        for len in [0, 1, 63, 64, 65, 127, 128, 1023, 1024] {
+            let data = input(len);
+            assert_eq!(hash_small(&data, Domain::HASH), *blake3::hash(&data).as_bytes(), "len {len}");
+        }
+    }
+
+    #[test]
+    fn xof_at_any_position_matches_upstream() {
+        let data = input(100);
+        let out = chunk_output(&data, 0, Domain::HASH);
+        let mut expected = [0u8; 300];
+        blake3::Hasher::new().update(&data).finalize_xof().fill(&mut expected);
+        for seek in [0usize, 1, 63, 64, 65, 130] {
+            let mut got = vec![0u8; 300 - seek];
+            out.root_bytes(seek as u64, &mut got);
+            assert_eq!(got, expected[seek..], "seek {seek}");
+        }
+    }
+
+    #[test]
+    fn derive_key_domain_matches_upstream() {
+        let d = Domain::derive_key("ctx");
+        assert_eq!(hash_small(b"material", d), blake3::derive_key("ctx", b"material"));
+    }
+}

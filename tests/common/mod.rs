@@ -1,0 +1,66 @@
+//! What the integration tests share: the list of backends to test and the official input pattern.
+#![allow(dead_code)]
+
+use b3accel::cpu::{CpuBackend, SimdLevel};
+use b3accel::{Backend, BackendKind};
+use std::sync::Arc;
+
+/// The official test vectors' input: byte i is i % 251.
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// A backend under test, with a name for failure messages.
+pub struct Target {
+    pub name: String,
+    pub backend: Arc<dyn Backend>,
+}
+
+/// Every backend this build can test on this machine: the CPU backend at every SIMD level the CPU
+/// supports, then every OpenCL device and wgpu adapter found. A GPU backend that was built but
+/// finds no device is reported loudly, and under `CI=true` fails the test run: CI must run every
+/// backend for real, never skip one.
+pub fn targets() -> Vec<Target> {
+    let mut out: Vec<Target> = SimdLevel::supported()
+        .into_iter()
+        .map(|level| Target {
+            name: format!("cpu/{level}"),
+            backend: Arc::new(CpuBackend::with_level(level).expect("supported level")),
+        })
+        .collect();
+    out.extend(gpu_targets());
+    out
+}
+
+/// Every GPU device found by the backends compiled in (see [`targets`] for the no-device rule).
+pub fn gpu_targets() -> Vec<Target> {
+    let ci = std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false);
+    let mut out = Vec::new();
+    for status in b3accel::backend_status() {
+        let devices = match status.devices {
+            Ok(d) if !d.is_empty() => d,
+            Ok(_) => {
+                no_device(ci, status.backend, "no device found");
+                continue;
+            }
+            Err(e) => {
+                no_device(ci, status.backend, &e.to_string());
+                continue;
+            }
+        };
+        for info in devices {
+            let backend = b3accel::backend(info.device)
+                .unwrap_or_else(|e| panic!("{} ({}) is listed but does not open: {e}", info.device, info.name));
+            out.push(Target { name: format!("{} ({})", info.device, info.name), backend });
+        }
+    }
+    out
+}
+
+fn no_device(ci: bool, backend: BackendKind, why: &str) {
+    let msg = format!("the {backend} backend is built but has no device: {why}");
+    if ci {
+        panic!("{msg} (CI=true: a built backend must run, not be skipped)");
+    }
+    eprintln!("\n*** WARNING: {msg}. Its tests did NOT run. ***\n");
+}
