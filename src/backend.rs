@@ -59,7 +59,14 @@ pub trait Backend: Send + Sync {
     /// backend(Device::Cpu).unwrap().chunk_subtrees(&data, 0, &IV, 0, &mut cvs).unwrap();
     /// assert_ne!(cvs[0], cvs[1]);
     /// ```
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()>;
+    fn chunk_subtrees(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()>;
 
     /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
     /// 2-to-1 compression of Merkle trees, and `hash_many` of 64-byte messages.

@@ -101,14 +101,21 @@ pub(crate) fn rounds<W: Word>(v: &mut [W; 16], m: &[W; 16]) {
 #[inline(always)]
 pub(crate) fn block_words(block: &[u8; BLOCK_LEN]) -> [u32; 16] {
     core::array::from_fn(|i| {
-        u32::from_le_bytes([block[4 * i], block[4 * i + 1], block[4 * i + 2], block[4 * i + 3]])
+        u32::from_le_bytes([
+            block[4 * i],
+            block[4 * i + 1],
+            block[4 * i + 2],
+            block[4 * i + 3],
+        ])
     })
 }
 
 /// Reads a chaining value or key's 8 little-endian words.
 #[inline(always)]
 pub(crate) fn cv_words(cv: &[u8; 32]) -> [u32; 8] {
-    core::array::from_fn(|i| u32::from_le_bytes([cv[4 * i], cv[4 * i + 1], cv[4 * i + 2], cv[4 * i + 3]]))
+    core::array::from_fn(|i| {
+        u32::from_le_bytes([cv[4 * i], cv[4 * i + 1], cv[4 * i + 2], cv[4 * i + 3]])
+    })
 }
 
 /// Writes 8 words as a 32-byte little-endian chaining value.
@@ -124,7 +131,13 @@ pub(crate) fn words_to_cv(w: &[u32; 8]) -> Cv {
 /// The full compression: the 16-word state after the rounds and the feed-forward. Words 0..8 are
 /// the output chaining value; all 16 are one block of root (XOF) output.
 #[inline]
-pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
+pub(crate) fn compress(
+    cv: &[u32; 8],
+    block: &[u32; 16],
+    block_len: u32,
+    counter: u64,
+    flags: u32,
+) -> [u32; 16] {
     let mut v = [
         cv[0],
         cv[1],
@@ -153,7 +166,13 @@ pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter
 
 /// The compression reduced to the chaining value it produces (the first 8 output words).
 #[inline]
-pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 8] {
+pub(crate) fn compress_cv(
+    cv: &[u32; 8],
+    block: &[u32; 16],
+    block_len: u32,
+    counter: u64,
+    flags: u32,
+) -> [u32; 8] {
     let v = compress(cv, block, block_len, counter, flags);
     core::array::from_fn(|i| v[i])
 }
@@ -164,7 +183,13 @@ pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv
     let mut block = [0u8; BLOCK_LEN];
     block[..32].copy_from_slice(left);
     block[32..].copy_from_slice(right);
-    words_to_cv(&compress_cv(key, &block_words(&block), BLOCK_LEN as u32, 0, flags | flags::PARENT))
+    words_to_cv(&compress_cv(
+        key,
+        &block_words(&block),
+        BLOCK_LEN as u32,
+        0,
+        flags | flags::PARENT,
+    ))
 }
 
 #[cfg(test)]
@@ -176,7 +201,10 @@ mod tests {
         assert_eq!(MSG_SCHEDULE[0], core::array::from_fn::<usize, 16, _>(|i| i));
         assert_eq!(MSG_SCHEDULE[1], MSG_PERMUTATION);
         // The sixth row as published in the BLAKE3 specification.
-        assert_eq!(MSG_SCHEDULE[6], [11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13]);
+        assert_eq!(
+            MSG_SCHEDULE[6],
+            [11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13]
+        );
     }
 
     #[test]

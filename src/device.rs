@@ -66,7 +66,9 @@ impl FromStr for Device {
         let (name, index) = match lower.split_once(':') {
             Some((name, idx)) => {
                 let i = idx.parse::<usize>().map_err(|_| {
-                    Error::InvalidInput(format!("invalid device '{s}': '{idx}' is not a device index"))
+                    Error::InvalidInput(format!(
+                        "invalid device '{s}': '{idx}' is not a device index"
+                    ))
                 })?;
                 (name, Some(i))
             }
@@ -227,9 +229,15 @@ pub fn backend_status() -> Vec<BackendStatus> {
     #[allow(unused_mut)]
     let mut out = Vec::new();
     #[cfg(feature = "opencl")]
-    out.push(BackendStatus { backend: BackendKind::OpenCl, devices: crate::opencl::enumerate() });
+    out.push(BackendStatus {
+        backend: BackendKind::OpenCl,
+        devices: crate::opencl::enumerate(),
+    });
     #[cfg(feature = "wgpu")]
-    out.push(BackendStatus { backend: BackendKind::Wgpu, devices: crate::wgpu::enumerate() });
+    out.push(BackendStatus {
+        backend: BackendKind::Wgpu,
+        devices: crate::wgpu::enumerate(),
+    });
     out
 }
 
@@ -274,7 +282,10 @@ fn open_opencl(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
 
 #[cfg(not(feature = "opencl"))]
 fn open_opencl(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
-    Err(Error::NotBuilt { device, feature: "opencl" })
+    Err(Error::NotBuilt {
+        device,
+        feature: "opencl",
+    })
 }
 
 #[cfg(feature = "wgpu")]
@@ -284,5 +295,8 @@ fn open_wgpu(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
 
 #[cfg(not(feature = "wgpu"))]
 fn open_wgpu(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
-    Err(Error::NotBuilt { device, feature: "wgpu" })
+    Err(Error::NotBuilt {
+        device,
+        feature: "wgpu",
+    })
 }

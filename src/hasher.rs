@@ -39,7 +39,10 @@ pub struct Hasher {
 
 impl std::fmt::Debug for Hasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hasher").field("device", &self.backend.info().device).field("count", &self.count).finish()
+        f.debug_struct("Hasher")
+            .field("device", &self.backend.info().device)
+            .field("count", &self.count)
+            .finish()
     }
 }
 
@@ -123,7 +126,15 @@ impl Hasher {
 
     fn on_backend(backend: Arc<dyn Backend>, domain: Domain) -> Hasher {
         let batch = backend.batch_len().max(CHUNK_LEN).next_power_of_two();
-        Hasher { backend, domain, stack: CvStack::new(), buf: Vec::new(), batch, count: 0, failed: false }
+        Hasher {
+            backend,
+            domain,
+            stack: CvStack::new(),
+            buf: Vec::new(),
+            batch,
+            count: 0,
+            failed: false,
+        }
     }
 
     /// The device this hasher runs on.
@@ -204,7 +215,8 @@ impl Hasher {
     fn check_usable(&self) -> Result<()> {
         if self.failed {
             return Err(Error::InvalidInput(
-                "this hasher failed earlier on its device; call reset() before using it again".into(),
+                "this hasher failed earlier on its device; call reset() before using it again"
+                    .into(),
             ));
         }
         Ok(())
@@ -245,7 +257,10 @@ impl Hasher {
     /// assert_eq!(out[..32], *blake3::hash(b"xof").as_bytes());
     /// ```
     pub fn finalize_xof(&self) -> Result<OutputReader> {
-        Ok(OutputReader { output: self.root()?, position: 0 })
+        Ok(OutputReader {
+            output: self.root()?,
+            position: 0,
+        })
     }
 
     /// Forgets all input; the device and mode stay.
@@ -304,7 +319,10 @@ pub struct OutputReader {
 
 impl OutputReader {
     pub(crate) fn new(output: Output) -> OutputReader {
-        OutputReader { output, position: 0 }
+        OutputReader {
+            output,
+            position: 0,
+        }
     }
 
     /// Fills `buf` with the next output bytes.
@@ -357,11 +375,18 @@ impl io::Seek for OutputReader {
             io::SeekFrom::Start(p) => Some(p),
             io::SeekFrom::Current(d) => self.position.checked_add_signed(d),
             io::SeekFrom::End(_) => {
-                return Err(io::Error::new(io::ErrorKind::Unsupported, "the XOF output stream has no end to seek from"))
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "the XOF output stream has no end to seek from",
+                ))
             }
         };
-        let target =
-            target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek outside the XOF output stream"))?;
+        let target = target.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek outside the XOF output stream",
+            )
+        })?;
         self.position = target;
         Ok(target)
     }

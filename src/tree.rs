@@ -6,7 +6,8 @@
 
 use crate::backend::Backend;
 use crate::compress::{
-    block_words, compress, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN, CHUNK_LEN, IV,
+    block_words, compress, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN,
+    CHUNK_LEN, IV,
 };
 use crate::error::Result;
 
@@ -23,15 +24,24 @@ impl Domain {
 
     /// Keyed hashing with a 32-byte key.
     pub fn keyed(key: &[u8; 32]) -> Domain {
-        Domain { key: cv_words(key), flags: flags::KEYED_HASH }
+        Domain {
+            key: cv_words(key),
+            flags: flags::KEYED_HASH,
+        }
     }
 
     /// Key derivation: the context string is hashed first (a short input, on the CPU) and its
     /// hash keys the hashing of the key material.
     pub fn derive_key(context: &str) -> Domain {
-        let ctx = Domain { key: IV, flags: flags::DERIVE_KEY_CONTEXT };
+        let ctx = Domain {
+            key: IV,
+            flags: flags::DERIVE_KEY_CONTEXT,
+        };
         let context_key = hash_small(context.as_bytes(), ctx);
-        Domain { key: cv_words(&context_key), flags: flags::DERIVE_KEY_MATERIAL }
+        Domain {
+            key: cv_words(&context_key),
+            flags: flags::DERIVE_KEY_MATERIAL,
+        }
     }
 }
 
@@ -49,12 +59,24 @@ pub(crate) struct Output {
 impl Output {
     /// This node's chaining value as a non-root node.
     pub fn chaining_value(&self) -> Cv {
-        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, self.counter, self.flags))
+        words_to_cv(&compress_cv(
+            &self.input_cv,
+            &self.block,
+            self.block_len,
+            self.counter,
+            self.flags,
+        ))
     }
 
     /// The first 32 bytes of root output: the hash.
     pub fn root_hash(&self) -> [u8; 32] {
-        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, 0, self.flags | flags::ROOT))
+        words_to_cv(&compress_cv(
+            &self.input_cv,
+            &self.block,
+            self.block_len,
+            0,
+            self.flags | flags::ROOT,
+        ))
     }
 
     /// Root output bytes starting at byte `position` of the output stream, filling `out`.
@@ -63,7 +85,13 @@ impl Output {
         while !out.is_empty() {
             let block_index = position / BLOCK_LEN as u64;
             let offset = (position % BLOCK_LEN as u64) as usize;
-            let words = compress(&self.input_cv, &self.block, self.block_len, block_index, self.flags | flags::ROOT);
+            let words = compress(
+                &self.input_cv,
+                &self.block,
+                self.block_len,
+                block_index,
+                self.flags | flags::ROOT,
+            );
             let mut bytes = [0u8; BLOCK_LEN];
             for (b, w) in bytes.chunks_exact_mut(4).zip(words) {
                 b.copy_from_slice(&w.to_le_bytes());
@@ -98,8 +126,17 @@ pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Ou
     let mut blocks = chunk.chunks(BLOCK_LEN);
     let n_blocks = blocks.len().max(1);
     for _ in 1..n_blocks {
-        let block: &[u8; BLOCK_LEN] = blocks.next().and_then(|b| b.try_into().ok()).expect("full block");
-        cv = compress_cv(&cv, &block_words(block), BLOCK_LEN as u32, chunk_index, domain.flags | start);
+        let block: &[u8; BLOCK_LEN] = blocks
+            .next()
+            .and_then(|b| b.try_into().ok())
+            .expect("full block");
+        cv = compress_cv(
+            &cv,
+            &block_words(block),
+            BLOCK_LEN as u32,
+            chunk_index,
+            domain.flags | start,
+        );
         start = 0;
     }
     let last = blocks.next().unwrap_or(&[]);
@@ -135,7 +172,11 @@ pub(crate) struct CvStack {
 
 impl CvStack {
     pub fn new() -> CvStack {
-        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, chunks: 0 }
+        CvStack {
+            cvs: [[0; 32]; MAX_DEPTH + 1],
+            len: 0,
+            chunks: 0,
+        }
     }
 
     /// Chunks committed so far.
@@ -165,23 +206,52 @@ impl CvStack {
     }
 
     /// Hashes `input` (full chunks that continue the input at the current position; more input
-    /// follows them) on `backend` and pushes the resulting subtrees. The run is cut where needed
-    /// so that every piece the backend gets starts at a multiple of its size rounded up to a power
-    /// of two, as [`Backend::chunk_subtrees`] requires.
-    pub fn commit_chunks(&mut self, backend: &dyn Backend, mut input: &[u8], domain: Domain) -> Result<()> {
+    /// follows them) on `backend` and pushes the resulting subtrees.
+    pub fn commit_chunks<B: Backend + ?Sized>(
+        &mut self,
+        backend: &B,
+        input: &[u8],
+        domain: Domain,
+    ) -> Result<()> {
         debug_assert!(input.len() % CHUNK_LEN == 0);
+        self.commit_runs(
+            (input.len() / CHUNK_LEN) as u64,
+            domain,
+            |offset, n, first_chunk, out| {
+                let run = &input[offset as usize * CHUNK_LEN..(offset + n) as usize * CHUNK_LEN];
+                backend.chunk_subtrees(run, first_chunk, &domain.key, domain.flags, out)
+            },
+        )
+    }
+
+    /// Commits `chunks` full chunks that continue the input at the current position (more input
+    /// follows them) wherever they lie: `subtrees(offset, n, first_chunk, out)` must hash the `n`
+    /// chunks starting `offset` chunks into this commit, whose first chunk has index
+    /// `first_chunk`, exactly as [`Backend::chunk_subtrees`] does. The commit is cut into runs
+    /// that each start at a multiple of their size rounded up to a power of two, as that
+    /// contract requires.
+    pub fn commit_runs(
+        &mut self,
+        chunks: u64,
+        domain: Domain,
+        mut subtrees: impl FnMut(u64, u64, u64, &mut [Cv]) -> Result<()>,
+    ) -> Result<()> {
         let mut pieces = [[0u8; 32]; 64];
-        while !input.is_empty() {
-            let remaining = (input.len() / CHUNK_LEN) as u64;
-            let align = if self.chunks == 0 { u64::MAX } else { 1u64 << self.chunks.trailing_zeros() };
+        let mut offset = 0;
+        while offset < chunks {
+            let remaining = chunks - offset;
+            let align = if self.chunks == 0 {
+                u64::MAX
+            } else {
+                1u64 << self.chunks.trailing_zeros()
+            };
             let n = remaining.min(align);
-            let (run, rest) = input.split_at(n as usize * CHUNK_LEN);
             let out = &mut pieces[..n.count_ones() as usize];
-            backend.chunk_subtrees(run, self.chunks, &domain.key, domain.flags, out)?;
+            subtrees(offset, n, self.chunks, out)?;
             for (bit, cv) in (0..64).rev().filter(|b| n >> b & 1 == 1).zip(out.iter()) {
                 self.push(*cv, 1 << bit, domain);
             }
-            input = rest;
+            offset += n;
         }
         Ok(())
     }
@@ -201,7 +271,11 @@ impl CvStack {
 
 /// The root node of a whole input held in memory: every full chunk but the last goes to `backend`
 /// in one call, the last chunk and the merge of the subtrees happen here.
-pub(crate) fn hash_all(backend: &dyn Backend, input: &[u8], domain: Domain) -> Result<Output> {
+pub(crate) fn hash_all<B: Backend + ?Sized>(
+    backend: &B,
+    input: &[u8],
+    domain: Domain,
+) -> Result<Output> {
     if input.len() <= CHUNK_LEN {
         return Ok(chunk_output(input, 0, domain));
     }
@@ -209,6 +283,39 @@ pub(crate) fn hash_all(backend: &dyn Backend, input: &[u8], domain: Domain) -> R
     let mut stack = CvStack::new();
     stack.commit_chunks(backend, &input[..full], domain)?;
     Ok(stack.finalize(&input[full..], domain))
+}
+
+/// How many bytes of an input of `len` bytes the tree module needs to see itself: its last chunk
+/// (1 to 1024 bytes; none for the empty input). Everything before them is full chunks.
+#[cfg_attr(not(any(feature = "opencl", feature = "wgpu")), allow(dead_code))]
+pub(crate) fn last_chunk_len(len: u64) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        (len - 1) % CHUNK_LEN as u64 + 1
+    }
+}
+
+/// The root node of an input of `len` bytes that lies elsewhere, in a device buffer: the backend
+/// hashes its full chunks where they lie through `subtrees` (as in [`CvStack::commit_runs`], with
+/// `offset` counted in chunks from the start of the input), and the caller fetches the last
+/// [`last_chunk_len`] bytes, which the tree module hashes here.
+#[cfg_attr(not(any(feature = "opencl", feature = "wgpu")), allow(dead_code))]
+pub(crate) fn hash_resident(
+    len: u64,
+    last_chunk: &[u8],
+    domain: Domain,
+    subtrees: impl FnMut(u64, u64, u64, &mut [Cv]) -> Result<()>,
+) -> Result<Output> {
+    assert_eq!(
+        last_chunk.len() as u64,
+        last_chunk_len(len),
+        "the caller fetches exactly the last chunk"
+    );
+    let full_chunks = (len - last_chunk.len() as u64) / CHUNK_LEN as u64;
+    let mut stack = CvStack::new();
+    stack.commit_runs(full_chunks, domain, subtrees)?;
+    Ok(stack.finalize(last_chunk, domain))
 }
 
 #[cfg(test)]
@@ -223,7 +330,11 @@ mod tests {
     fn single_chunk_lengths_match_upstream() {
         for len in [0, 1, 63, 64, 65, 127, 128, 1023, 1024] {
             let data = input(len);
-            assert_eq!(hash_small(&data, Domain::HASH), *blake3::hash(&data).as_bytes(), "len {len}");
+            assert_eq!(
+                hash_small(&data, Domain::HASH),
+                *blake3::hash(&data).as_bytes(),
+                "len {len}"
+            );
         }
     }
 
@@ -232,7 +343,10 @@ mod tests {
         let data = input(100);
         let out = chunk_output(&data, 0, Domain::HASH);
         let mut expected = [0u8; 300];
-        blake3::Hasher::new().update(&data).finalize_xof().fill(&mut expected);
+        blake3::Hasher::new()
+            .update(&data)
+            .finalize_xof()
+            .fill(&mut expected);
         for seek in [0usize, 1, 63, 64, 65, 130] {
             let mut got = vec![0u8; 300 - seek];
             out.root_bytes(seek as u64, &mut got);
@@ -243,6 +357,9 @@ mod tests {
     #[test]
     fn derive_key_domain_matches_upstream() {
         let d = Domain::derive_key("ctx");
-        assert_eq!(hash_small(b"material", d), blake3::derive_key("ctx", b"material"));
+        assert_eq!(
+            hash_small(b"material", d),
+            blake3::derive_key("ctx", b"material")
+        );
     }
 }

@@ -26,8 +26,8 @@ impl Word for __m256i {
             _mm256_shuffle_epi8(
                 self,
                 _mm256_set_epi8(
-                    13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0,
-                    3, 2,
+                    13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11,
+                    10, 5, 4, 7, 6, 1, 0, 3, 2,
                 ),
             )
         }
@@ -44,8 +44,8 @@ impl Word for __m256i {
             _mm256_shuffle_epi8(
                 self,
                 _mm256_set_epi8(
-                    12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3,
-                    2, 1,
+                    12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11,
+                    10, 9, 4, 7, 6, 5, 0, 3, 2, 1,
                 ),
             )
         }
@@ -128,7 +128,13 @@ impl Lanes for __m256i {
 /// # Safety
 /// The CPU must support AVX2; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) -> usize {
+pub(super) unsafe fn hash_many(
+    input: &[u8],
+    stride: usize,
+    blocks: usize,
+    job: &Job,
+    out: &mut [Cv],
+) -> usize {
     // SAFETY: AVX2 is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m256i>(input, stride, blocks, job, out) }
 }

@@ -97,8 +97,9 @@ impl Lanes for __m512i {
     #[inline(always)]
     unsafe fn load_msg(input: *const u8, stride: usize) -> [Self; 16] {
         // SAFETY: the caller guarantees 64 readable bytes per lane.
-        let rows: [__m512i; 16] =
-            core::array::from_fn(|lane| unsafe { _mm512_loadu_si512(input.add(lane * stride) as *const __m512i) });
+        let rows: [__m512i; 16] = core::array::from_fn(|lane| unsafe {
+            _mm512_loadu_si512(input.add(lane * stride) as *const __m512i)
+        });
         unsafe { transpose16(rows) }
     }
 }
@@ -108,7 +109,13 @@ impl Lanes for __m512i {
 /// # Safety
 /// The CPU must support AVX-512F; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) -> usize {
+pub(super) unsafe fn hash_many(
+    input: &[u8],
+    stride: usize,
+    blocks: usize,
+    job: &Job,
+    out: &mut [Cv],
+) -> usize {
     // SAFETY: AVX-512F is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m512i>(input, stride, blocks, job, out) }
 }

@@ -76,11 +76,22 @@ pub(crate) struct Job<'a> {
 /// The CPU must support `V`'s instruction set; `input[i * stride .. i * stride + blocks * 64]` must
 /// be readable for every lane and `out` must have room for `V::N` CVs.
 #[inline(always)]
-pub(crate) unsafe fn hash_group<V: Lanes>(input: *const u8, stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+pub(crate) unsafe fn hash_group<V: Lanes>(
+    input: *const u8,
+    stride: usize,
+    blocks: usize,
+    job: &Job,
+    out: &mut [Cv],
+) {
     let mut lo = [0u32; 16];
     let mut hi = [0u32; 16];
     for lane in 0..V::N {
-        let c = job.counter + if job.increment_counter { lane as u64 } else { 0 };
+        let c = job.counter
+            + if job.increment_counter {
+                lane as u64
+            } else {
+                0
+            };
         lo[lane] = c as u32;
         hi[lane] = (c >> 32) as u32;
     }
@@ -138,14 +149,33 @@ pub(crate) unsafe fn hash_group<V: Lanes>(input: *const u8, stride: usize, block
 /// The CPU must support `V`'s instruction set; `input` holds `out.len()` inputs of `blocks` blocks
 /// at stride `stride` bytes.
 #[inline(always)]
-pub(crate) unsafe fn hash_groups<V: Lanes>(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) -> usize {
+pub(crate) unsafe fn hash_groups<V: Lanes>(
+    input: &[u8],
+    stride: usize,
+    blocks: usize,
+    job: &Job,
+    out: &mut [Cv],
+) -> usize {
     debug_assert!(out.is_empty() || input.len() >= (out.len() - 1) * stride + blocks * BLOCK_LEN);
     let mut done = 0;
     while out.len() - done >= V::N {
-        let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
+        let counter = job.counter
+            + if job.increment_counter {
+                done as u64
+            } else {
+                0
+            };
         let job = Job { counter, ..*job };
         // SAFETY: lanes done..done+N lie inside `input` (checked above) and `out`.
-        unsafe { hash_group::<V>(input.as_ptr().add(done * stride), stride, blocks, &job, &mut out[done..]) };
+        unsafe {
+            hash_group::<V>(
+                input.as_ptr().add(done * stride),
+                stride,
+                blocks,
+                &job,
+                &mut out[done..],
+            )
+        };
         done += V::N;
     }
     done

@@ -5,11 +5,11 @@
 //! SIMD groups, then its parent levels, also in SIMD groups. Above the leaves the subtree is split
 //! in halves, on other cores (`rayon::join`) while the halves are large enough to pay for it.
 
-mod lanes;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx512;
+mod lanes;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod sse41;
 
@@ -58,7 +58,12 @@ impl SimdLevel {
     /// ```
     /// assert_eq!(b3accel::cpu::SimdLevel::ALL.len(), 4);
     /// ```
-    pub const ALL: [SimdLevel; 4] = [SimdLevel::Portable, SimdLevel::Sse41, SimdLevel::Avx2, SimdLevel::Avx512];
+    pub const ALL: [SimdLevel; 4] = [
+        SimdLevel::Portable,
+        SimdLevel::Sse41,
+        SimdLevel::Avx2,
+        SimdLevel::Avx512,
+    ];
 
     /// The best level this CPU supports.
     ///
@@ -66,7 +71,11 @@ impl SimdLevel {
     /// println!("{}", b3accel::cpu::SimdLevel::detect());
     /// ```
     pub fn detect() -> SimdLevel {
-        *SimdLevel::ALL.iter().rev().find(|l| l.is_supported()).unwrap_or(&SimdLevel::Portable)
+        *SimdLevel::ALL
+            .iter()
+            .rev()
+            .find(|l| l.is_supported())
+            .unwrap_or(&SimdLevel::Portable)
     }
 
     /// Whether this CPU can run this level.
@@ -108,7 +117,10 @@ impl SimdLevel {
     /// assert_eq!(b3accel::cpu::SimdLevel::supported()[0], b3accel::cpu::SimdLevel::Portable);
     /// ```
     pub fn supported() -> Vec<SimdLevel> {
-        SimdLevel::ALL.into_iter().filter(|l| l.is_supported()).collect()
+        SimdLevel::ALL
+            .into_iter()
+            .filter(|l| l.is_supported())
+            .collect()
     }
 }
 
@@ -126,9 +138,14 @@ impl fmt::Display for SimdLevel {
 impl FromStr for SimdLevel {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        SimdLevel::ALL.into_iter().find(|l| l.to_string().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
-            Error::InvalidInput(format!("unknown CPU level '{s}': expected portable, sse41, avx2 or avx512"))
-        })
+        SimdLevel::ALL
+            .into_iter()
+            .find(|l| l.to_string().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "unknown CPU level '{s}': expected portable, sse41, avx2 or avx512"
+                ))
+            })
     }
 }
 
@@ -178,7 +195,9 @@ impl CpuBackend {
     pub fn from_env() -> Result<CpuBackend> {
         match std::env::var(CPU_LEVEL_ENV) {
             Ok(v) if !v.trim().is_empty() => {
-                let level: SimdLevel = v.parse().map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
+                let level: SimdLevel = v
+                    .parse()
+                    .map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
                 CpuBackend::with_level(level)
             }
             _ => Ok(CpuBackend::build(SimdLevel::detect())),
@@ -204,7 +223,9 @@ impl CpuBackend {
     }
 
     fn build(level: SimdLevel) -> CpuBackend {
-        let threads = std::thread::available_parallelism().map(|n| n.get() as u32).ok();
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .ok();
         let info = DeviceInfo {
             device: Device::Cpu,
             backend: BackendKind::Cpu,
@@ -235,8 +256,17 @@ impl CpuBackend {
             if done == out.len() {
                 return done;
             }
-            let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
-            done + f(&input[done * stride..], &Job { counter, ..*job }, &mut out[done..])
+            let counter = job.counter
+                + if job.increment_counter {
+                    done as u64
+                } else {
+                    0
+                };
+            done + f(
+                &input[done * stride..],
+                &Job { counter, ..*job },
+                &mut out[done..],
+            )
         };
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         {
@@ -244,21 +274,36 @@ impl CpuBackend {
             // `out.len()` inputs of `blocks` blocks at `stride` lie inside `input` (the callers'
             // contract, asserted in debug builds by `hash_groups`).
             if self.level >= SimdLevel::Avx512 {
-                done = rest(done, &|i, j, o| unsafe { avx512::hash_many(i, stride, blocks, j, o) });
+                done = rest(done, &|i, j, o| unsafe {
+                    avx512::hash_many(i, stride, blocks, j, o)
+                });
             }
             if self.level >= SimdLevel::Avx2 {
-                done = rest(done, &|i, j, o| unsafe { avx2::hash_many(i, stride, blocks, j, o) });
+                done = rest(done, &|i, j, o| unsafe {
+                    avx2::hash_many(i, stride, blocks, j, o)
+                });
             }
             if self.level >= SimdLevel::Sse41 {
-                done = rest(done, &|i, j, o| unsafe { sse41::hash_many(i, stride, blocks, j, o) });
+                done = rest(done, &|i, j, o| unsafe {
+                    sse41::hash_many(i, stride, blocks, j, o)
+                });
             }
         }
         // SAFETY: the portable kernel needs no instruction set; the layout is as above.
-        rest(done, &|i, j, o| unsafe { hash_groups::<u32>(i, stride, blocks, j, o) });
+        rest(done, &|i, j, o| unsafe {
+            hash_groups::<u32>(i, stride, blocks, j, o)
+        });
     }
 
     /// CVs of consecutive full chunks, the first with index `first_chunk`.
-    fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+    fn chunk_cvs(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) {
         let job = Job {
             key,
             counter: first_chunk,
@@ -272,13 +317,26 @@ impl CpuBackend {
 
     /// Parent CVs of consecutive pairs of CVs.
     fn parent_cvs(&self, children: &[Cv], key: &[u32; 8], flags: u32, out: &mut [Cv]) {
-        let job =
-            Job { key, counter: 0, increment_counter: false, flags: flags | flags::PARENT, flags_start: 0, flags_end: 0 };
+        let job = Job {
+            key,
+            counter: 0,
+            increment_counter: false,
+            flags: flags | flags::PARENT,
+            flags_start: 0,
+            flags_end: 0,
+        };
         self.hash_many(children.as_flattened(), BLOCK_LEN, 1, &job, out);
     }
 
     /// The CV of a complete subtree: `input` is a power-of-two number of chunks.
-    fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, parallel: bool) -> Cv {
+    fn subtree_cv(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        parallel: bool,
+    ) -> Cv {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
         if chunks <= LEAF_CHUNKS {
@@ -310,7 +368,15 @@ impl CpuBackend {
     }
 
     /// The subtrees of `input` (one per set bit of its chunk count, largest first) into `out`.
-    fn subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, parallel: bool, out: &mut [Cv]) {
+    fn subtrees(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        parallel: bool,
+        out: &mut [Cv],
+    ) {
         let chunks = input.len() / CHUNK_LEN;
         let size = 1usize << (usize::BITS - 1 - chunks.leading_zeros());
         let (head, tail) = input.split_at(size * CHUNK_LEN);
@@ -342,9 +408,23 @@ impl Backend for CpuBackend {
         &self.info
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+    fn chunk_subtrees(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
         check_subtree_args(input, first_chunk, out)?;
-        self.subtrees(input, first_chunk, key, flags, use_threads(input.len()), out);
+        self.subtrees(
+            input,
+            first_chunk,
+            key,
+            flags,
+            use_threads(input.len()),
+            out,
+        );
         Ok(())
     }
 
@@ -360,9 +440,12 @@ impl Backend for CpuBackend {
         };
         if use_threads(blocks.len() * BLOCK_LEN) {
             use rayon::prelude::*;
-            blocks.par_chunks(BLOCKS_PER_TASK).zip(out.par_chunks_mut(BLOCKS_PER_TASK)).for_each(|(b, o)| {
-                self.hash_many(b.as_flattened(), BLOCK_LEN, 1, &job, o);
-            });
+            blocks
+                .par_chunks(BLOCKS_PER_TASK)
+                .zip(out.par_chunks_mut(BLOCKS_PER_TASK))
+                .for_each(|(b, o)| {
+                    self.hash_many(b.as_flattened(), BLOCK_LEN, 1, &job, o);
+                });
         } else {
             self.hash_many(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
         }

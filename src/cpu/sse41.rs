@@ -22,7 +22,12 @@ impl Word for __m128i {
     #[inline(always)]
     fn rotr16(self) -> Self {
         // SAFETY: as above.
-        unsafe { _mm_shuffle_epi8(self, _mm_set_epi8(13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2)) }
+        unsafe {
+            _mm_shuffle_epi8(
+                self,
+                _mm_set_epi8(13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2),
+            )
+        }
     }
     #[inline(always)]
     fn rotr12(self) -> Self {
@@ -32,7 +37,12 @@ impl Word for __m128i {
     #[inline(always)]
     fn rotr8(self) -> Self {
         // SAFETY: as above.
-        unsafe { _mm_shuffle_epi8(self, _mm_set_epi8(12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1)) }
+        unsafe {
+            _mm_shuffle_epi8(
+                self,
+                _mm_set_epi8(12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1),
+            )
+        }
     }
     #[inline(always)]
     fn rotr7(self) -> Self {
@@ -80,8 +90,9 @@ impl Lanes for __m128i {
         let mut m = [unsafe { _mm_setzero_si128() }; 16];
         for q in 0..4 {
             // SAFETY: the caller guarantees 64 readable bytes per lane.
-            let rows: [__m128i; 4] =
-                core::array::from_fn(|lane| unsafe { _mm_loadu_si128(input.add(lane * stride + 16 * q) as *const __m128i) });
+            let rows: [__m128i; 4] = core::array::from_fn(|lane| unsafe {
+                _mm_loadu_si128(input.add(lane * stride + 16 * q) as *const __m128i)
+            });
             m[4 * q..4 * q + 4].copy_from_slice(&unsafe { transpose4(rows) });
         }
         m
@@ -93,7 +104,13 @@ impl Lanes for __m128i {
 /// # Safety
 /// The CPU must support SSE4.1; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "sse4.1")]
-pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) -> usize {
+pub(super) unsafe fn hash_many(
+    input: &[u8],
+    stride: usize,
+    blocks: usize,
+    job: &Job,
+    out: &mut [Cv],
+) -> usize {
     // SAFETY: SSE4.1 is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m128i>(input, stride, blocks, job, out) }
 }
