@@ -7,6 +7,27 @@
 use crate::compress::Cv;
 use crate::device::DeviceInfo;
 use crate::error::Result;
+use std::time::Duration;
+
+/// Where the time of one hash of host memory on a GPU went, as the GPU backends' `hash_timed`
+/// methods report it. With pipelining, upload and kernel time overlap, so `total` (the wall time
+/// of the whole call) can be less than the sum of the parts.
+///
+/// ```
+/// let t = b3accel::Timings::default();
+/// assert_eq!(t.total, std::time::Duration::ZERO);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Host-to-device copies, summed over segments.
+    pub upload: Duration,
+    /// Kernel execution, summed over dispatches.
+    pub kernel: Duration,
+    /// Device-to-host copies (the few chaining values), summed.
+    pub download: Duration,
+    /// Wall time of the whole call, end to end.
+    pub total: Duration,
+}
 
 /// A device that does BLAKE3's bulk work.
 ///

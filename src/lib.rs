@@ -31,7 +31,7 @@ mod error;
 mod hasher;
 mod tree;
 
-pub use backend::Backend;
+pub use backend::{Backend, Timings};
 pub use blake3::Hash;
 pub use compress::{flags, Cv, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
 pub use device::{
