@@ -28,11 +28,14 @@ pub(crate) trait Lanes: Word {
     /// As for `splat`.
     unsafe fn store(self, out: &mut [u32]);
     /// The 16 message words of the block at `input + lane * stride` for each lane, transposed so
-    /// that vector `w` holds word `w` of every lane's block.
+    /// that vector `w` holds word `w` of every lane's block. Lanes from `valid` on repeat the
+    /// last valid lane's block (their results are discarded), so a partial group reads nothing
+    /// past its inputs. Each lane's data a few blocks ahead is prefetched.
     ///
     /// # Safety
-    /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane.
-    unsafe fn load_msg(input: *const u8, stride: usize) -> [Self; 16];
+    /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
+    /// `valid` (1 to `N`).
+    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
 }
 
 impl Lanes for u32 {
@@ -50,7 +53,7 @@ impl Lanes for u32 {
         out[0] = self;
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, _stride: usize) -> [Self; 16] {
+    unsafe fn load_msg(input: *const u8, _stride: usize, _valid: usize) -> [Self; 16] {
         // SAFETY: the caller guarantees 64 readable bytes at `input`.
         let block = unsafe { &*(input as *const [u8; BLOCK_LEN]) };
         crate::compress::block_words(block)
@@ -69,29 +72,34 @@ pub(crate) struct Job<'a> {
     pub flags_end: u32,
 }
 
-/// Hashes `V::N` inputs of `blocks` full blocks each, input i starting at `input + i * stride`,
-/// and writes input i's chaining value to `out[i]`.
+/// The address of lane `lane`'s data, lanes past `valid` repeating the last valid one.
+#[inline(always)]
+pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usize) -> *const u8 {
+    input.wrapping_add(lane.min(valid - 1) * stride)
+}
+
+/// How far ahead of the block being hashed each lane's data is prefetched.
+pub(crate) const PREFETCH_AHEAD: usize = 4 * BLOCK_LEN;
+
+/// Hashes `valid` (1 to `V::N`) inputs of `blocks` full blocks each, input i starting at
+/// `input + i * stride`, and writes input i's chaining value to `out[i]`.
 ///
 /// # Safety
 /// The CPU must support `V`'s instruction set; `input[i * stride .. i * stride + blocks * 64]` must
-/// be readable for every lane and `out` must have room for `V::N` CVs.
+/// be readable for every `i < valid` and `out` must have room for `valid` CVs.
 #[inline(always)]
 pub(crate) unsafe fn hash_group<V: Lanes>(
     input: *const u8,
     stride: usize,
     blocks: usize,
+    valid: usize,
     job: &Job,
     out: &mut [Cv],
 ) {
     let mut lo = [0u32; 16];
     let mut hi = [0u32; 16];
     for lane in 0..V::N {
-        let c = job.counter
-            + if job.increment_counter {
-                lane as u64
-            } else {
-                0
-            };
+        let c = job.counter + if job.increment_counter { lane as u64 } else { 0 };
         lo[lane] = c as u32;
         hi[lane] = (c >> 32) as u32;
     }
@@ -99,7 +107,10 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
     unsafe {
         let counter_lo = V::load(&lo);
         let counter_hi = V::load(&hi);
-        let mut h: [V; 8] = core::array::from_fn(|i| V::splat(job.key[i]));
+        let mut h = [V::splat(0); 8];
+        for (h, k) in h.iter_mut().zip(job.key) {
+            *h = V::splat(*k);
+        }
         for b in 0..blocks {
             let mut f = job.flags;
             if b == 0 {
@@ -108,7 +119,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
             if b + 1 == blocks {
                 f |= job.flags_end;
             }
-            let m = V::load_msg(input.add(b * BLOCK_LEN), stride);
+            let m = V::load_msg(input.add(b * BLOCK_LEN), stride, valid);
             let mut v = [
                 h[0],
                 h[1],
@@ -136,47 +147,37 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
         for (w, v) in words.iter_mut().zip(h) {
             v.store(w);
         }
-        for (lane, cv) in out[..V::N].iter_mut().enumerate() {
-            *cv = words_to_cv(&core::array::from_fn(|i| words[i][lane]));
+        for (lane, cv) in out[..valid].iter_mut().enumerate() {
+            let lane_words: [u32; 8] = [
+                words[0][lane],
+                words[1][lane],
+                words[2][lane],
+                words[3][lane],
+                words[4][lane],
+                words[5][lane],
+                words[6][lane],
+                words[7][lane],
+            ];
+            *cv = words_to_cv(&lane_words);
         }
     }
 }
 
-/// Hashes as many whole groups of `V::N` inputs as `out.len()` allows; returns how many inputs
-/// were hashed (a multiple of `V::N`). The remainder is left for a narrower instruction set.
+/// Hashes all `out.len()` inputs in groups of `V::N`, the last group partial if need be.
 ///
 /// # Safety
 /// The CPU must support `V`'s instruction set; `input` holds `out.len()` inputs of `blocks` blocks
 /// at stride `stride` bytes.
 #[inline(always)]
-pub(crate) unsafe fn hash_groups<V: Lanes>(
-    input: &[u8],
-    stride: usize,
-    blocks: usize,
-    job: &Job,
-    out: &mut [Cv],
-) -> usize {
-    debug_assert!(out.is_empty() || input.len() >= (out.len() - 1) * stride + blocks * BLOCK_LEN);
+pub(crate) unsafe fn hash_groups<V: Lanes>(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+    assert!(out.is_empty() || input.len() >= (out.len() - 1) * stride + blocks * BLOCK_LEN);
     let mut done = 0;
-    while out.len() - done >= V::N {
-        let counter = job.counter
-            + if job.increment_counter {
-                done as u64
-            } else {
-                0
-            };
+    while done < out.len() {
+        let valid = (out.len() - done).min(V::N);
+        let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
         let job = Job { counter, ..*job };
-        // SAFETY: lanes done..done+N lie inside `input` (checked above) and `out`.
-        unsafe {
-            hash_group::<V>(
-                input.as_ptr().add(done * stride),
-                stride,
-                blocks,
-                &job,
-                &mut out[done..],
-            )
-        };
-        done += V::N;
+        // SAFETY: lanes done..done+valid lie inside `input` (asserted above) and `out`.
+        unsafe { hash_group::<V>(input.as_ptr().add(done * stride), stride, blocks, valid, &job, &mut out[done..]) };
+        done += valid;
     }
-    done
 }
