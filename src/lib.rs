@@ -20,6 +20,11 @@
 //! chunks into the chaining values of complete subtrees.
 //!
 //! [`Device::Auto`] never fails; [`devices`] lists what this machine has.
+//!
+//! Beyond single inputs: [`merkle_root`] and [`merkle_tree`] build binary Merkle trees of 32-byte
+//! leaves with BLAKE3 as the 2-to-1 hash (read the [`merkle`] module's note on domain separation
+//! before using its proofs), and [`hash_many`] / [`hash_each`] hash batches of independent
+//! messages.
 
 #![warn(missing_docs)]
 
@@ -29,6 +34,7 @@ pub mod cpu;
 mod device;
 mod error;
 mod hasher;
+pub mod merkle;
 mod tree;
 
 pub use backend::{Backend, Timings};
@@ -39,6 +45,7 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use hasher::{Hasher, OutputReader};
+pub use merkle::{hash_each, hash_many, merkle_root, merkle_tree, MerkleTree, Proof};
 
 use tree::{hash_all, Domain, Output};
 

@@ -269,6 +269,29 @@ impl CvStack {
     }
 }
 
+/// The root node of an input of two or more chunks, given every chunk's chaining value in order
+/// (each computed as a non-root chunk, the last one possibly partial): BLAKE3's merges, as if the
+/// input had been hashed in one piece. For backends that hash chunk `j` of many equal-length
+/// messages side by side.
+pub(crate) fn root_from_chunk_cvs(cvs: &[Cv], domain: Domain) -> Output {
+    let (last, full) = cvs.split_last().expect("at least two chunk CVs");
+    assert!(!full.is_empty(), "a single chunk is its own root");
+    let mut stack = CvStack::new();
+    for cv in full {
+        stack.push(*cv, 1, domain);
+    }
+    stack.merge_to(stack.chunks, domain);
+    let mut rest = stack.cvs[..stack.len].iter().rev();
+    let first = rest
+        .next()
+        .expect("the stack holds the chunks before the last");
+    let mut output = Output::parent(first, last, domain);
+    for cv in rest {
+        output = Output::parent(cv, &output.chaining_value(), domain);
+    }
+    output
+}
+
 /// The root node of a whole input held in memory: every full chunk but the last goes to `backend`
 /// in one call, the last chunk and the merge of the subtrees happen here.
 pub(crate) fn hash_all<B: Backend + ?Sized>(
@@ -351,6 +374,20 @@ mod tests {
             let mut got = vec![0u8; 300 - seek];
             out.root_bytes(seek as u64, &mut got);
             assert_eq!(got, expected[seek..], "seek {seek}");
+        }
+    }
+
+    #[test]
+    fn root_from_chunk_cvs_matches_upstream() {
+        for chunks in 2..=9usize {
+            let data = input(chunks * CHUNK_LEN - 100);
+            let cvs: Vec<Cv> = data
+                .chunks(CHUNK_LEN)
+                .enumerate()
+                .map(|(i, c)| chunk_output(c, i as u64, Domain::HASH).chaining_value())
+                .collect();
+            let root = root_from_chunk_cvs(&cvs, Domain::HASH).root_hash();
+            assert_eq!(root, *blake3::hash(&data).as_bytes(), "{chunks} chunks");
         }
     }
 

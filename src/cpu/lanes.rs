@@ -4,7 +4,7 @@
 //! Each instruction set provides a [`Lanes`] vector type (the portable one is plain `u32`, one
 //! lane); [`hash_group`] is the same code for all of them. A group is `N` equal-length inputs laid
 //! out at a fixed stride: consecutive chunks of one input, consecutive CV pairs (parents), or
-//! consecutive 64-byte messages.
+//! consecutive messages of up to one chunk each (whose last block may be partial).
 
 use crate::compress::{rounds, words_to_cv, Cv, Word, BLOCK_LEN, IV};
 
@@ -58,7 +58,9 @@ impl Lanes for u32 {
 }
 
 /// What a group hashes: the key words, the counter of lane 0 (and whether lane i adds i to it),
-/// the mode flags and the extra flags of the first and last block.
+/// the mode flags, the extra flags of the first and last block, and how many bytes of the last
+/// block are input (`BLOCK_LEN` for inputs of full blocks; less, down to 0 for an empty message,
+/// when each input is a whole message whose last block is partial).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Job<'a> {
     pub key: &'a [u32; 8],
@@ -67,14 +69,27 @@ pub(crate) struct Job<'a> {
     pub flags: u32,
     pub flags_start: u32,
     pub flags_end: u32,
+    pub last_block_len: usize,
 }
 
-/// Hashes `V::N` inputs of `blocks` full blocks each, input i starting at `input + i * stride`,
-/// and writes input i's chaining value to `out[i]`.
+/// Most lanes of any vector type: the size of the staging buffer for partial last blocks.
+const MAX_LANES: usize = 16;
+
+/// Bytes of each input that a group reads: `blocks - 1` full blocks and the last block's
+/// `job.last_block_len` bytes.
+#[inline(always)]
+pub(crate) fn input_span(blocks: usize, job: &Job) -> usize {
+    (blocks - 1) * BLOCK_LEN + job.last_block_len
+}
+
+/// Hashes `V::N` inputs of `blocks` blocks each (`blocks >= 1`; all full but the last, which holds
+/// `job.last_block_len` bytes), input i starting at `input + i * stride`, and writes input i's
+/// chaining value to `out[i]`. A partial last block is staged, zero-padded, through a buffer on
+/// the stack, so no byte past an input's end is ever read.
 ///
 /// # Safety
-/// The CPU must support `V`'s instruction set; `input[i * stride .. i * stride + blocks * 64]` must
-/// be readable for every lane and `out` must have room for `V::N` CVs.
+/// The CPU must support `V`'s instruction set; `input[i * stride .. i * stride + input_span]` (see
+/// [`input_span`]) must be readable for every lane and `out` must have room for `V::N` CVs.
 #[inline(always)]
 pub(crate) unsafe fn hash_group<V: Lanes>(
     input: *const u8,
@@ -83,6 +98,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
     job: &Job,
     out: &mut [Cv],
 ) {
+    debug_assert!(blocks >= 1 && job.last_block_len <= BLOCK_LEN && V::N <= MAX_LANES);
     let mut lo = [0u32; 16];
     let mut hi = [0u32; 16];
     for lane in 0..V::N {
@@ -101,14 +117,28 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
         let counter_hi = V::load(&hi);
         let mut h: [V; 8] = core::array::from_fn(|i| V::splat(job.key[i]));
         for b in 0..blocks {
+            let last = b + 1 == blocks;
             let mut f = job.flags;
             if b == 0 {
                 f |= job.flags_start;
             }
-            if b + 1 == blocks {
+            if last {
                 f |= job.flags_end;
             }
-            let m = V::load_msg(input.add(b * BLOCK_LEN), stride);
+            let block_len = if last { job.last_block_len } else { BLOCK_LEN };
+            let m = if block_len == BLOCK_LEN {
+                V::load_msg(input.add(b * BLOCK_LEN), stride)
+            } else {
+                let mut staged = [[0u8; BLOCK_LEN]; MAX_LANES];
+                for (lane, dst) in staged[..V::N].iter_mut().enumerate() {
+                    core::ptr::copy_nonoverlapping(
+                        input.add(lane * stride + b * BLOCK_LEN),
+                        dst.as_mut_ptr(),
+                        block_len,
+                    );
+                }
+                V::load_msg(staged.as_ptr().cast(), BLOCK_LEN)
+            };
             let mut v = [
                 h[0],
                 h[1],
@@ -124,7 +154,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
                 V::splat(IV[3]),
                 counter_lo,
                 counter_hi,
-                V::splat(BLOCK_LEN as u32),
+                V::splat(block_len as u32),
                 V::splat(f),
             ];
             rounds(&mut v, &m);
@@ -147,7 +177,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
 ///
 /// # Safety
 /// The CPU must support `V`'s instruction set; `input` holds `out.len()` inputs of `blocks` blocks
-/// at stride `stride` bytes.
+/// (the last one `job.last_block_len` bytes long) at stride `stride` bytes.
 #[inline(always)]
 pub(crate) unsafe fn hash_groups<V: Lanes>(
     input: &[u8],
@@ -156,7 +186,9 @@ pub(crate) unsafe fn hash_groups<V: Lanes>(
     job: &Job,
     out: &mut [Cv],
 ) -> usize {
-    debug_assert!(out.is_empty() || input.len() >= (out.len() - 1) * stride + blocks * BLOCK_LEN);
+    debug_assert!(
+        out.is_empty() || input.len() >= (out.len() - 1) * stride + input_span(blocks, job)
+    );
     let mut done = 0;
     while out.len() - done >= V::N {
         let counter = job.counter

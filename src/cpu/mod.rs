@@ -10,6 +10,7 @@ mod avx2;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx512;
 mod lanes;
+mod many;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod sse41;
 
@@ -311,6 +312,7 @@ impl CpuBackend {
             flags,
             flags_start: flags::CHUNK_START,
             flags_end: flags::CHUNK_END,
+            last_block_len: BLOCK_LEN,
         };
         self.hash_many(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
     }
@@ -324,6 +326,7 @@ impl CpuBackend {
             flags: flags | flags::PARENT,
             flags_start: 0,
             flags_end: 0,
+            last_block_len: BLOCK_LEN,
         };
         self.hash_many(children.as_flattened(), BLOCK_LEN, 1, &job, out);
     }
@@ -437,6 +440,7 @@ impl Backend for CpuBackend {
             flags: flags::CHUNK_START | flags::CHUNK_END | flags::ROOT,
             flags_start: 0,
             flags_end: 0,
+            last_block_len: BLOCK_LEN,
         };
         if use_threads(blocks.len() * BLOCK_LEN) {
             use rayon::prelude::*;
@@ -450,6 +454,21 @@ impl Backend for CpuBackend {
             self.hash_many(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
         }
         Ok(())
+    }
+
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        many::merkle(self, leaves, inner)
+    }
+
+    fn hash_many(
+        &self,
+        data: &[u8],
+        msg_len: usize,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        many::hash_many(self, data, msg_len, key, flags, out)
     }
 }
 
