@@ -95,6 +95,48 @@ fn roots_and_trees_match_the_reference_on_every_backend() {
     }
 }
 
+/// Counts around the CPU backend's blocks of 2048 leaves: no tail, a tail of one leaf, tails that
+/// do and do not reach the level above the blocks (more or fewer than 1024 leaves), several
+/// blocks (on the thread pool), and a tail that ends exactly on a power of two.
+#[test]
+fn counts_around_cpu_blocks_match_the_reference() {
+    let counts = [
+        2047,
+        2048,
+        2049,
+        2050,
+        3072,
+        3073,
+        4095,
+        4096,
+        2 * 2048 + 1024,
+        6 * 2048 + 1500,
+        10 * 2048 + 1,
+        16 * 2048 + 2047,
+    ];
+    let targets = targets();
+    for n in counts {
+        let leaves = random_leaves(n, 7 * n as u64);
+        let expected = reference_levels(&leaves);
+        for t in &targets {
+            let root = merkle::merkle_root_with(&*t.backend, &leaves).unwrap();
+            assert_eq!(
+                root.as_bytes(),
+                &expected.last().unwrap()[0],
+                "{}: {n}",
+                t.name
+            );
+            let tree = MerkleTree::build_with(&*t.backend, &leaves).unwrap();
+            assert_eq!(
+                tree.inner_nodes(),
+                expected.concat(),
+                "{}: tree of {n}",
+                t.name
+            );
+        }
+    }
+}
+
 /// Indices worth proving in a tree of n leaves: both ends, the neighbours of the last, the
 /// middle, and a few at random.
 fn indices(n: usize, rng: &mut impl Rng) -> Vec<usize> {
