@@ -132,6 +132,50 @@ pub trait Backend: Send + Sync {
     /// assert_eq!(out[4], *blake3::hash(&[3u8; 64]).as_bytes());
     /// ```
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()>;
+
+    /// The root of the binary Merkle tree over `leaves` (at least one), each parent being
+    /// `hash(left || right)` as in [`hash_blocks`](Backend::hash_blocks), an odd last node carried
+    /// up unchanged. With `inner`, which then has exactly `leaves.len() - 1` entries, it also
+    /// writes every inner node there, level by level from the leaves up, in the layout of
+    /// [`merkle::level_sizes`](crate::merkle::level_sizes).
+    ///
+    /// The default reduces one level at a time through `hash_blocks`, with the carry rule of the
+    /// `merkle` module (written once, there). A GPU backend overrides it to reduce several levels
+    /// per dispatch and to copy inner levels back only when `inner` asks for them. Arguments are
+    /// checked by `merkle::check_merkle_args`, which an override should call first.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let leaves = [[1u8; 32], [2u8; 32], [3u8; 32]];
+    /// let mut inner = [[0u8; 32]; 2];
+    /// let root = b.merkle(&leaves, Some(&mut inner)).unwrap();
+    /// assert_eq!(root, inner[1]); // the root is the last inner node
+    /// assert_eq!(root, b.merkle(&leaves, None).unwrap());
+    /// ```
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        crate::merkle::reduce_on(self, leaves, inner)
+    }
+
+    /// Hashes `out.len()` independent messages of `msg_len` bytes each (0 allowed), laid end to
+    /// end in `data` (`msg_len * out.len()` bytes), into `out`: each message's BLAKE3 hash (the
+    /// first 32 bytes of its output) in the mode given by `key` and `flags` as for
+    /// [`chunk_subtrees`](Backend::chunk_subtrees).
+    ///
+    /// The default hashes one message at a time through the crate's tree code (its full chunks
+    /// through this backend's `chunk_subtrees`). Backends override it to hash many messages side
+    /// by side; messages of at most one chunk are the main case. Arguments are checked by
+    /// `merkle::check_many_args`, which an override should call first.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let data = b"abcdef";
+    /// let mut out = [[0u8; 32]; 3];
+    /// b.hash_many(data, 2, &b3accel::IV, 0, &mut out).unwrap();
+    /// assert_eq!(out[2], *blake3::hash(b"ef").as_bytes());
+    /// ```
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        crate::merkle::hash_many_on(self, data, msg_len, key, flags, out)
+    }
 }
 
 /// The largest subtree a backend is ever asked for: no cap at all.

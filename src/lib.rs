@@ -20,6 +20,11 @@
 //! chunks into the chaining values of complete subtrees.
 //!
 //! [`Device::Auto`] never fails; [`devices`] lists what this machine has.
+//!
+//! Beyond single inputs: [`merkle_root`] and [`merkle_tree`] build binary Merkle trees of 32-byte
+//! leaves with BLAKE3 as the 2-to-1 hash (read the [`merkle`] module's note on domain separation
+//! before using its proofs), and [`hash_many`] / [`hash_each`] hash batches of independent
+//! messages.
 
 #![warn(missing_docs)]
 
@@ -29,6 +34,7 @@ pub mod cpu;
 mod device;
 mod error;
 mod hasher;
+pub mod merkle;
 mod tree;
 
 pub use backend::{subtree_count, Backend, Timings};
@@ -37,6 +43,7 @@ pub use compress::{flags, Cv, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
 pub use device::{backend, backend_status, devices, BackendKind, BackendStatus, Device, DeviceInfo, DeviceKind};
 pub use error::{Error, Result};
 pub use hasher::{Hasher, OutputReader};
+pub use merkle::{hash_each, hash_many, merkle_root, merkle_tree, MerkleTree, Proof};
 
 use tree::{hash_all, Domain, Output};
 

@@ -220,6 +220,19 @@ impl CvStack {
         output
     }
 
+    /// The root node when nothing follows the stack's subtrees (at least two of them): all of
+    /// them merged from the right, the last merge being the root.
+    fn root_of_stack(&self, domain: Domain) -> Output {
+        let (rest, [left, right]) = self.cvs[..self.len].split_at(self.len - 2) else {
+            unreachable!("at least two subtrees are on the stack here");
+        };
+        let mut output = Output::parent(left, right, domain);
+        for cv in rest.iter().rev() {
+            output = Output::parent(cv, &output.chaining_value(), domain);
+        }
+        output
+    }
+
     /// The root node, given everything that follows the committed chunks: `tail`, at least one
     /// byte unless nothing was committed. Full chunks go to `backend`, the last one too when it
     /// is full (it is then not the root, so it can share a SIMD group or a dispatch with the
@@ -235,19 +248,25 @@ impl CvStack {
             // ask for its two halves instead.
             let max = if self.chunks == 0 && n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
             stack.commit_chunks(backend, tail, max, domain)?;
-            let (rest, [left, right]) = stack.cvs[..stack.len].split_at(stack.len - 2) else {
-                unreachable!("at least two subtrees are on the stack here");
-            };
-            let mut output = Output::parent(left, right, domain);
-            for cv in rest.iter().rev() {
-                output = Output::parent(cv, &output.chaining_value(), domain);
-            }
-            return Ok(output);
+            return Ok(stack.root_of_stack(domain));
         }
         let full = tail.len() / CHUNK_LEN * CHUNK_LEN;
         stack.commit_chunks(backend, &tail[..full], MAX_SUBTREE, domain)?;
         Ok(stack.finalize(&tail[full..], domain))
     }
+}
+
+/// The root node of an input of two or more chunks, given every chunk's chaining value in order
+/// (each computed as a non-root chunk, the last one possibly partial): BLAKE3's merges, as if the
+/// input had been hashed in one piece. For backends that hash chunk `j` of many equal-length
+/// messages side by side.
+pub(crate) fn root_from_chunk_cvs(cvs: &[Cv], domain: Domain) -> Output {
+    assert!(cvs.len() >= 2, "a single chunk is its own root");
+    let mut stack = CvStack::new();
+    for cv in cvs {
+        stack.push(*cv, 1, domain);
+    }
+    stack.root_of_stack(domain)
 }
 
 /// The root node of a whole input held in memory: its chunks go to `backend` in one call (the
@@ -312,6 +331,20 @@ mod tests {
             let mut got = vec![0u8; 300 - seek];
             out.root_bytes(seek as u64, &mut got);
             assert_eq!(got, expected[seek..], "seek {seek}");
+        }
+    }
+
+    #[test]
+    fn root_from_chunk_cvs_matches_upstream() {
+        for chunks in 2..=9usize {
+            let data = input(chunks * CHUNK_LEN - 100);
+            let cvs: Vec<Cv> = data
+                .chunks(CHUNK_LEN)
+                .enumerate()
+                .map(|(i, c)| chunk_output(c, i as u64, Domain::HASH).chaining_value())
+                .collect();
+            let root = root_from_chunk_cvs(&cvs, Domain::HASH).root_hash();
+            assert_eq!(root, *blake3::hash(&data).as_bytes(), "{chunks} chunks");
         }
     }
 

@@ -1,7 +1,7 @@
 //! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
 //! portable scalar code), and rayon across cores for large inputs only.
 //!
-//! A complete subtree is hashed in leaves of [`LEAF_CHUNKS`] chunks: all chunk CVs of a leaf in
+//! A complete subtree is hashed in leaves of `LEAF_CHUNKS` (64) chunks: all chunk CVs of a leaf in
 //! SIMD groups, then its parent levels, also in SIMD groups. Above the leaves the subtree is split
 //! in halves, on other cores (`rayon::join`) while the halves are large enough to pay for it.
 
@@ -10,6 +10,7 @@ mod avx2;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx512;
 mod lanes;
+mod many;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 pub(crate) mod rows;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
@@ -233,7 +234,7 @@ impl CpuBackend {
     /// instruction set takes its whole groups, plus a last partial group when more than half of
     /// it would be used (a padded 16-lane group costs less than an 8-lane, a 4-lane and a scalar
     /// pass); what is left goes to the next narrower one.
-    fn hash_many(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+    fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
         let mut done = 0;
         for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
             let left = out.len() - done;
@@ -278,8 +279,9 @@ impl CpuBackend {
             flags,
             flags_start: flags::CHUNK_START,
             flags_end: flags::CHUNK_END,
+            last_block_len: BLOCK_LEN,
         };
-        self.hash_many(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
+        self.hash_lanes(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
     }
 
     /// Parent CVs of consecutive pairs of CVs.
@@ -291,8 +293,9 @@ impl CpuBackend {
             flags: flags | flags::PARENT,
             flags_start: 0,
             flags_end: 0,
+            last_block_len: BLOCK_LEN,
         };
-        self.hash_many(children.as_flattened(), BLOCK_LEN, 1, &job, out);
+        self.hash_lanes(children.as_flattened(), BLOCK_LEN, 1, &job, out);
     }
 
     /// The subtrees of at most [`LEAF_CHUNKS`] chunks, none larger than `max` chunks, into `out`:
@@ -419,16 +422,25 @@ impl Backend for CpuBackend {
             flags: flags::CHUNK_START | flags::CHUNK_END | flags::ROOT,
             flags_start: 0,
             flags_end: 0,
+            last_block_len: BLOCK_LEN,
         };
         if use_threads(blocks.len() * BLOCK_LEN) {
             use rayon::prelude::*;
             blocks.par_chunks(BLOCKS_PER_TASK).zip(out.par_chunks_mut(BLOCKS_PER_TASK)).for_each(|(b, o)| {
-                self.hash_many(b.as_flattened(), BLOCK_LEN, 1, &job, o);
+                self.hash_lanes(b.as_flattened(), BLOCK_LEN, 1, &job, o);
             });
         } else {
-            self.hash_many(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
+            self.hash_lanes(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
         }
         Ok(())
+    }
+
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        many::merkle(self, leaves, inner)
+    }
+
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        many::hash_many(self, data, msg_len, key, flags, out)
     }
 }
 
