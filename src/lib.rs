@@ -35,6 +35,8 @@ mod device;
 mod error;
 mod hasher;
 pub mod merkle;
+#[cfg(feature = "opencl")]
+pub mod opencl;
 mod tree;
 
 pub use backend::{subtree_count, Backend, Timings};
