@@ -8,6 +8,7 @@ use ocl::core::{
     PlatformInfo,
 };
 use std::ffi::CString;
+use std::sync::OnceLock;
 
 /// The kernels' source: the constants build.rs generated from src/constants.rs, then the shader.
 pub(crate) const SOURCE: &str = concat!(
@@ -19,11 +20,23 @@ pub(crate) const SOURCE: &str = concat!(
 const PLATFORM_NOT_FOUND: i32 = -1001;
 
 /// Every OpenCL device, every platform's in order: the N-th is `Device::OpenCl(N)`.
+///
+/// Listed once per process: drivers initialise their devices on the first listing, and PoCL
+/// crashes when two threads do that at once (seen with PoCL 3.1). Devices do not come and go
+/// while a process runs.
 pub(crate) fn list() -> Result<Vec<(PlatformId, DeviceId)>> {
-    let unavailable = |reason: String| Error::Unavailable {
-        device: Device::OpenCl(0),
-        reason,
-    };
+    static LIST: OnceLock<std::result::Result<Vec<(PlatformId, DeviceId)>, String>> =
+        OnceLock::new();
+    LIST.get_or_init(list_uncached)
+        .clone()
+        .map_err(|reason| Error::Unavailable {
+            device: Device::OpenCl(0),
+            reason,
+        })
+}
+
+fn list_uncached() -> std::result::Result<Vec<(PlatformId, DeviceId)>, String> {
+    let unavailable = |reason: String| reason;
     // Ask the loader directly first: `ocl` retries a missing platform list for ten seconds (and
     // its `Platform::list` panics), but a machine without a driver should be told so at once.
     let mut count: u32 = 0;
