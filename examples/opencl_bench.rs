@@ -2,12 +2,14 @@
 //!
 //! ```text
 //! cargo run --release --features opencl --example opencl_bench -- [OPTIONS]
-//!   --device N        OpenCL device index (default 0)
+//!   --device N        OpenCL device index (default: the first that is not a CPU, else 0)
 //!   --resident SIZES  device-resident sizes, e.g. 1M,64M,1G (default 1M,64M,1G)
 //!   --host SIZE       host-memory end-to-end size (default 1G; 0 skips)
 //!   --big SIZE        one large host input checked against blake3's update_rayon (default 0: skip)
 //!   --sweep           also time other kernel configurations and segment sizes
 //!   --wg LIST         chunk work-group sizes the sweep tries (default 64,128,256,512)
+//!   --build-options L extra compiler option sets the sweep tries with the default work-groups,
+//!                     separated by ';' (e.g. "-cl-nv-maxrregcount=64;-cl-mad-enable")
 //!   --json FILE       write every figure as JSON
 //! ```
 //!
@@ -32,9 +34,7 @@ mod bench {
             Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
             _ => (s, 1),
         };
-        let v: f64 = num
-            .parse()
-            .unwrap_or_else(|_| panic!("bad size '{s}' (use e.g. 1M, 64M, 1G, 5G)"));
+        let v: f64 = num.parse().unwrap_or_else(|_| panic!("bad size '{s}' (use e.g. 1M, 64M, 1G, 5G)"));
         (v * mul as f64) as u64
     }
 
@@ -78,7 +78,8 @@ mod bench {
     }
 
     struct Args {
-        device: usize,
+        device: Option<usize>,
+        build_options: Vec<String>,
         resident: Vec<u64>,
         host: u64,
         big: u64,
@@ -89,7 +90,8 @@ mod bench {
 
     fn args() -> Args {
         let mut a = Args {
-            device: 0,
+            device: None,
+            build_options: Vec::new(),
             resident: vec![1 << 20, 64 << 20, 1 << 30],
             host: 1 << 30,
             big: 0,
@@ -101,23 +103,15 @@ mod bench {
         while let Some(arg) = it.next() {
             let mut val = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
             match arg.as_str() {
-                "--device" => a.device = val().parse().expect("--device N"),
-                "--resident" => {
-                    a.resident = val()
-                        .split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(parse_size)
-                        .collect()
+                "--device" => a.device = Some(val().parse().expect("--device N")),
+                "--build-options" => {
+                    a.build_options = val().split(';').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
                 }
+                "--resident" => a.resident = val().split(',').filter(|s| !s.is_empty()).map(parse_size).collect(),
                 "--host" => a.host = parse_size(&val()),
                 "--big" => a.big = parse_size(&val()),
                 "--sweep" => a.sweep = true,
-                "--wg" => {
-                    a.wg = val()
-                        .split(',')
-                        .map(|s| s.parse().expect("--wg 64,128"))
-                        .collect()
-                }
+                "--wg" => a.wg = val().split(',').map(|s| s.parse().expect("--wg 64,128")).collect(),
                 "--json" => a.json = Some(val()),
                 "--bench" => {} // passed by `cargo bench`
                 other => panic!("unknown argument {other}; see the file's header"),
@@ -205,16 +199,27 @@ mod bench {
     pub fn main() {
         let a = args();
         let info = b3accel::opencl::enumerate().expect("OpenCL");
-        let Some(dev) = info.get(a.device) else {
-            panic!("no OpenCL device {}; found {info:#?}", a.device);
+        for d in &info {
+            println!("found {}: {} ({}, {})", d.device, d.name, d.kind, d.driver);
+        }
+        let device =
+            a.device.unwrap_or_else(|| info.iter().position(|d| d.kind != b3accel::DeviceKind::Cpu).unwrap_or(0));
+        let Some(dev) = info.get(device) else {
+            panic!("no OpenCL device {device}; found {info:#?}");
         };
+        let nvidia = dev.driver.contains("NVIDIA");
         println!(
-            "device opencl:{}: {} ({}, {}, {:?} bytes, {:?} CUs)",
-            a.device, dev.name, dev.api, dev.driver, dev.memory_bytes, dev.compute_units
+            "device opencl:{device}: {} ({}, {}, {:?} bytes, {:?} CUs)",
+            dev.name, dev.api, dev.driver, dev.memory_bytes, dev.compute_units
         );
         let mut report = json!({ "device": dev.name, "api": dev.api, "driver": dev.driver });
 
-        let mut configs = vec![OpenClOptions::default()];
+        // The default configuration first; on NVIDIA, with the compiler's register report.
+        let verbose = if nvidia { "-cl-nv-verbose".to_string() } else { String::new() };
+        let mut configs = vec![OpenClOptions { build_options: verbose.clone(), ..Default::default() }];
+        for opt in &a.build_options {
+            configs.push(OpenClOptions { build_options: format!("{verbose} {opt}"), ..Default::default() });
+        }
         if a.sweep {
             for &wg in &a.wg {
                 for staged in [false, true] {
@@ -238,7 +243,7 @@ mod bench {
             .collect();
         let mut resident_rows = Vec::new();
         for (i, opts) in configs.iter().enumerate() {
-            let be = match OpenClBackend::with_options(a.device, opts) {
+            let be = match OpenClBackend::with_options(device, opts) {
                 Ok(be) => be,
                 Err(e) => {
                     println!("  config {opts:?}: {e}");
@@ -247,12 +252,18 @@ mod bench {
             };
             let (cw, pw, staged) = be.kernel_config();
             let label = format!(
-                "{}wg{cw}/{pw}{}",
+                "{}wg{cw}/{pw}{}{}",
                 if i == 0 { "default:" } else { "" },
-                if staged { "-staged" } else { "-direct" }
+                if staged { "-staged" } else { "-direct" },
+                opts.build_options.replace(&verbose, "")
             );
-            if i == 0 && !be.build_log().trim().is_empty() {
-                println!("build log:\n{}", be.build_log());
+            if !be.build_log().trim().is_empty() && (i <= a.build_options.len() || nvidia) {
+                let log: Vec<&str> = be
+                    .build_log()
+                    .lines()
+                    .filter(|l| l.contains("registers") || l.contains("spill") || l.contains("rror"))
+                    .collect();
+                println!("  build log {label}: {}", log.join(" | "));
             }
             resident_rows.extend(resident(&be, &label, &inputs));
         }
@@ -260,6 +271,19 @@ mod bench {
         report["resident"] = Value::Array(resident_rows);
 
         if a.host > 0 {
+            // The host's own copy rate: what feeding pinned staging memory can reach at best.
+            let src = data(a.host as usize);
+            let mut dst = vec![0u8; a.host as usize];
+            let mut best = Duration::MAX;
+            for _ in 0..3 {
+                let t = Instant::now();
+                dst.par_chunks_mut(1 << 20).zip(src.par_chunks(1 << 20)).for_each(|(d, s)| d.copy_from_slice(s));
+                best = best.min(t.elapsed());
+            }
+            println!("  host memcpy {} on all cores: {:.1} GB/s", human(a.host), rate(a.host, best) / 1e9);
+            report["host_memcpy_gb_s"] = json!(rate(a.host, best) / 1e9);
+            drop((src, dst));
+
             let d = data(a.host as usize);
             let t = Instant::now();
             let expected = reference(&d);
@@ -271,12 +295,12 @@ mod bench {
                 rate(a.host, upstream) / 1e9
             );
             let mut rows = Vec::new();
-            let be = OpenClBackend::open(a.device).expect("open");
+            let be = OpenClBackend::open(device).expect("open");
             rows.push(host(&be, &format!("default seg {}", human(be.segment_bytes() as u64)), &d, expected, 5));
             if a.sweep {
                 for seg in [16usize << 20, 32 << 20, 128 << 20, 256 << 20] {
                     let opts = OpenClOptions { segment_bytes: Some(seg), ..Default::default() };
-                    if let Ok(be) = OpenClBackend::with_options(a.device, &opts) {
+                    if let Ok(be) = OpenClBackend::with_options(device, &opts) {
                         rows.push(host(&be, &format!("seg {}", human(seg as u64)), &d, expected, 3));
                     }
                 }
@@ -291,9 +315,9 @@ mod bench {
             let upstream = t.elapsed();
             // Through the public API and the cached backend: chunk_subtrees streams the whole input.
             let t = Instant::now();
-            let got = b3accel::hash_on(Device::OpenCl(a.device), &d).expect("hash_on");
+            let got = b3accel::hash_on(Device::OpenCl(device), &d).expect("hash_on");
             let api = t.elapsed();
-            let be = OpenClBackend::open(a.device).expect("open");
+            let be = OpenClBackend::open(device).expect("open");
             let row = host(&be, "big", &d, expected, 1);
             let ok = got == expected;
             println!(

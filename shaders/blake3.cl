@@ -22,6 +22,21 @@
 #error "the host defines CHUNK_WG, PARENT_WG and STAGED"
 #endif
 
+// Tuning knobs a caller may set through the build options (the bench tries them):
+//   PREFETCH       1: with direct loads, load block b+1 while block b is compressed
+//   UNROLL_BLOCKS  1: unroll the 16 blocks of a chunk
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
+#ifndef UNROLL_BLOCKS
+#define UNROLL_BLOCKS 0
+#endif
+#if UNROLL_BLOCKS
+#define BLOCK_LOOP _Pragma("unroll")
+#else
+#define BLOCK_LOOP
+#endif
+
 // Rotate right; OpenCL's rotate() turns left.
 #define ROTR(x, n) rotate((x), (uint)(32u - (n)))
 
@@ -154,6 +169,7 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
         tile0[(idx >> 2) * 5u + (idx & 3u)] = next[p];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    BLOCK_LOOP
     for (uint b = 0; b < 16u; b++) {
         if (b < 15u) {
             for (uint p = 0; p < 4u; p++) {
@@ -182,6 +198,29 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
     // Each work-item reads its own chunk, 64 contiguous bytes per block.
     __global const uint4 *own = base + (size_t)lid * (CHUNK_LEN / 16u);
     const bool real = lid < valid;
+#if PREFETCH
+    // The next block's loads are issued before this block's rounds.
+    uint4 n0 = (uint4)(0), n1 = (uint4)(0), n2 = (uint4)(0), n3 = (uint4)(0);
+    if (real) {
+        n0 = own[0]; n1 = own[1]; n2 = own[2]; n3 = own[3];
+    }
+    BLOCK_LOOP
+    for (uint b = 0; b < 16u; b++) {
+        put4(m, 0, n0);
+        put4(m, 4, n1);
+        put4(m, 8, n2);
+        put4(m, 12, n3);
+        if (real && b < 15u) {
+            n0 = own[b * 4u + 4u];
+            n1 = own[b * 4u + 5u];
+            n2 = own[b * 4u + 6u];
+            n3 = own[b * 4u + 7u];
+        }
+        uint f = flags | (b == 0 ? CHUNK_START : 0u) | (b == 15u ? CHUNK_END : 0u);
+        compress_cv(cv, m, first_counter + chunk, BLOCK_LEN, f);
+    }
+#else
+    BLOCK_LOOP
     for (uint b = 0; b < 16u; b++) {
         if (real) {
             put4(m, 0, own[b * 4u]);
@@ -192,6 +231,7 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
         uint f = flags | (b == 0 ? CHUNK_START : 0u) | (b == 15u ? CHUNK_END : 0u);
         compress_cv(cv, m, first_counter + chunk, BLOCK_LEN, f);
     }
+#endif
 #endif
     for (uint i = 0; i < 8u; i++) tree[i * CHUNK_WG + lid] = cv[i];
     reduce_group(tree, tree + CHUNK_WG * 8, CHUNK_WG, lid, valid, key, flags, group_cvs, group,

@@ -221,6 +221,7 @@ pub struct BackendStatus {
 /// let built = b3accel::backend_status().len();
 /// assert!(built <= 2);
 /// ```
+#[allow(clippy::vec_init_then_push)] // one push per backend compiled in
 pub fn backend_status() -> Vec<BackendStatus> {
     #[allow(unused_mut)]
     let mut out = Vec::new();

@@ -29,18 +29,13 @@ fn devices() -> Vec<usize> {
 }
 
 fn open(i: usize, opts: OpenClOptions) -> OpenClBackend {
-    OpenClBackend::with_options(i, &opts)
-        .unwrap_or_else(|e| panic!("opencl:{i} with {opts:?}: {e}"))
+    OpenClBackend::with_options(i, &opts).unwrap_or_else(|e| panic!("opencl:{i} with {opts:?}: {e}"))
 }
 
 const KEY: [u8; 32] = *b"whats the Elvish word for friend";
 
 fn modes() -> [Mode; 3] {
-    [
-        Mode::Hash,
-        Mode::Keyed(KEY),
-        Mode::DeriveKey("b3accel opencl tests 2026-11-21".into()),
-    ]
+    [Mode::Hash, Mode::Keyed(KEY), Mode::DeriveKey("b3accel opencl tests 2026-11-21".into())]
 }
 
 /// Upstream's output stream for `data` in `mode`, `len` bytes.
@@ -58,15 +53,8 @@ fn upstream(mode: &Mode, data: &[u8], len: usize) -> Vec<u8> {
 
 fn check_hash(be: &dyn Backend, what: &str, mode: &Mode, data: &[u8]) {
     let mut got = vec![0u8; 131];
-    xof_reader_with(be, mode, data)
-        .unwrap_or_else(|e| panic!("{what}: {e}"))
-        .fill(&mut got);
-    assert_eq!(
-        got,
-        upstream(mode, data, 131),
-        "{what}: {} bytes, {mode:?}",
-        data.len()
-    );
+    xof_reader_with(be, mode, data).unwrap_or_else(|e| panic!("{what}: {e}")).fill(&mut got);
+    assert_eq!(got, upstream(mode, data, 131), "{what}: {} bytes, {mode:?}", data.len());
 }
 
 /// `chunk_subtrees` on the device against the CPU backend, for `n` chunks at `first_chunk`.
@@ -75,16 +63,11 @@ fn check_subtrees(be: &OpenClBackend, what: &str, n: u64, first_chunk: u64, flag
     let key = [3, 1, 4, 1, 5, 9, 2, 6];
     let key = if flags == 0 { IV } else { key };
     let mut want = vec![[0u8; 32]; n.count_ones() as usize];
-    CpuBackend::new()
-        .chunk_subtrees(&data, first_chunk, &key, flags, &mut want)
-        .unwrap();
+    CpuBackend::new().chunk_subtrees(&data, first_chunk, &key, flags, &mut want).unwrap();
     let mut got = vec![[0u8; 32]; n.count_ones() as usize];
     be.chunk_subtrees(&data, first_chunk, &key, flags, &mut got)
         .unwrap_or_else(|e| panic!("{what}: {n} chunks at {first_chunk}: {e}"));
-    assert_eq!(
-        got, want,
-        "{what}: {n} chunks at chunk {first_chunk}, flags {flags}"
-    );
+    assert_eq!(got, want, "{what}: {n} chunks at chunk {first_chunk}, flags {flags}");
 }
 
 #[test]
@@ -140,13 +123,7 @@ fn tiny_work_groups_take_many_levels() {
 fn streams_across_many_segments() {
     for i in devices() {
         // 4-chunk segments: a 1 MiB input streams through 256 of them.
-        let be = open(
-            i,
-            OpenClOptions {
-                segment_bytes: Some(4 * CHUNK_LEN),
-                ..Default::default()
-            },
-        );
+        let be = open(i, OpenClOptions { segment_bytes: Some(4 * CHUNK_LEN), ..Default::default() });
         assert_eq!(be.segment_bytes(), 4 * CHUNK_LEN);
         for len in [4 * 1024 + 1, 9 * 1024, 13 * 1024 + 5, (1 << 20) + 3 * 1024 + 17] {
             for mode in modes() {
@@ -162,13 +139,7 @@ fn streams_across_many_segments() {
         check_subtrees(&be, "4 KiB segments", 96, 128, 0);
         check_subtrees(&be, "4 KiB segments", 77, 128, 16);
         // 64 KiB segments, more chunks than a work-group in each, through the incremental hasher.
-        let be = Arc::new(open(
-            i,
-            OpenClOptions {
-                segment_bytes: Some(64 << 10),
-                ..Default::default()
-            },
-        ));
+        let be = Arc::new(open(i, OpenClOptions { segment_bytes: Some(64 << 10), ..Default::default() }));
         let data = pattern(3 * (1 << 20) + 12_345);
         let mut h = Hasher::with_backend(be.clone(), &Mode::Keyed(KEY));
         for piece in data.chunks(200_001) {
@@ -184,24 +155,14 @@ fn short_of_memory_falls_back_or_fails_cleanly() {
         // Segments of 1 MiB asked for, but no buffer over 64 KiB allowed: smaller segments.
         let be = open(
             i,
-            OpenClOptions {
-                segment_bytes: Some(1 << 20),
-                max_alloc_bytes: Some(64 << 10),
-                ..Default::default()
-            },
+            OpenClOptions { segment_bytes: Some(1 << 20), max_alloc_bytes: Some(64 << 10), ..Default::default() },
         );
         let data = pattern(3 << 20);
         let (h, _) = be.hash_timed(&data, &Mode::Hash).unwrap();
         assert_eq!(h, blake3::hash(&data));
         check_hash(&be, "64 KiB allowed", &Mode::Hash, &data);
         // Not even the smallest segment fits: a clear error, and the backend still works after.
-        let be = open(
-            i,
-            OpenClOptions {
-                max_alloc_bytes: Some(1000),
-                ..Default::default()
-            },
-        );
+        let be = open(i, OpenClOptions { max_alloc_bytes: Some(1000), ..Default::default() });
         match be.hash_timed(&data, &Mode::Hash) {
             Err(e @ Error::OutOfMemory { .. }) => eprintln!("as expected: {e}"),
             other => panic!("expected OutOfMemory, got {other:?}"),
@@ -219,12 +180,8 @@ fn device_resident_buffers_in_all_modes() {
         let (w, _, _) = be.kernel_config();
         for len in [1, 1023, 1024, 1025, 2048, 2049, 5000, w * CHUNK_LEN + 1, (3 << 20) + 7] {
             let data = pattern(len);
-            let buf = ocl::Buffer::<u8>::builder()
-                .queue(be.queue().clone())
-                .len(len)
-                .copy_host_slice(&data)
-                .build()
-                .unwrap();
+            let buf =
+                ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(len).copy_host_slice(&data).build().unwrap();
             for mode in modes() {
                 let want = upstream(&mode, &data, 131);
                 assert_eq!(
@@ -233,16 +190,12 @@ fn device_resident_buffers_in_all_modes() {
                     "resident {len} bytes {mode:?}"
                 );
                 let mut got = vec![0u8; 131];
-                be.buffer_reader(&buf, len as u64, &mode)
-                    .unwrap()
-                    .fill(&mut got);
+                be.buffer_reader(&buf, len as u64, &mode).unwrap().fill(&mut got);
                 assert_eq!(got, want, "resident reader {len} bytes {mode:?}");
                 // A prefix of the buffer.
                 let prefix = len * 2 / 3;
                 let mut got = vec![0u8; 40];
-                be.buffer_reader(&buf, prefix as u64, &mode)
-                    .unwrap()
-                    .fill(&mut got);
+                be.buffer_reader(&buf, prefix as u64, &mode).unwrap().fill(&mut got);
                 assert_eq!(got, upstream(&mode, &data[..prefix], 40), "prefix {prefix}");
             }
             let (h, t) = be.hash_buffer_timed(&buf, &Mode::Hash).unwrap();
@@ -250,15 +203,8 @@ fn device_resident_buffers_in_all_modes() {
             assert_eq!(t.upload, std::time::Duration::ZERO, "nothing is uploaded");
         }
         // Longer than the buffer, or from another context: errors, not panics.
-        let buf = ocl::Buffer::<u8>::builder()
-            .queue(be.queue().clone())
-            .len(100)
-            .build()
-            .unwrap();
-        assert!(matches!(
-            be.buffer_reader(&buf, 101, &Mode::Hash),
-            Err(Error::InvalidInput(_))
-        ));
+        let buf = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(100).build().unwrap();
+        assert!(matches!(be.buffer_reader(&buf, 101, &Mode::Hash), Err(Error::InvalidInput(_))));
         let other = open(i, OpenClOptions::default());
         match other.hash_buffer(&buf, &Mode::Hash) {
             Err(Error::InvalidInput(msg)) => assert!(msg.contains("context"), "{msg}"),
@@ -272,20 +218,11 @@ fn sixteen_threads_on_one_device() {
     for i in devices() {
         // The cached backend (as hash_on uses it) and one that streams in 16 KiB segments.
         let cached = b3accel::backend(Device::OpenCl(i)).unwrap();
-        let streaming: Arc<dyn Backend> = Arc::new(open(
-            i,
-            OpenClOptions {
-                segment_bytes: Some(16 << 10),
-                ..Default::default()
-            },
-        ));
+        let streaming: Arc<dyn Backend> =
+            Arc::new(open(i, OpenClOptions { segment_bytes: Some(16 << 10), ..Default::default() }));
         std::thread::scope(|s| {
             for t in 0..16usize {
-                let be = if t % 2 == 0 {
-                    cached.clone()
-                } else {
-                    streaming.clone()
-                };
+                let be = if t % 2 == 0 { cached.clone() } else { streaming.clone() };
                 s.spawn(move || {
                     let mut rng = StdRng::seed_from_u64(t as u64);
                     for round in 0..3 {
@@ -311,9 +248,7 @@ fn hash_blocks_matches_upstream() {
     for i in devices() {
         let be = b3accel::backend(Device::OpenCl(i)).unwrap();
         for n in [1usize, 2, 63, 64, 65, 1000] {
-            let blocks: Vec<[u8; 64]> = (0..n)
-                .map(|j| std::array::from_fn(|k| (j * 64 + k) as u8))
-                .collect();
+            let blocks: Vec<[u8; 64]> = (0..n).map(|j| std::array::from_fn(|k| (j * 64 + k) as u8)).collect();
             let mut out = vec![[0u8; 32]; n];
             be.hash_blocks(&blocks, &mut out).unwrap();
             for (b, o) in blocks.iter().zip(&out) {
@@ -322,19 +257,13 @@ fn hash_blocks_matches_upstream() {
         }
         let mut none: [[u8; 32]; 0] = [];
         be.hash_blocks(&[], &mut none).unwrap();
-        assert!(matches!(
-            be.hash_blocks(&[[0; 64]; 2], &mut [[0; 32]; 1]),
-            Err(Error::InvalidInput(_))
-        ));
+        assert!(matches!(be.hash_blocks(&[[0; 64]; 2], &mut [[0; 32]; 1]), Err(Error::InvalidInput(_))));
     }
 }
 
 #[test]
 fn random_sizes_match_upstream() {
-    let seed = std::env::var("B3ACCEL_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x00b3_acce1u64);
+    let seed = std::env::var("B3ACCEL_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x00b3_acce1u64);
     eprintln!("random_sizes_match_upstream: seed {seed} (set B3ACCEL_TEST_SEED to vary)");
     for i in devices() {
         let be = b3accel::backend(Device::OpenCl(i)).unwrap();
@@ -377,13 +306,7 @@ fn bad_device_index_is_an_error() {
     }
     assert!(b3accel::hash_on(Device::OpenCl(available + 7), b"abc").is_err());
     assert!(matches!(
-        OpenClBackend::with_options(
-            0,
-            &OpenClOptions {
-                segment_bytes: Some(3000),
-                ..Default::default()
-            }
-        ),
+        OpenClBackend::with_options(0, &OpenClOptions { segment_bytes: Some(3000), ..Default::default() }),
         Err(Error::InvalidInput(_) | Error::Unavailable { .. } | Error::NoSuchDevice { .. })
     ));
 }
@@ -392,10 +315,7 @@ fn bad_device_index_is_an_error() {
 fn kernel_build_errors_carry_the_log() {
     for i in devices() {
         // A macro that breaks the kernel source: the compiler's complaint must come back.
-        let opts = OpenClOptions {
-            build_options: "-D compress_cv=1".into(),
-            ..Default::default()
-        };
+        let opts = OpenClOptions { build_options: "-D compress_cv=1".into(), ..Default::default() };
         match OpenClBackend::with_options(i, &opts) {
             Err(Error::KernelBuild { device, log }) => {
                 assert_eq!(device, Device::OpenCl(i));
@@ -422,11 +342,7 @@ fn no_driver_is_unavailable_and_cpu_still_works() {
         .output()
         .unwrap();
     let _ = std::fs::remove_dir(&empty);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "child failed:\n{text}");
     assert!(text.contains("1 passed"), "the child test did not run:\n{text}");
     assert!(text.contains("no OpenCL platform"), "{text}");
@@ -448,8 +364,5 @@ fn no_driver_child() {
         other => panic!("expected Unavailable, got {:?}", other.map(|b| b.info().clone())),
     }
     assert_eq!(b3accel::devices()[0].device, Device::Cpu);
-    assert_eq!(
-        b3accel::hash_on(Device::Auto, &[1; 5000]).unwrap(),
-        blake3::hash(&[1; 5000])
-    );
+    assert_eq!(b3accel::hash_on(Device::Auto, &[1; 5000]).unwrap(), blake3::hash(&[1; 5000]));
 }

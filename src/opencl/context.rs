@@ -4,17 +4,14 @@ use super::cl_err;
 use crate::device::{BackendKind, Device, DeviceInfo, DeviceKind};
 use crate::error::{Error, Result};
 use ocl::core::{
-    self, DeviceId, DeviceInfo as ClInfo, DeviceInfoResult as ClRes, DeviceType, PlatformId,
-    PlatformInfo,
+    self, DeviceId, DeviceInfo as ClInfo, DeviceInfoResult as ClRes, DeviceType, PlatformId, PlatformInfo,
 };
 use std::ffi::CString;
 use std::sync::OnceLock;
 
 /// The kernels' source: the constants build.rs generated from src/constants.rs, then the shader.
-pub(crate) const SOURCE: &str = concat!(
-    include_str!(concat!(env!("OUT_DIR"), "/constants.cl")),
-    include_str!("../../shaders/blake3.cl")
-);
+pub(crate) const SOURCE: &str =
+    concat!(include_str!(concat!(env!("OUT_DIR"), "/constants.cl")), include_str!("../../shaders/blake3.cl"));
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.
 const PLATFORM_NOT_FOUND: i32 = -1001;
@@ -25,14 +22,8 @@ const PLATFORM_NOT_FOUND: i32 = -1001;
 /// crashes when two threads do that at once (seen with PoCL 3.1). Devices do not come and go
 /// while a process runs.
 pub(crate) fn list() -> Result<Vec<(PlatformId, DeviceId)>> {
-    static LIST: OnceLock<std::result::Result<Vec<(PlatformId, DeviceId)>, String>> =
-        OnceLock::new();
-    LIST.get_or_init(list_uncached)
-        .clone()
-        .map_err(|reason| Error::Unavailable {
-            device: Device::OpenCl(0),
-            reason,
-        })
+    static LIST: OnceLock<std::result::Result<Vec<(PlatformId, DeviceId)>, String>> = OnceLock::new();
+    LIST.get_or_init(list_uncached).clone().map_err(|reason| Error::Unavailable { device: Device::OpenCl(0), reason })
 }
 
 fn list_uncached() -> std::result::Result<Vec<(PlatformId, DeviceId)>, String> {
@@ -50,12 +41,9 @@ fn list_uncached() -> std::result::Result<Vec<(PlatformId, DeviceId)>, String> {
         ));
     }
     if status != 0 {
-        return Err(unavailable(format!(
-            "the OpenCL loader failed to list platforms (error {status})"
-        )));
+        return Err(unavailable(format!("the OpenCL loader failed to list platforms (error {status})")));
     }
-    let platforms = core::get_platform_ids()
-        .map_err(|e| unavailable(format!("listing OpenCL platforms: {e}")))?;
+    let platforms = core::get_platform_ids().map_err(|e| unavailable(format!("listing OpenCL platforms: {e}")))?;
     let mut all = Vec::new();
     for p in platforms {
         // A platform with no device answers CL_DEVICE_NOT_FOUND: it simply adds none.
@@ -69,10 +57,7 @@ fn list_uncached() -> std::result::Result<Vec<(PlatformId, DeviceId)>, String> {
 /// A string property of a device, read raw (ocl's parsed `Version` drops the vendor text).
 fn device_string(d: DeviceId, what: u32) -> String {
     match core::get_device_info_raw(d, what) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes)
-            .trim_end_matches('\0')
-            .trim()
-            .to_string(),
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim_end_matches('\0').trim().to_string(),
         Err(_) => String::new(),
     }
 }
@@ -112,22 +97,12 @@ pub(crate) fn limits(d: DeviceId) -> Limits {
         Ok(ClRes::GlobalMemSize(n)) => n,
         _ => 0,
     };
-    let little_endian = !matches!(
-        core::get_device_info(d, ClInfo::EndianLittle),
-        Ok(ClRes::EndianLittle(false))
-    );
+    let little_endian = !matches!(core::get_device_info(d, ClInfo::EndianLittle), Ok(ClRes::EndianLittle(false)));
     let is_cpu = matches!(
         core::get_device_info(d, ClInfo::Type),
         Ok(ClRes::Type(t)) if t.contains(DeviceType::CPU)
     );
-    Limits {
-        max_work_group,
-        local_mem,
-        max_alloc,
-        global_mem,
-        little_endian,
-        is_cpu,
-    }
+    Limits { max_work_group, local_mem, max_alloc, global_mem, little_endian, is_cpu }
 }
 
 /// The description `devices()` lists for the `index`-th OpenCL device.
@@ -194,13 +169,10 @@ pub(crate) fn build(
     d: DeviceId,
     config: &BuildConfig,
 ) -> Result<(core::Program, String)> {
-    let source = CString::new(SOURCE).map_err(|_| Error::KernelBuild {
-        device,
-        log: "the kernel source contains a NUL byte".into(),
-    })?;
-    let options = CString::new(config.options()).map_err(|_| {
-        Error::InvalidInput("OpenCL build options must not contain NUL bytes".into())
-    })?;
+    let source = CString::new(SOURCE)
+        .map_err(|_| Error::KernelBuild { device, log: "the kernel source contains a NUL byte".into() })?;
+    let options = CString::new(config.options())
+        .map_err(|_| Error::InvalidInput("OpenCL build options must not contain NUL bytes".into()))?;
     let program = core::create_program_with_source(context, &[source])
         .map_err(|e| cl_err(device, "creating the kernel program", e))?;
     let built = core::build_program(&program, Some(&[d]), &options, None, None);
@@ -210,27 +182,14 @@ pub(crate) fn build(
     };
     let status_ok = matches!(
         core::get_program_build_info(&program, d, core::ProgramBuildInfo::BuildStatus),
-        Ok(core::ProgramBuildInfoResult::BuildStatus(
-            core::ProgramBuildStatus::Success
-        ))
+        Ok(core::ProgramBuildInfoResult::BuildStatus(core::ProgramBuildStatus::Success))
     );
     match built {
         Ok(()) if status_ok => Ok((program, log)),
         Ok(()) => Err(Error::KernelBuild {
             device,
-            log: if log.is_empty() {
-                "the driver reports the build as failed and gave no log".into()
-            } else {
-                log
-            },
+            log: if log.is_empty() { "the driver reports the build as failed and gave no log".into() } else { log },
         }),
-        Err(e) => Err(Error::KernelBuild {
-            device,
-            log: if log.trim().is_empty() {
-                e.to_string()
-            } else {
-                log
-            },
-        }),
+        Err(e) => Err(Error::KernelBuild { device, log: if log.trim().is_empty() { e.to_string() } else { log } }),
     }
 }

@@ -28,7 +28,7 @@ mod resident;
 mod stream;
 mod worker;
 
-use crate::backend::{check_blocks_args, check_subtree_args, Backend, Timings};
+use crate::backend::{check_blocks_args, check_subtree_args, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
@@ -51,11 +51,7 @@ use worker::{Prof, Worker};
 /// }
 /// ```
 pub fn enumerate() -> Result<Vec<DeviceInfo>> {
-    Ok(context::list()?
-        .into_iter()
-        .enumerate()
-        .map(|(i, (p, d))| context::describe(i, p, d))
-        .collect())
+    Ok(context::list()?.into_iter().enumerate().map(|(i, (p, d))| context::describe(i, p, d)).collect())
 }
 
 /// How an [`OpenClBackend`] is set up. `Default` picks every value from the device.
@@ -138,18 +134,9 @@ pub(crate) fn cl_err(device: Device, what: &str, e: ocl::core::Error) -> Error {
     use ocl::core::Status::*;
     match e.api_status() {
         Some(
-            CL_MEM_OBJECT_ALLOCATION_FAILURE
-            | CL_OUT_OF_RESOURCES
-            | CL_OUT_OF_HOST_MEMORY
-            | CL_INVALID_BUFFER_SIZE,
-        ) => Error::OutOfMemory {
-            device,
-            detail: format!("{what}: {e}"),
-        },
-        _ => Error::Device {
-            device,
-            detail: format!("{what}: {e}"),
-        },
+            CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY | CL_INVALID_BUFFER_SIZE,
+        ) => Error::OutOfMemory { device, detail: format!("{what}: {e}") },
+        _ => Error::Device { device, detail: format!("{what}: {e}") },
     }
 }
 
@@ -185,20 +172,14 @@ impl OpenClBackend {
             other => other,
         })?;
         let Some(&(platform, device_id)) = all.get(index) else {
-            return Err(Error::NoSuchDevice {
-                device,
-                available: all.len(),
-            });
+            return Err(Error::NoSuchDevice { device, available: all.len() });
         };
         let info = context::describe(index, platform, device_id);
         let limits = context::limits(device_id);
         if !limits.little_endian {
             return Err(Error::Unavailable {
                 device,
-                reason: format!(
-                    "{} is big-endian; BLAKE3's kernels expect little-endian words",
-                    info.name
-                ),
+                reason: format!("{} is big-endian; BLAKE3's kernels expect little-endian words", info.name),
             });
         }
         let props = core::ContextProperties::new().platform(platform);
@@ -210,10 +191,7 @@ impl OpenClBackend {
             ocl::Device::from(device_id),
             Some(core::CommandQueueProperties::PROFILING_ENABLE),
         )
-        .map_err(|e| Error::Device {
-            device,
-            detail: format!("creating a command queue: {e}"),
-        })?;
+        .map_err(|e| Error::Device { device, detail: format!("creating a command queue: {e}") })?;
 
         let mut config = initial_config(device, &limits, options)?;
         let user_sized = options.chunk_work_group.is_some() || options.parent_work_group.is_some();
@@ -221,18 +199,11 @@ impl OpenClBackend {
             let (program, log) = context::build(device, context.as_core(), device_id, &config)?;
             // The compiler may allow fewer work-items per group than the device (registers).
             let fits = |name: &str, wg: usize| -> Result<bool> {
-                let k = core::create_kernel(&program, name)
-                    .map_err(|e| cl_err(device, "creating a kernel", e))?;
-                Ok(
-                    match core::get_kernel_work_group_info(
-                        &k,
-                        device_id,
-                        core::KernelWorkGroupInfo::WorkGroupSize,
-                    ) {
-                        Ok(core::KernelWorkGroupInfoResult::WorkGroupSize(n)) => n >= wg,
-                        _ => true,
-                    },
-                )
+                let k = core::create_kernel(&program, name).map_err(|e| cl_err(device, "creating a kernel", e))?;
+                Ok(match core::get_kernel_work_group_info(&k, device_id, core::KernelWorkGroupInfo::WorkGroupSize) {
+                    Ok(core::KernelWorkGroupInfoResult::WorkGroupSize(n)) => n >= wg,
+                    _ => true,
+                })
             };
             let chunk_fits = fits("chunk_cvs", config.chunk_wg)?;
             let parent_fits = fits("parent_cvs", config.parent_wg)?;
@@ -262,11 +233,7 @@ impl OpenClBackend {
             }
             None => default_segment(&limits),
         };
-        let max_workers = if options.max_workers == 0 {
-            4
-        } else {
-            options.max_workers
-        };
+        let max_workers = if options.max_workers == 0 { 4 } else { options.max_workers };
         Ok(OpenClBackend {
             pool: Pool::new(max_workers),
             info,
@@ -347,11 +314,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn kernel_config(&self) -> (usize, usize, bool) {
-        (
-            self.config.chunk_wg,
-            self.config.parent_wg,
-            self.config.staged,
-        )
+        (self.config.chunk_wg, self.config.parent_wg, self.config.staged)
     }
 
     /// The compiler's log from building the kernels (empty where the driver said nothing; with
@@ -388,9 +351,8 @@ impl OpenClBackend {
         } else {
             let full = (data.len() - 1) / CHUNK_LEN * CHUNK_LEN;
             let mut stack = CvStack::new();
-            self.pool.with_worker(self, |w| {
-                w.commit_host(self, &mut stack, 0, &data[..full], domain, Some(&mut prof))
-            })?;
+            self.pool
+                .with_worker(self, |w| w.commit_host(self, &mut stack, 0, &data[..full], domain, Some(&mut prof)))?;
             stack.finalize(&data[full..], domain)
         };
         let hash = Hash::from_bytes(output.root_hash());
@@ -448,9 +410,7 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
 fn default_segment(limits: &Limits) -> usize {
     let want: u64 = if limits.is_cpu { 16 << 20 } else { 64 << 20 };
     // Two segment buffers per worker, several workers: stay well inside the device.
-    let cap = (limits.max_alloc / 2)
-        .min(limits.global_mem / 16)
-        .max(CHUNK_LEN as u64);
+    let cap = (limits.max_alloc / 2).min(limits.global_mem / 16).max(CHUNK_LEN as u64);
     let s = want.min(cap);
     (1u64 << s.ilog2()) as usize
 }
@@ -466,22 +426,13 @@ impl Backend for OpenClBackend {
         self.segment_bytes.clamp(64 << 10, 32 << 20)
     }
 
-    fn chunk_subtrees(
-        &self,
-        input: &[u8],
-        first_chunk: u64,
-        key: &[u32; 8],
-        flags: u32,
-        out: &mut [Cv],
-    ) -> Result<()> {
-        check_subtree_args(input, first_chunk, out)?;
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        check_subtree_args(input, first_chunk, MAX_SUBTREE, out)?;
         let domain = Domain { key: *key, flags };
         // A stack of its own, counting from this call's first chunk: the segments' CVs merge
         // there into the subtrees of this call's chunk count.
         let mut stack = CvStack::new();
-        self.pool.with_worker(self, |w| {
-            w.commit_host(self, &mut stack, first_chunk, input, domain, None)
-        })?;
+        self.pool.with_worker(self, |w| w.commit_host(self, &mut stack, first_chunk, input, domain, None))?;
         stack.subtree_cvs(domain, out);
         Ok(())
     }
@@ -491,8 +442,7 @@ impl Backend for OpenClBackend {
         if blocks.is_empty() {
             return Ok(());
         }
-        self.pool
-            .with_worker(self, |w| w.hash_blocks(self, blocks, out))
+        self.pool.with_worker(self, |w| w.hash_blocks(self, blocks, out))
     }
 }
 
@@ -510,23 +460,12 @@ struct PoolState {
 
 impl Pool {
     fn new(max: usize) -> Pool {
-        Pool {
-            state: Mutex::new(PoolState {
-                idle: Vec::new(),
-                live: 0,
-            }),
-            freed: Condvar::new(),
-            max,
-        }
+        Pool { state: Mutex::new(PoolState { idle: Vec::new(), live: 0 }), freed: Condvar::new(), max }
     }
 
     /// Runs `f` on a worker of its own. A worker whose call failed is dropped rather than reused:
     /// its queues may hold commands that failed half-way.
-    fn with_worker<T>(
-        &self,
-        backend: &OpenClBackend,
-        f: impl FnOnce(&mut Worker) -> Result<T>,
-    ) -> Result<T> {
+    fn with_worker<T>(&self, backend: &OpenClBackend, f: impl FnOnce(&mut Worker) -> Result<T>) -> Result<T> {
         let mut worker = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             loop {

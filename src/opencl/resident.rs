@@ -58,18 +58,8 @@ impl OpenClBackend {
     /// assert_eq!(key, blake3::derive_key("example 2026 device keys", &data[..4000]));
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn buffer_reader(
-        &self,
-        buffer: &ocl::Buffer<u8>,
-        len: u64,
-        mode: &Mode,
-    ) -> Result<OutputReader> {
-        Ok(OutputReader::new(self.resident(
-            buffer,
-            len,
-            mode.domain(),
-            None,
-        )?))
+    pub fn buffer_reader(&self, buffer: &ocl::Buffer<u8>, len: u64, mode: &Mode) -> Result<OutputReader> {
+        Ok(OutputReader::new(self.resident(buffer, len, mode.domain(), None)?))
     }
 
     /// [`hash_buffer`](Self::hash_buffer), reporting the kernels' time and the download of the
@@ -83,11 +73,7 @@ impl OpenClBackend {
     /// println!("{:.2} TB/s in the kernels", (1u64 << 30) as f64 / t.kernel.as_secs_f64() / 1e12);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash_buffer_timed(
-        &self,
-        buffer: &ocl::Buffer<u8>,
-        mode: &Mode,
-    ) -> Result<(Hash, Timings)> {
+    pub fn hash_buffer_timed(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<(Hash, Timings)> {
         let start = Instant::now();
         let mut prof = Prof::default();
         let output = self.resident(buffer, buffer.len() as u64, mode.domain(), Some(&mut prof))?;
@@ -96,13 +82,7 @@ impl OpenClBackend {
         Ok((Hash::from_bytes(output.root_hash()), timings))
     }
 
-    fn resident(
-        &self,
-        buffer: &ocl::Buffer<u8>,
-        len: u64,
-        domain: Domain,
-        prof: Option<&mut Prof>,
-    ) -> Result<Output> {
+    fn resident(&self, buffer: &ocl::Buffer<u8>, len: u64, domain: Domain, prof: Option<&mut Prof>) -> Result<Output> {
         let device = self.info.device;
         if len > buffer.len() as u64 {
             return Err(Error::InvalidInput(format!(
@@ -121,10 +101,9 @@ impl OpenClBackend {
             Err(e) => return Err(self.domain_err("inspecting the buffer", e)),
         }
         // Writes the caller enqueued on the backend's queue come first.
-        self.queue.finish().map_err(|e| Error::Device {
-            device,
-            detail: format!("finishing the backend's queue: {e}"),
-        })?;
+        self.queue
+            .finish()
+            .map_err(|e| Error::Device { device, detail: format!("finishing the backend's queue: {e}") })?;
         let last_len = last_chunk_len(len) as usize;
         let full_chunks = (len - last_len as u64) / CHUNK_LEN as u64;
         let mut prof = prof;
@@ -156,8 +135,7 @@ impl OpenClBackend {
             }
             let mut whole: Vec<Cv> = vec![[0; 32]; full_chunks.count_ones() as usize];
             if let Some(read) = read {
-                read.wait_for()
-                    .map_err(|e| w.err("waiting for the kernels", e))?;
+                read.wait_for().map_err(|e| w.err("waiting for the kernels", e))?;
                 w.take_pieces(full_chunks, &mut whole);
             }
             hash_resident(len, &last, domain, |offset, n, first, out| {
@@ -166,10 +144,8 @@ impl OpenClBackend {
                     out.copy_from_slice(&whole);
                     return Ok(());
                 }
-                let read =
-                    w.enqueue_subtrees(self, mem, offset, n, first, domain, None, &mut prof)?;
-                read.wait_for()
-                    .map_err(|e| w.err("waiting for the kernels", e))?;
+                let read = w.enqueue_subtrees(self, mem, offset, n, first, domain, None, &mut prof)?;
+                read.wait_for().map_err(|e| w.err("waiting for the kernels", e))?;
                 w.take_pieces(n, out);
                 Ok(())
             })

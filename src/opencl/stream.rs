@@ -2,11 +2,13 @@
 //! buffers, each fed from a pinned staging buffer (`CL_MEM_ALLOC_HOST_PTR`, mapped once) on the
 //! worker's transfer queue, so that the upload of segment k+1 overlaps the hashing of segment k.
 //!
-//! Segments are a power of two of chunks, so each full one is one complete subtree; their CVs go
-//! onto the caller's [`CvStack`], which merges them by the tree's rules.
+//! Segments are a power of two of chunks at a multiple of their size, so each full one is one
+//! complete subtree; their CVs go onto the caller's [`CvStack`], which merges them by the tree's
+//! rules.
 
 use super::worker::{Prof, Stage, Worker};
 use super::{cl_err, OpenClBackend};
+use crate::backend::MAX_SUBTREE;
 use crate::compress::CHUNK_LEN;
 use crate::error::{Error, Result};
 use crate::tree::{CvStack, Domain};
@@ -41,13 +43,8 @@ pub(crate) struct StreamBuffers {
 impl Drop for StreamBuffers {
     fn drop(&mut self) {
         for s in &self.slots {
-            let _ = core::enqueue_unmap_mem_object(
-                &self.queue,
-                &s.staging,
-                &s.map.0,
-                None::<&Event>,
-                None::<&mut Event>,
-            );
+            let _ =
+                core::enqueue_unmap_mem_object(&self.queue, &s.staging, &s.map.0, None::<&Event>, None::<&mut Event>);
         }
         let _ = core::finish(&self.queue);
     }
@@ -69,11 +66,7 @@ impl StreamBuffers {
                 be.limits.max_alloc
             )));
         }
-        let mut bufs = StreamBuffers {
-            seg,
-            slots: Vec::with_capacity(2),
-            queue: w.transfer.clone(),
-        };
+        let mut bufs = StreamBuffers { seg, slots: Vec::with_capacity(2), queue: w.transfer.clone() };
         for _ in 0..2 {
             let alloc = |flags| {
                 // SAFETY: a plain allocation with no host pointer.
@@ -96,12 +89,7 @@ impl StreamBuffers {
                 )
             }
             .map_err(|e| cl_err(device, "mapping a staging buffer", e))?;
-            bufs.slots.push(Slot {
-                device: dev,
-                staging,
-                map: Mapped(map),
-                upload: None,
-            });
+            bufs.slots.push(Slot { device: dev, staging, map: Mapped(map), upload: None });
             // Touch the device buffer so that a driver that allocates lazily fails here, where
             // a smaller segment can still be tried, and not in the middle of a hash.
             let zeros = [0u8; 16];
@@ -132,9 +120,24 @@ fn copy_parallel(src: &[u8], dst: &mut [u8]) {
         dst.copy_from_slice(src);
         return;
     }
-    dst.par_chunks_mut(PIECE)
-        .zip(src.par_chunks(PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// `input` cut into segments: the first two of `seg / 32` bytes (at least a chunk), then each as
+/// long as everything before it, up to `seg`. The pipeline fills after a small first copy and
+/// upload instead of a whole segment's, and every segment still starts at a multiple of its
+/// length (in chunks from the start of the call), so each full one is one complete subtree.
+fn segments(input: &[u8], seg: usize) -> Vec<&[u8]> {
+    let first = (seg / 32).max(CHUNK_LEN);
+    let mut parts = Vec::new();
+    let mut pos = 0;
+    while pos < input.len() {
+        let len = if pos == 0 { first } else { pos.min(seg) };
+        let end = (pos + len).min(input.len());
+        parts.push(&input[pos..end]);
+        pos = end;
+    }
+    parts
 }
 
 impl Worker {
@@ -175,11 +178,7 @@ impl Worker {
     /// Makes sure this worker has segment buffers, halving the segment size while the device
     /// cannot hold them.
     fn ensure_stream(&mut self, be: &OpenClBackend, min: usize) -> Result<()> {
-        if self
-            .stream
-            .as_ref()
-            .is_some_and(|s| s.seg == self.segment_cap)
-        {
+        if self.stream.as_ref().is_some_and(|s| s.seg == self.segment_cap) {
             return Ok(());
         }
         self.stream = None;
@@ -195,10 +194,7 @@ impl Worker {
                 Err(Error::OutOfMemory { device, detail }) => {
                     return Err(Error::OutOfMemory {
                         device,
-                        detail: format!(
-                            "no segment buffers of {} bytes or more fit ({detail})",
-                            self.segment_cap
-                        ),
+                        detail: format!("no segment buffers of {} bytes or more fit ({detail})", self.segment_cap),
                     })
                 }
                 Err(e) => return Err(e),
@@ -216,7 +212,7 @@ impl Worker {
         prof: &mut Option<&mut Prof>,
     ) -> Result<()> {
         let seg = self.stream.as_ref().expect("ensured by the caller").seg;
-        let parts: Vec<&[u8]> = input.chunks(seg).collect();
+        let parts = segments(input, seg);
         self.upload(0, parts[0], prof)?;
         for (k, part) in parts.iter().enumerate() {
             let (dev, uploaded) = {
@@ -225,23 +221,14 @@ impl Worker {
             };
             let mut next = parts.get(k + 1).map(|p| (k + 1, *p));
             let chunks = (part.len() / CHUNK_LEN) as u64;
-            stack.commit_runs(chunks, domain, |offset, n, first, out| {
-                let read = self.enqueue_subtrees(
-                    be,
-                    &dev,
-                    offset,
-                    n,
-                    counter_base + first,
-                    domain,
-                    uploaded.as_ref(),
-                    prof,
-                )?;
+            stack.commit_runs(chunks, MAX_SUBTREE, domain, |offset, n, first, out| {
+                let read =
+                    self.enqueue_subtrees(be, &dev, offset, n, counter_base + first, domain, uploaded.as_ref(), prof)?;
                 // The next segment's copy and upload overlap this one's kernels.
                 if let Some((j, p)) = next.take() {
                     self.upload(j, p, prof)?;
                 }
-                read.wait_for()
-                    .map_err(|e| self.err("waiting for the kernels", e))?;
+                read.wait_for().map_err(|e| self.err("waiting for the kernels", e))?;
                 self.take_pieces(n, out);
                 Ok(())
             })?;
@@ -257,8 +244,7 @@ impl Worker {
         if let Some(ev) = slot.upload.take() {
             // The slot's previous upload finished long ago (its kernels ran); make sure anyway
             // before overwriting its staging memory.
-            ev.wait_for()
-                .map_err(|e| cl_err(device, "waiting for an upload", e))?;
+            ev.wait_for().map_err(|e| cl_err(device, "waiting for an upload", e))?;
         }
         // SAFETY: the mapped region is `stream.seg >= part.len()` bytes of host memory, and no
         // command reads it now (its last upload is complete).
@@ -269,15 +255,7 @@ impl Worker {
         // until this event completes (waited for above before the next copy, and by `quiesce`
         // or the kernels before the worker goes away).
         unsafe {
-            core::enqueue_write_buffer(
-                &self.transfer,
-                &slot.device,
-                false,
-                0,
-                &*staging,
-                None::<&Event>,
-                Some(&mut ev),
-            )
+            core::enqueue_write_buffer(&self.transfer, &slot.device, false, 0, &*staging, None::<&Event>, Some(&mut ev))
         }
         .map_err(|e| cl_err(device, "uploading a segment", e))?;
         core::flush(&self.transfer).map_err(|e| cl_err(device, "flushing the queue", e))?;

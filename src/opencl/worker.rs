@@ -3,7 +3,7 @@
 
 use super::stream::StreamBuffers;
 use super::{cl_err, OpenClBackend, DIRECT_MAX};
-use crate::backend::Timings;
+use crate::backend::{Timings, MAX_SUBTREE};
 use crate::compress::{words_to_cv, Cv, CHUNK_LEN};
 use crate::device::Device;
 use crate::error::Result;
@@ -57,9 +57,7 @@ impl Prof {
                 ) => Some(v),
                 _ => None,
             };
-            if let (Some(a), Some(b)) =
-                (ns(core::ProfilingInfo::Start), ns(core::ProfilingInfo::End))
-            {
+            if let (Some(a), Some(b)) = (ns(core::ProfilingInfo::Start), ns(core::ProfilingInfo::End)) {
                 let d = Duration::from_nanos(b.saturating_sub(a));
                 match stage {
                     Stage::Upload => t.upload += d,
@@ -81,11 +79,7 @@ struct Scratch {
 
 impl Scratch {
     fn new(flags: MemFlags) -> Scratch {
-        Scratch {
-            mem: None,
-            bytes: 0,
-            flags,
-        }
+        Scratch { mem: None, bytes: 0, flags }
     }
 
     fn get(&mut self, device: Device, context: &core::Context, bytes: usize) -> Result<Mem> {
@@ -131,15 +125,11 @@ impl Worker {
             .map_err(|e| cl_err(device, "creating a command queue", e))?;
         let transfer = core::create_command_queue(&context, be.device_id, props)
             .map_err(|e| cl_err(device, "creating a command queue", e))?;
-        let kernel = |name: &str| {
-            core::create_kernel(&be.program, name)
-                .map_err(|e| cl_err(device, "creating a kernel", e))
-        };
+        let kernel =
+            |name: &str| core::create_kernel(&be.program, name).map_err(|e| cl_err(device, "creating a kernel", e));
         // SAFETY: a plain allocation with no host pointer.
-        let pieces = unsafe {
-            core::create_buffer::<_, u8>(&context, MemFlags::READ_WRITE, PIECE_SLOTS * 32, None)
-        }
-        .map_err(|e| cl_err(device, "allocating a device buffer", e))?;
+        let pieces = unsafe { core::create_buffer::<_, u8>(&context, MemFlags::READ_WRITE, PIECE_SLOTS * 32, None) }
+            .map_err(|e| cl_err(device, "allocating a device buffer", e))?;
         Ok(Worker {
             device,
             chunk: kernel("chunk_cvs")?,
@@ -148,10 +138,7 @@ impl Worker {
             context,
             compute,
             transfer,
-            levels: [
-                Scratch::new(MemFlags::READ_WRITE),
-                Scratch::new(MemFlags::READ_WRITE),
-            ],
+            levels: [Scratch::new(MemFlags::READ_WRITE), Scratch::new(MemFlags::READ_WRITE)],
             pieces,
             host_pieces: Box::new([0; PIECE_SLOTS * 8]),
             input: Scratch::new(MemFlags::READ_ONLY),
@@ -196,8 +183,7 @@ impl Worker {
         let w2 = be.config.parent_wg as u64;
         let q1 = n / w1;
         let level0 = self.levels[0].get(self.device, &self.context, (q1.max(1) * 32) as usize)?;
-        let level1 =
-            self.levels[1].get(self.device, &self.context, ((q1 / w2).max(1) * 32) as usize)?;
+        let level1 = self.levels[1].get(self.device, &self.context, ((q1 / w2).max(1) * 32) as usize)?;
         let key = domain.key;
         let flags = domain.flags;
         let device = self.device;
@@ -308,13 +294,8 @@ impl Worker {
     /// The subtree CVs of the last `n` chunks dispatched, largest first: one per set bit of `n`.
     /// Only after the event [`enqueue_subtrees`](Self::enqueue_subtrees) returned is complete.
     pub fn take_pieces(&self, n: u64, out: &mut [Cv]) {
-        for (slot, b) in out
-            .iter_mut()
-            .zip((0..PIECE_SLOTS).rev().filter(|b| n >> b & 1 == 1))
-        {
-            let words: [u32; 8] = self.host_pieces[b * 8..b * 8 + 8]
-                .try_into()
-                .expect("8 words");
+        for (slot, b) in out.iter_mut().zip((0..PIECE_SLOTS).rev().filter(|b| n >> b & 1 == 1)) {
+            let words: [u32; 8] = self.host_pieces[b * 8..b * 8 + 8].try_into().expect("8 words");
             *slot = words_to_cv(&words);
         }
     }
@@ -339,35 +320,13 @@ impl Worker {
             let buf = self.input.get(self.device, &self.context, input.len())?;
             let mut ev = Event::null();
             // SAFETY: a blocking write: `input` is read before the call returns.
-            unsafe {
-                core::enqueue_write_buffer(
-                    &self.compute,
-                    &buf,
-                    true,
-                    0,
-                    input,
-                    None::<&Event>,
-                    Some(&mut ev),
-                )
-            }
-            .map_err(|e| self.err("uploading input", e))?;
+            unsafe { core::enqueue_write_buffer(&self.compute, &buf, true, 0, input, None::<&Event>, Some(&mut ev)) }
+                .map_err(|e| self.err("uploading input", e))?;
             Prof::push(&mut prof, Stage::Upload, &ev);
             let chunks = (input.len() / CHUNK_LEN) as u64;
-            let base = stack.chunks();
-            return stack.commit_runs(chunks, domain, |offset, n, first, out| {
-                let read = self.enqueue_subtrees(
-                    be,
-                    &buf,
-                    offset,
-                    n,
-                    counter_base + first,
-                    domain,
-                    None,
-                    &mut prof,
-                )?;
-                read.wait_for()
-                    .map_err(|e| self.err("waiting for the kernels", e))?;
-                debug_assert_eq!(first, base + offset);
+            return stack.commit_runs(chunks, MAX_SUBTREE, domain, |offset, n, first, out| {
+                let read = self.enqueue_subtrees(be, &buf, offset, n, counter_base + first, domain, None, &mut prof)?;
+                read.wait_for().map_err(|e| self.err("waiting for the kernels", e))?;
                 self.take_pieces(n, out);
                 Ok(())
             });
@@ -376,21 +335,11 @@ impl Worker {
     }
 
     /// Hashes 64-byte blocks as one-block messages, in dispatches of at most 2^20 blocks.
-    pub fn hash_blocks(
-        &mut self,
-        _be: &OpenClBackend,
-        blocks: &[[u8; 64]],
-        out: &mut [[u8; 32]],
-    ) -> Result<()> {
+    pub fn hash_blocks(&mut self, _be: &OpenClBackend, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
         const PER_DISPATCH: usize = 1 << 20;
-        for (src, dst) in blocks
-            .chunks(PER_DISPATCH)
-            .zip(out.chunks_mut(PER_DISPATCH))
-        {
+        for (src, dst) in blocks.chunks(PER_DISPATCH).zip(out.chunks_mut(PER_DISPATCH)) {
             let input = self.input.get(self.device, &self.context, src.len() * 64)?;
-            let output = self
-                .output
-                .get(self.device, &self.context, src.len() * 32)?;
+            let output = self.output.get(self.device, &self.context, src.len() * 32)?;
             let n = src.len() as u64;
             let k = &self.blocks;
             let set = |i, v| core::set_kernel_arg(k, i, v);
