@@ -99,11 +99,13 @@ fn tiny_work_groups_take_many_levels() {
     // Work-groups of 4 chunks and 2 CVs: a few hundred chunks already take eight dispatches,
     // every one of them with a ragged last group.
     for i in devices() {
-        for staged in [false, true] {
+        // Every way the chunk kernel can load its input: staged, direct with and without prefetch.
+        for (staged, knobs) in [(false, ""), (false, "-D PREFETCH=0"), (true, "")] {
             let opts = OpenClOptions {
                 chunk_work_group: Some(4),
                 parent_work_group: Some(2),
                 staged_loads: Some(staged),
+                build_options: knobs.into(),
                 ..Default::default()
             };
             let be = open(i, opts);
@@ -202,6 +204,12 @@ fn device_resident_buffers_in_all_modes() {
             assert_eq!(h, blake3::hash(&data));
             assert_eq!(t.upload, std::time::Duration::ZERO, "nothing is uploaded");
         }
+        // A write still in flight on the backend's queue is seen: the hash waits for it.
+        let data = pattern(2 << 20);
+        let buf = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(data.len()).build().unwrap();
+        // SAFETY (non-blocking write): `data` outlives the hash below, which waits for the write.
+        unsafe { buf.write(&data).queue(be.queue()).block(false).enq().unwrap() };
+        assert_eq!(be.hash_buffer(&buf, &Mode::Hash).unwrap(), blake3::hash(&data));
         // Longer than the buffer, or from another context: errors, not panics.
         let buf = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(100).build().unwrap();
         assert!(matches!(be.buffer_reader(&buf, 101, &Mode::Hash), Err(Error::InvalidInput(_))));
@@ -338,6 +346,8 @@ fn no_driver_is_unavailable_and_cpu_still_works() {
         .args(["--exact", "no_driver_child", "--include-ignored", "--nocapture"])
         .env("OCL_ICD_VENDORS", &empty)
         .env("OPENCL_VENDOR_PATH", &empty)
+        // Loaders also load the libraries listed here, whatever the vendor directory holds.
+        .env_remove("OCL_ICD_FILENAMES")
         .env_remove("CI")
         .output()
         .unwrap();
@@ -352,7 +362,12 @@ fn no_driver_is_unavailable_and_cpu_still_works() {
 #[ignore = "run by no_driver_is_unavailable_and_cpu_still_works in a process without a driver"]
 fn no_driver_child() {
     let start = std::time::Instant::now();
-    let err = b3accel::opencl::enumerate().expect_err("no driver, no devices");
+    let env: Vec<String> = std::env::vars()
+        .filter(|(k, _)| k.contains("OCL") || k.contains("OPENCL") || k.contains("POCL"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let err =
+        b3accel::opencl::enumerate().expect_err(&format!("no driver, no devices (the loader's environment: {env:?})"));
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
     println!("{err}");
     assert!(start.elapsed().as_secs() < 5, "told at once, not after retries");

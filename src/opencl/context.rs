@@ -78,9 +78,11 @@ pub(crate) struct Limits {
     pub global_mem: u64,
     pub little_endian: bool,
     pub is_cpu: bool,
+    /// The Portable Computing Language (PoCL) platform.
+    pub is_pocl: bool,
 }
 
-pub(crate) fn limits(d: DeviceId) -> Limits {
+pub(crate) fn limits(p: PlatformId, d: DeviceId) -> Limits {
     let max_work_group = match core::get_device_info(d, ClInfo::MaxWorkGroupSize) {
         Ok(ClRes::MaxWorkGroupSize(n)) => n,
         _ => 1,
@@ -102,7 +104,8 @@ pub(crate) fn limits(d: DeviceId) -> Limits {
         core::get_device_info(d, ClInfo::Type),
         Ok(ClRes::Type(t)) if t.contains(DeviceType::CPU)
     );
-    Limits { max_work_group, local_mem, max_alloc, global_mem, little_endian, is_cpu }
+    let is_pocl = platform_string(p, PlatformInfo::Name).contains("Portable Computing Language");
+    Limits { max_work_group, local_mem, max_alloc, global_mem, little_endian, is_cpu, is_pocl }
 }
 
 /// The description `devices()` lists for the `index`-th OpenCL device.

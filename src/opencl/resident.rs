@@ -2,7 +2,7 @@
 //! the last chunk (at most 1024 bytes) and the subtree CVs come back to the host, where the tree
 //! module finishes the root.
 
-use super::worker::{Prof, Stage};
+use super::worker::{Prof, Run, Stage};
 use super::OpenClBackend;
 use crate::backend::Timings;
 use crate::compress::{Cv, CHUNK_LEN};
@@ -16,8 +16,8 @@ impl OpenClBackend {
     /// The hash of a whole device buffer in `mode`, computed where the data lies.
     ///
     /// The buffer must belong to this backend's [`context`](Self::context). Commands that write
-    /// it must be complete, or enqueued on [`queue`](Self::queue) (which this call finishes
-    /// first).
+    /// it must be complete, or enqueued on [`queue`](Self::queue): the hash waits for everything
+    /// enqueued there before it.
     ///
     /// ```no_run
     /// use b3accel::{opencl::OpenClBackend, Mode};
@@ -100,23 +100,33 @@ impl OpenClBackend {
             }
             Err(e) => return Err(self.domain_err("inspecting the buffer", e)),
         }
-        // Writes the caller enqueued on the backend's queue come first.
-        self.queue
-            .finish()
-            .map_err(|e| Error::Device { device, detail: format!("finishing the backend's queue: {e}") })?;
+        // Writes the caller enqueued on the backend's queue come first: a marker there, which the
+        // first command here waits for on the device, with no round trip through the host.
+        let mut ready = Event::null();
+        core::enqueue_marker_with_wait_list(
+            self.queue.as_core(),
+            None::<&Event>,
+            Some(&mut ready),
+            Some(&self.queue.device_version()),
+        )
+        .and_then(|_| core::flush(self.queue.as_core()))
+        .map_err(|e| Error::Device { device, detail: format!("ordering after the backend's queue: {e}") })?;
         let last_len = last_chunk_len(len) as usize;
         let full_chunks = (len - last_len as u64) / CHUNK_LEN as u64;
         let mut prof = prof;
         self.pool.with_worker(self, |w| {
-            // Everything on one in-order queue: the kernels, the read of their CVs, then a
-            // blocking read of the last chunk, so that one wait covers all of it.
-            let read = if full_chunks > 0 {
-                Some(w.enqueue_subtrees(self, mem, 0, full_chunks, 0, domain, None, &mut prof)?)
-            } else {
-                None
-            };
+            // Everything on one in-order queue, ending in one read that brings back the subtree
+            // CVs and the last chunk together.
+            let tail_at = (len - last_len as u64) as usize;
             let mut last = vec![0u8; last_len];
-            if last_len > 0 {
+            let mut whole: Vec<Cv> = vec![[0; 32]; full_chunks.count_ones() as usize];
+            if full_chunks > 0 {
+                let run = Run { data: mem, chunk_offset: 0, n: full_chunks, counter: 0, domain };
+                let done = w.enqueue_subtrees(self, run, Some(&ready), 0, Some((tail_at, last_len)), &mut prof)?;
+                w.wait(&done.read)?;
+                w.take_pieces(0, full_chunks, &mut whole);
+                last.copy_from_slice(w.tail(0, last_len));
+            } else if last_len > 0 {
                 let mut ev = Event::null();
                 // SAFETY: a blocking read into a local vector of the right length.
                 unsafe {
@@ -124,19 +134,14 @@ impl OpenClBackend {
                         &w.compute,
                         mem,
                         true,
-                        len as usize - last_len,
+                        tail_at,
                         &mut last[..],
-                        None::<&Event>,
+                        Some(&ready),
                         Some(&mut ev),
                     )
                 }
                 .map_err(|e| w.err("reading the last chunk", e))?;
                 Prof::push(&mut prof, Stage::Download, &ev);
-            }
-            let mut whole: Vec<Cv> = vec![[0; 32]; full_chunks.count_ones() as usize];
-            if let Some(read) = read {
-                read.wait_for().map_err(|e| w.err("waiting for the kernels", e))?;
-                w.take_pieces(full_chunks, &mut whole);
             }
             hash_resident(len, &last, domain, |offset, n, first, out| {
                 if (offset, n, first) == (0, full_chunks, 0) {
@@ -144,9 +149,10 @@ impl OpenClBackend {
                     out.copy_from_slice(&whole);
                     return Ok(());
                 }
-                let read = w.enqueue_subtrees(self, mem, offset, n, first, domain, None, &mut prof)?;
-                read.wait_for().map_err(|e| w.err("waiting for the kernels", e))?;
-                w.take_pieces(n, out);
+                let run = Run { data: mem, chunk_offset: offset, n, counter: first, domain };
+                let done = w.enqueue_subtrees(self, run, None, 0, None, &mut prof)?;
+                w.wait(&done.read)?;
+                w.take_pieces(0, n, out);
                 Ok(())
             })
         })

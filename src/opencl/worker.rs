@@ -4,7 +4,7 @@
 use super::stream::StreamBuffers;
 use super::{cl_err, OpenClBackend, DIRECT_MAX};
 use crate::backend::{Timings, MAX_SUBTREE};
-use crate::compress::{words_to_cv, Cv, CHUNK_LEN};
+use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::Device;
 use crate::error::Result;
 use crate::tree::{CvStack, Domain};
@@ -13,6 +13,30 @@ use std::time::Duration;
 
 /// Slots for subtree CVs: one per possible bit of a chunk count.
 const PIECE_SLOTS: usize = 64;
+/// The device's subtree CVs, then room for an input's last chunk, fetched in the same read.
+const PIECES_BYTES: usize = PIECE_SLOTS * 32;
+const RESULT_BYTES: usize = PIECES_BYTES + CHUNK_LEN;
+
+/// A run of full chunks in a device buffer.
+pub(crate) struct Run<'a> {
+    pub data: &'a Mem,
+    /// Where the run starts, in chunks from the start of `data`.
+    pub chunk_offset: u64,
+    /// How many chunks.
+    pub n: u64,
+    /// The chunk counter of its first chunk.
+    pub counter: u64,
+    /// The key words and flags.
+    pub domain: Domain,
+}
+
+/// The events of one enqueued dispatch sequence.
+pub(crate) struct Enqueued {
+    /// The only command that reads the input buffer.
+    pub chunk_kernel: Event,
+    /// The read of the results: complete means everything is.
+    pub read: Event,
+}
 
 /// What a profiling event measured.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -107,7 +131,9 @@ pub(crate) struct Worker {
     blocks: Kernel,
     levels: [Scratch; 2],
     pieces: Mem,
-    host_pieces: Box<[u32; PIECE_SLOTS * 8]>,
+    /// Two host buffers for results, so that a streamed segment's results can arrive while the
+    /// previous one's are read.
+    host_pieces: Box<[[u8; RESULT_BYTES]; 2]>,
     input: Scratch,
     output: Scratch,
     pub stream: Option<StreamBuffers>,
@@ -128,7 +154,7 @@ impl Worker {
         let kernel =
             |name: &str| core::create_kernel(&be.program, name).map_err(|e| cl_err(device, "creating a kernel", e));
         // SAFETY: a plain allocation with no host pointer.
-        let pieces = unsafe { core::create_buffer::<_, u8>(&context, MemFlags::READ_WRITE, PIECE_SLOTS * 32, None) }
+        let pieces = unsafe { core::create_buffer::<_, u8>(&context, MemFlags::READ_WRITE, RESULT_BYTES, None) }
             .map_err(|e| cl_err(device, "allocating a device buffer", e))?;
         Ok(Worker {
             device,
@@ -140,7 +166,7 @@ impl Worker {
             transfer,
             levels: [Scratch::new(MemFlags::READ_WRITE), Scratch::new(MemFlags::READ_WRITE)],
             pieces,
-            host_pieces: Box::new([0; PIECE_SLOTS * 8]),
+            host_pieces: Box::new([[0; RESULT_BYTES]; 2]),
             input: Scratch::new(MemFlags::READ_ONLY),
             output: Scratch::new(MemFlags::WRITE_ONLY),
             stream: None,
@@ -159,26 +185,25 @@ impl Worker {
         cl_err(self.device, what, e)
     }
 
-    /// Enqueues the dispatches that hash `n >= 1` full chunks lying `chunk_offset` chunks into
-    /// `data`, the first with chunk counter `counter`, after `wait`; then a read of the subtree
-    /// CVs into this worker's host buffer. Returns the read's event: once it is complete,
-    /// [`take_pieces`](Self::take_pieces) gives the CVs.
+    /// Enqueues the dispatches that hash `run.n >= 1` full chunks lying `run.chunk_offset` chunks
+    /// into `run.data`, the first with chunk counter `run.counter`, after `wait`; then one read of
+    /// the subtree CVs (and, with `tail`, of that many bytes of `run.data` from that offset: the
+    /// input's last chunk) into host buffer `slot`. Once the returned read event is complete,
+    /// [`take_pieces`](Self::take_pieces) and [`tail`](Self::tail) give the results.
     ///
     /// Dispatch 1 (`chunk_cvs`) reduces each work-group's chunks; each further one (`parent_cvs`)
     /// reduces the previous one's group CVs, until one CV or none is left (see shaders/blake3.cl).
-    #[allow(clippy::too_many_arguments)]
     pub fn enqueue_subtrees(
         &mut self,
         be: &OpenClBackend,
-        data: &Mem,
-        chunk_offset: u64,
-        n: u64,
-        counter: u64,
-        domain: Domain,
+        run: Run<'_>,
         wait: Option<&Event>,
+        slot: usize,
+        tail: Option<(usize, usize)>,
         prof: &mut Option<&mut Prof>,
-    ) -> Result<Event> {
-        debug_assert!(n >= 1);
+    ) -> Result<Enqueued> {
+        let Run { data, chunk_offset, n, counter, domain } = run;
+        debug_assert!(n >= 1 && slot < 2);
         let w1 = be.config.chunk_wg as u64;
         let w2 = be.config.parent_wg as u64;
         let q1 = n / w1;
@@ -202,7 +227,7 @@ impl Worker {
             .and_then(|_| set(7, ArgVal::mem(&self.pieces)))
             .map_err(|e| err("setting kernel arguments", e))?;
         let groups = n.div_ceil(w1);
-        let mut ev = Event::null();
+        let mut chunk_kernel = Event::null();
         // SAFETY: every argument is set, the buffers outlive the command (OpenCL retains them),
         // and the work-group size is the one the kernel was compiled for.
         unsafe {
@@ -214,11 +239,13 @@ impl Worker {
                 &[(groups * w1) as usize, 1, 1],
                 Some([w1 as usize, 1, 1]),
                 wait,
-                Some(&mut ev),
+                Some(&mut chunk_kernel),
             )
         }
         .map_err(|e| err("running the chunk kernel", e))?;
-        Prof::push(prof, Stage::Kernel, &ev);
+        Prof::push(prof, Stage::Kernel, &chunk_kernel);
+        // Let the device start while the rest is enqueued.
+        core::flush(&self.compute).map_err(|e| err("flushing the queue", e))?;
 
         let mut count = q1;
         let mut level = w1.trailing_zeros();
@@ -271,8 +298,24 @@ impl Worker {
             )
             .map_err(|e| err("copying a subtree CV", e))?;
         }
+        let mut read_len = PIECES_BYTES;
+        if let Some((offset, len)) = tail {
+            debug_assert!(len <= CHUNK_LEN);
+            core::enqueue_copy_buffer::<u8, _, _, _>(
+                &self.compute,
+                data,
+                &self.pieces,
+                offset,
+                PIECES_BYTES,
+                len,
+                None::<&Event>,
+                None::<&mut Event>,
+            )
+            .map_err(|e| err("copying the last chunk", e))?;
+            read_len += len;
+        }
         let mut read = Event::null();
-        // SAFETY: `host_pieces` lives in this worker, which waits for the read (or finishes its
+        // SAFETY: the host buffer lives in this worker, which waits for the read (or finishes its
         // queues on failure) before the buffer can go away.
         unsafe {
             core::enqueue_read_buffer(
@@ -280,7 +323,7 @@ impl Worker {
                 &self.pieces,
                 false,
                 0,
-                &mut self.host_pieces[..],
+                &mut self.host_pieces[slot][..read_len],
                 None::<&Event>,
                 Some(&mut read),
             )
@@ -288,16 +331,27 @@ impl Worker {
         .map_err(|e| err("reading subtree CVs", e))?;
         Prof::push(prof, Stage::Download, &read);
         core::flush(&self.compute).map_err(|e| err("flushing the queue", e))?;
-        Ok(read)
+        Ok(Enqueued { chunk_kernel, read })
     }
 
-    /// The subtree CVs of the last `n` chunks dispatched, largest first: one per set bit of `n`.
-    /// Only after the event [`enqueue_subtrees`](Self::enqueue_subtrees) returned is complete.
-    pub fn take_pieces(&self, n: u64, out: &mut [Cv]) {
-        for (slot, b) in out.iter_mut().zip((0..PIECE_SLOTS).rev().filter(|b| n >> b & 1 == 1)) {
-            let words: [u32; 8] = self.host_pieces[b * 8..b * 8 + 8].try_into().expect("8 words");
-            *slot = words_to_cv(&words);
+    /// The subtree CVs of the `n` chunks last dispatched into host buffer `slot`, largest first:
+    /// one per set bit of `n`. Only once that dispatch's read event is complete.
+    pub fn take_pieces(&self, slot: usize, n: u64, out: &mut [Cv]) {
+        let host = &self.host_pieces[slot];
+        for (cv, b) in out.iter_mut().zip((0..PIECE_SLOTS).rev().filter(|b| n >> b & 1 == 1)) {
+            // The kernels store little-endian words: the CV's bytes as they are.
+            cv.copy_from_slice(&host[b * 32..b * 32 + 32]);
         }
+    }
+
+    /// The `len` bytes a dispatch with a `tail` fetched into host buffer `slot`.
+    pub fn tail(&self, slot: usize, len: usize) -> &[u8] {
+        &self.host_pieces[slot][PIECES_BYTES..PIECES_BYTES + len]
+    }
+
+    /// Waits for a dispatch's results.
+    pub fn wait(&self, ev: &Event) -> Result<()> {
+        ev.wait_for().map_err(|e| self.err("waiting for the kernels", e))
     }
 
     /// Hashes full chunks in host memory that continue `stack`'s input, the first with chunk
@@ -325,13 +379,35 @@ impl Worker {
             Prof::push(&mut prof, Stage::Upload, &ev);
             let chunks = (input.len() / CHUNK_LEN) as u64;
             return stack.commit_runs(chunks, MAX_SUBTREE, domain, |offset, n, first, out| {
-                let read = self.enqueue_subtrees(be, &buf, offset, n, counter_base + first, domain, None, &mut prof)?;
-                read.wait_for().map_err(|e| self.err("waiting for the kernels", e))?;
-                self.take_pieces(n, out);
+                let run = Run { data: &buf, chunk_offset: offset, n, counter: counter_base + first, domain };
+                let done = self.enqueue_subtrees(be, run, None, 0, None, &mut prof)?;
+                self.wait(&done.read)?;
+                self.take_pieces(0, n, out);
                 Ok(())
             });
         }
         self.stream(be, stack, counter_base, input, domain, prof)
+    }
+
+    /// The subtree CVs of `input`'s full chunks (the first with chunk counter `counter`),
+    /// uploaded with one blocking write from the caller's memory.
+    pub fn hash_run_direct(
+        &mut self,
+        be: &OpenClBackend,
+        input: &[u8],
+        counter: u64,
+        domain: Domain,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        let buf = self.input.get(self.device, &self.context, input.len())?;
+        // SAFETY: a blocking write: `input` is read before the call returns.
+        unsafe { core::enqueue_write_buffer(&self.compute, &buf, true, 0, input, None::<&Event>, None::<&mut Event>) }
+            .map_err(|e| self.err("uploading input", e))?;
+        let run = Run { data: &buf, chunk_offset: 0, n: (input.len() / CHUNK_LEN) as u64, counter, domain };
+        let done = self.enqueue_subtrees(be, run, None, 0, None, &mut None)?;
+        self.wait(&done.read)?;
+        self.take_pieces(0, (input.len() / CHUNK_LEN) as u64, out);
+        Ok(())
     }
 
     /// Hashes 64-byte blocks as one-block messages, in dispatches of at most 2^20 blocks.
