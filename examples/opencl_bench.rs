@@ -312,8 +312,8 @@ mod bench {
                     })
                     .collect();
                 variants.push((
-                    "plain stores".into(),
-                    OpenClOptions { streaming_stores: Some(false), ..Default::default() },
+                    "streaming stores".into(),
+                    OpenClOptions { streaming_stores: Some(true), ..Default::default() },
                 ));
                 for (label, opts) in variants {
                     if let Ok(be) = OpenClBackend::with_options(device, &opts) {

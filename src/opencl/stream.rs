@@ -117,8 +117,8 @@ impl StreamBuffers {
 
 /// Copies `src` into `dst` with several threads: pageable-to-pinned copies are what limits the
 /// end-to-end rate of a host input, and one core cannot keep up with the bus. With
-/// `streaming`, non-temporal stores: the destination is not read into the cache first, which
-/// leaves more of the memory bandwidth to the DMA engine reading the previous segment.
+/// `streaming`, non-temporal stores: the destination is not read into the cache first (see
+/// `OpenClOptions::streaming_stores` for when that pays).
 fn copy_parallel(src: &[u8], dst: &mut [u8], streaming: bool) {
     const PIECE: usize = 1 << 20;
     let copy = |d: &mut [u8], s: &[u8]| {
