@@ -209,7 +209,7 @@ impl CvStack {
     }
 
     /// The chaining values of the complete subtrees that everything committed forms when nothing
-    /// is known to follow it: one per set bit of [`chunks`](Self::chunks), largest first, exactly
+    /// is known to follow it: one per set bit of the number of chunks committed, largest first, exactly
     /// what [`Backend::chunk_subtrees`] returns for those chunks. A backend that hashes one call's
     /// chunks in several pieces (segments streamed through a device) merges them with this.
     #[cfg_attr(not(feature = "opencl"), allow(dead_code))]

@@ -6,11 +6,19 @@
 //!   tree level. A ragged last work-group produces the CV of each complete subtree in the binary
 //!   decomposition of its chunk count, so every chunk count takes the same few dispatches.
 //! - Host inputs of any size, larger than the device's memory too, stream through two fixed
-//!   device buffers in power-of-two segments: the upload of segment k+1 (from pinned, mapped
-//!   staging memory, on its own queue) overlaps the hashing of segment k. The segments' CVs merge
-//!   by the crate's one tree code.
+//!   device buffers in power-of-two segments, a three-stage pipeline: while the CPU copies
+//!   segment k+1 into pinned, mapped staging memory, the DMA engine uploads segment k (on a
+//!   queue of its own) and the device hashes segment k-1. The segments' CVs merge by the crate's
+//!   one tree code. A device short of memory gets smaller segments, down to 64 KiB, then
+//!   [`Error::OutOfMemory`].
 //! - Data already on the device ([`OpenClBackend::hash_buffer`]) is hashed where it lies; only
-//!   the last chunk (at most 1024 bytes) and a few CVs come back.
+//!   the last chunk (at most 1024 bytes) and a few CVs come back, in one read.
+//!
+//! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`:
+//! device-resident 1 GiB in 0.70 ms of kernel time (1.53 TB/s; 0.96 ms per call from the host,
+//! 1.11 TB/s), 64 MiB in 66 us of kernel time (1.02 TB/s; 126 us per call); 1 GiB from host
+//! memory end to end in 22.2 ms (48 GB/s), of which the upload takes 19.8 ms and the kernels
+//! 1.4 ms.
 //!
 //! ```no_run
 //! use b3accel::opencl::OpenClBackend;
