@@ -466,6 +466,27 @@ impl Backend for OpenClBackend {
     }
 }
 
+/// A worker out of the pool for one call.
+struct Lease<'a> {
+    pool: &'a Pool,
+    worker: Option<Worker>,
+    ok: bool,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        match self.worker.take() {
+            Some(w) if self.ok => self.pool.release(Some(w)),
+            Some(w) => {
+                w.quiesce();
+                drop(w);
+                self.pool.release(None);
+            }
+            None => self.pool.release(None),
+        }
+    }
+}
+
 /// Workers (queues, kernels, buffers), one per call in flight, created on demand up to a limit.
 struct Pool {
     state: Mutex<PoolState>,
@@ -483,8 +504,8 @@ impl Pool {
         Pool { state: Mutex::new(PoolState { idle: Vec::new(), live: 0 }), freed: Condvar::new(), max }
     }
 
-    /// Runs `f` on a worker of its own. A worker whose call failed is dropped rather than reused:
-    /// its queues may hold commands that failed half-way.
+    /// Runs `f` on a worker of its own, made on demand up to the pool's limit; over it, callers
+    /// wait for one to come back.
     fn with_worker<T>(&self, backend: &OpenClBackend, f: impl FnOnce(&mut Worker) -> Result<T>) -> Result<T> {
         let mut worker = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -508,7 +529,9 @@ impl Pool {
                 }
             }
         }
-        let mut w = worker.expect("a worker was taken or made");
+        // Back to the pool when done; dropped (after its queues drain) when the call failed or
+        // panicked, since its queues may hold commands that failed half-way.
+        let mut lease = Lease { pool: self, worker, ok: false };
         // PoCL's CPU drivers cache each kernel's compiled work-group function per (kernel, local
         // size), and also key it by the widest grid it was launched with; when one kernel runs
         // concurrently with different grid sizes (two threads hashing different lengths), the
@@ -517,14 +540,10 @@ impl Pool {
         // A CPU device gains nothing from concurrent calls anyway: they take turns there.
         static POCL_TURN: Mutex<()> = Mutex::new(());
         let turn = backend.serialize.then(|| POCL_TURN.lock().unwrap_or_else(|p| p.into_inner()));
-        let result = f(&mut w);
+        let result = f(lease.worker.as_mut().expect("a worker was taken or made"));
+        lease.ok = result.is_ok();
+        drop(lease);
         drop(turn);
-        if result.is_ok() {
-            self.release(Some(w));
-        } else {
-            w.quiesce();
-            self.release(None);
-        }
         result
     }
 
