@@ -1,0 +1,538 @@
+//! `b3accel bench`: every backend and device of this machine, and upstream `blake3`, in one run.
+//!
+//! For each input size it measures upstream (`hash` on one thread, `update_rayon` on all), the
+//! CPU backend (all threads and one), `Device::Auto`, and each GPU device end to end from host
+//! memory (with upload, kernel and download apart) and from a device buffer. Then Merkle roots
+//! and `hash_many`. It prints tables, and writes every figure to `--json FILE` and a log-log
+//! throughput plot to `--plot FILE.svg`.
+
+use crate::{Fatal, Global, Outcome};
+use b3accel::{Device, DeviceInfo, Mode};
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Measure every device and upstream blake3 over input sizes from 64 B to 1 GiB
+///
+/// Prints a table per measurement, with the machine it ran on. GPU rows: "host" is end to end
+/// from host memory, "resident" hashes a buffer already on the device; the breakdown table gives
+/// upload, kernel and download time. Software GPUs (PoCL, llvmpipe, lavapipe) are measured up to
+/// 16 MiB only.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Also measure 4 GiB (needs that much free memory, and on a GPU, device memory)
+    #[arg(long)]
+    large: bool,
+
+    /// Shorter measurements (about 0.1 s per cell instead of 0.4 s)
+    #[arg(long)]
+    quick: bool,
+
+    /// Largest input size, e.g. 64M or 1G (default 1G, or 4G with --large)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_size: Option<u64>,
+
+    /// Write every figure as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+
+    /// Write a throughput-against-size plot (SVG, log-log axes, one line per series) to FILE
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<std::path::PathBuf>,
+
+    /// Measure Device::Auto's calibration anew, save it, print it, and stop
+    #[arg(long)]
+    calibrate: bool,
+
+    /// Skip the Merkle and hash_many measurements
+    #[arg(long)]
+    no_merkle: bool,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a size (examples: 4096, 64K, 16M, 1G)"))?;
+    n.checked_mul(mult).filter(|&v| v > 0).ok_or_else(|| format!("'{s}' is not a usable size"))
+}
+
+/// Inputs larger than this are not given to software GPUs: minutes of CPU time for nothing.
+const SOFTWARE_GPU_MAX: u64 = 16 << 20;
+
+/// One figure.
+#[derive(Clone, Debug)]
+struct Row {
+    /// What was measured: "hash", "merkle" or "hash_many".
+    test: &'static str,
+    /// The series: "upstream hash", "cpu", "opencl:0 host", ...
+    series: String,
+    /// Input bytes (for merkle: leaves x 32; for hash_many: messages x length).
+    bytes: u64,
+    /// A label for the size column (leaf or message counts for merkle and hash_many).
+    label: String,
+    /// Median seconds per call.
+    seconds: f64,
+    /// Upload, kernel and download seconds (GPU host rows that report them).
+    parts: Option<[f64; 3]>,
+}
+
+impl Row {
+    fn gbps(&self) -> f64 {
+        self.bytes as f64 / self.seconds / 1e9
+    }
+}
+
+/// Repeats `f` until `budget` has passed (at least 3 times, at most 1000), returning the median.
+fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    f()?; // warm-up: programs built, buffers allocated, pages touched
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    while samples.len() < 3 || (start.elapsed() < budget && samples.len() < 1000) {
+        let t = Instant::now();
+        f()?;
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
+fn size_label(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 && n % (1 << 30) == 0 => format!("{} GiB", n >> 30),
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} B"),
+    }
+}
+
+/// The GPU-specific measurements: end to end with its parts, and from a device buffer.
+trait GpuBench {
+    fn timed(&self, data: &[u8]) -> Result<[f64; 3], String>;
+    fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String>;
+}
+
+#[cfg(feature = "opencl")]
+struct OpenClBench(b3accel::opencl::OpenClBackend);
+
+#[cfg(feature = "opencl")]
+impl GpuBench for OpenClBench {
+    fn timed(&self, data: &[u8]) -> Result<[f64; 3], String> {
+        let (_, t) = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
+        Ok([t.upload.as_secs_f64(), t.kernel.as_secs_f64(), t.download.as_secs_f64()])
+    }
+    fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String> {
+        let buf = ocl::Buffer::<u8>::builder()
+            .queue(self.0.queue().clone())
+            .len(data.len())
+            .copy_host_slice(data)
+            .build()
+            .map_err(|e| format!("allocating a {} buffer: {e}", size_label(data.len() as u64)))?;
+        time(budget, || self.0.hash_buffer(&buf, &Mode::Hash).map(drop).map_err(|e| e.to_string()))
+    }
+}
+
+#[cfg(feature = "wgpu")]
+struct WgpuBench(b3accel::wgpu::WgpuBackend);
+
+#[cfg(feature = "wgpu")]
+impl GpuBench for WgpuBench {
+    fn timed(&self, data: &[u8]) -> Result<[f64; 3], String> {
+        let (_, t) = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
+        Ok([t.upload.as_secs_f64(), t.kernel.as_secs_f64(), t.download.as_secs_f64()])
+    }
+    fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String> {
+        use wgpu::util::DeviceExt;
+        let buf = self.0.device().create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("b3accel bench input"),
+            contents: data,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+        let r = time(budget, || {
+            self.0.resident().hash(&buf, 0, data.len() as u64, &Mode::Hash).map(drop).map_err(|e| e.to_string())
+        });
+        buf.destroy();
+        r
+    }
+}
+
+/// A GPU device under test, with its backend's timed and device-buffer entry points.
+struct Gpu {
+    info: DeviceInfo,
+    extra: Option<Box<dyn GpuBench>>,
+}
+
+fn open_gpus() -> Vec<Gpu> {
+    let mut gpus = Vec::new();
+    for info in b3accel::devices().into_iter().filter(|d| d.device != Device::Cpu) {
+        if b3accel::backend(info.device).is_err() {
+            continue;
+        }
+        let extra: Option<Box<dyn GpuBench>> = match info.device {
+            #[cfg(feature = "opencl")]
+            Device::OpenCl(i) => {
+                b3accel::opencl::OpenClBackend::open(i).ok().map(|b| Box::new(OpenClBench(b)) as Box<dyn GpuBench>)
+            }
+            #[cfg(feature = "wgpu")]
+            Device::Wgpu(i) => {
+                b3accel::wgpu::WgpuBackend::open(i).ok().map(|b| Box::new(WgpuBench(b)) as Box<dyn GpuBench>)
+            }
+            _ => None,
+        };
+        gpus.push(Gpu { info, extra });
+    }
+    gpus
+}
+
+fn machine(gpus: &[Gpu]) -> serde_json::Value {
+    let cpu = b3accel::cpu::CpuBackend::new();
+    serde_json::json!({
+        "cpu": cpu.info().name,
+        "threads": rayon::current_num_threads(),
+        "cpu_simd": cpu.level().to_string(),
+        "gpus": gpus.iter().map(|g| serde_json::json!({
+            "device": g.info.device.to_string(),
+            "name": g.info.name,
+            "kind": g.info.kind.to_string(),
+            "api": g.info.api,
+            "driver": g.info.driver,
+            "memory_bytes": g.info.memory_bytes,
+            "software": g.info.is_software_gpu(),
+        })).collect::<Vec<_>>(),
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+pub fn run(args: Args, _global: &Global) -> Outcome {
+    if args.calibrate {
+        let cal = b3accel::auto::recalibrate();
+        println!("Device::Auto calibration ({})", cal.source);
+        if cal.gpus.is_empty() {
+            println!("no hardware GPU on this machine: auto is the CPU backend");
+        }
+        for c in std::iter::once(&cal.cpu).chain(&cal.gpus).filter(|c| !c.points.is_empty()) {
+            let pts: Vec<String> =
+                c.points.iter().map(|(s, t)| format!("{} {:.1} GB/s", size_label(*s), t / 1e9)).collect();
+            println!("{:<10} {:<40} {}", c.device.to_string(), c.name, pts.join(", "));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let budget = Duration::from_millis(if args.quick { 100 } else { 400 });
+    let max = args.max_size.unwrap_or(if args.large { 4 << 30 } else { 1 << 30 });
+    let sizes: Vec<u64> = [64u64, 1 << 10, 16 << 10, 256 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30]
+        .into_iter()
+        .filter(|&s| s <= max)
+        .collect();
+    let gpus = open_gpus();
+    let machine = machine(&gpus);
+    eprintln!("bench: {}", describe(&machine));
+    let data: Vec<u8> = (0..*sizes.last().unwrap_or(&64)).map(|i| (i % 251) as u8).collect();
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| Fatal(e.to_string()))?;
+    let mut rows = Vec::new();
+
+    for &size in &sizes {
+        let input = &data[..size as usize];
+        let mut add = |series: String, r: Result<f64, String>, parts: Option<[f64; 3]>| match r {
+            Ok(seconds) => {
+                let row = Row { test: "hash", series, bytes: size, label: size_label(size), seconds, parts };
+                eprintln!("bench: {:<28} {:>8}  {:>9.2} GB/s", row.series, row.label, row.gbps());
+                rows.push(row);
+            }
+            Err(e) => eprintln!("bench: {series} at {}: {e}", size_label(size)),
+        };
+        let ok = |_| Ok(());
+        add("upstream hash (1 thread)".into(), time(budget, || ok(blake3::hash(input))), None);
+        add(
+            "upstream update_rayon".into(),
+            time(budget, || ok(blake3::Hasher::new().update_rayon(input).finalize())),
+            None,
+        );
+        let hash = |d: Device| b3accel::hash_on(d, input).map(drop).map_err(|e| e.to_string());
+        add("cpu (1 thread)".into(), one_thread.install(|| time(budget, || hash(Device::Cpu))), None);
+        add("cpu".into(), time(budget, || hash(Device::Cpu)), None);
+        add("auto".into(), time(budget, || hash(Device::Auto)), None);
+        for g in &gpus {
+            if g.info.is_software_gpu() && size > SOFTWARE_GPU_MAX {
+                continue;
+            }
+            let dev = g.info.device;
+            let host = time(budget, || hash(dev));
+            let parts = g.extra.as_ref().and_then(|x| x.timed(input).ok());
+            add(format!("{dev} host"), host, parts);
+            if let Some(x) = &g.extra {
+                add(format!("{dev} resident"), x.resident(input, budget), None);
+            }
+        }
+    }
+
+    if !args.no_merkle {
+        bench_merkle(&mut rows, &gpus, budget, args.large, &one_thread);
+    }
+
+    let text = render(&machine, &rows);
+    print!("{text}");
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({
+            "machine": machine,
+            "results": rows.iter().map(|r| serde_json::json!({
+                "test": r.test, "series": r.series, "bytes": r.bytes, "size": r.label,
+                "seconds": r.seconds, "gb_per_s": r.gbps(),
+                "upload_s": r.parts.map(|p| p[0]), "kernel_s": r.parts.map(|p| p[1]),
+                "download_s": r.parts.map(|p| p[2]),
+            })).collect::<Vec<_>>(),
+        });
+        std::fs::write(path, format!("{json:#}\n")).map_err(|e| Fatal(format!("{}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.plot {
+        std::fs::write(path, plot(&machine, &rows)).map_err(|e| Fatal(format!("{}: {e}", path.display())))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe(machine: &serde_json::Value) -> String {
+    let mut s = format!(
+        "{} ({} threads, {}); b3accel {}",
+        machine["cpu"].as_str().unwrap_or("?"),
+        machine["threads"],
+        machine["cpu_simd"].as_str().unwrap_or("?"),
+        machine["version"].as_str().unwrap_or("?"),
+    );
+    for g in machine["gpus"].as_array().into_iter().flatten() {
+        let _ = write!(
+            s,
+            "; {} {} ({}, {}{})",
+            g["device"].as_str().unwrap_or("?"),
+            g["name"].as_str().unwrap_or("?"),
+            g["api"].as_str().unwrap_or("?"),
+            g["driver"].as_str().unwrap_or("?"),
+            if g["software"].as_bool() == Some(true) { ", software" } else { "" },
+        );
+    }
+    s
+}
+
+fn bench_merkle(rows: &mut Vec<Row>, gpus: &[Gpu], budget: Duration, large: bool, one_thread: &rayon::ThreadPool) {
+    let max_log = if large { 25 } else { 20 };
+    let leaves: Vec<[u8; 32]> = (0..1u64 << max_log).map(|i| *blake3::hash(&i.to_le_bytes()).as_bytes()).collect();
+    let mut devices: Vec<(String, Device, bool)> = vec![("cpu".into(), Device::Cpu, false)];
+    devices.extend(gpus.iter().map(|g| (g.info.device.to_string(), g.info.device, g.info.is_software_gpu())));
+    for log in [10u32, 16, 20, 25].into_iter().filter(|&l| l <= max_log) {
+        let l = &leaves[..1 << log];
+        let label = format!("2^{log} leaves");
+        let bytes = (l.len() * 32) as u64;
+        let mut push = |series: String, r: Result<f64, String>| match r {
+            Ok(seconds) => {
+                eprintln!("bench: merkle {series:<20} {label:>13}  {:>9.3} ms", seconds * 1e3);
+                rows.push(Row { test: "merkle", series, bytes, label: label.clone(), seconds, parts: None });
+            }
+            Err(e) => eprintln!("bench: merkle {series} at {label}: {e}"),
+        };
+        let reference = || {
+            let mut level: Vec<[u8; 32]> = l.to_vec();
+            while level.len() > 1 {
+                level = level
+                    .chunks(2)
+                    .map(|p| if p.len() == 2 { *blake3::hash(p.concat().as_slice()).as_bytes() } else { p[0] })
+                    .collect();
+            }
+            Ok(())
+        };
+        push("upstream loop".into(), time(budget, reference));
+        push("cpu (1 thread)".into(), one_thread.install(|| time(budget, || root(Device::Cpu, l))));
+        for (name, dev, software) in &devices {
+            if *software && bytes > SOFTWARE_GPU_MAX {
+                continue;
+            }
+            push(name.clone(), time(budget, || root(*dev, l)));
+        }
+    }
+    for msg_len in [64usize, 1024] {
+        let count = (16usize << 20) / msg_len;
+        let data = &leaves.as_flattened()[..(count * msg_len).min(leaves.len() * 32)];
+        let count = data.len() / msg_len;
+        let label = format!("{count} x {msg_len} B");
+        let bytes = data.len() as u64;
+        let mut push = |series: String, r: Result<f64, String>| match r {
+            Ok(seconds) => {
+                eprintln!("bench: hash_many {series:<17} {label:>13}  {:>9.3} ms", seconds * 1e3);
+                rows.push(Row { test: "hash_many", series, bytes, label: label.clone(), seconds, parts: None });
+            }
+            Err(e) => eprintln!("bench: hash_many {series} at {label}: {e}"),
+        };
+        push(
+            "upstream loop".into(),
+            time(budget, || {
+                data.chunks(msg_len).for_each(|m| drop(std::hint::black_box(blake3::hash(m))));
+                Ok(())
+            }),
+        );
+        push("cpu (1 thread)".into(), one_thread.install(|| time(budget, || many(Device::Cpu, data, msg_len))));
+        for (name, dev, software) in &devices {
+            if *software && bytes > SOFTWARE_GPU_MAX {
+                continue;
+            }
+            push(name.clone(), time(budget, || many(*dev, data, msg_len)));
+        }
+    }
+}
+
+fn root(device: Device, leaves: &[[u8; 32]]) -> Result<(), String> {
+    b3accel::merkle_root(device, leaves).map(drop).map_err(|e| e.to_string())
+}
+
+fn many(device: Device, data: &[u8], msg_len: usize) -> Result<(), String> {
+    b3accel::hash_many(device, data, msg_len).map(drop).map_err(|e| e.to_string())
+}
+
+/// The tables: GB/s by series and size for hashing, the GPU breakdown, then Merkle and hash_many.
+fn render(machine: &serde_json::Value, rows: &[Row]) -> String {
+    let mut s = format!("b3accel bench on {}\n\n", describe(machine));
+    let hash: Vec<&Row> = rows.iter().filter(|r| r.test == "hash").collect();
+    let mut sizes: Vec<(u64, String)> = hash.iter().map(|r| (r.bytes, r.label.clone())).collect();
+    sizes.sort();
+    sizes.dedup();
+    let mut series: Vec<&str> = Vec::new();
+    for r in &hash {
+        if !series.contains(&r.series.as_str()) {
+            series.push(&r.series);
+        }
+    }
+    let _ = write!(s, "Hashing throughput, GB/s (median of repeated calls)\n{:<26}", "series");
+    for (_, l) in &sizes {
+        let _ = write!(s, "{l:>9}");
+    }
+    s.push('\n');
+    for name in &series {
+        let _ = write!(s, "{name:<26}");
+        for (b, _) in &sizes {
+            match hash.iter().find(|r| r.series == *name && r.bytes == *b) {
+                Some(r) => {
+                    let _ = write!(s, "{:>9.2}", r.gbps());
+                }
+                None => s.push_str(&format!("{:>9}", "-")),
+            }
+        }
+        s.push('\n');
+    }
+    let parts: Vec<&&Row> = hash.iter().filter(|r| r.parts.is_some()).collect();
+    if !parts.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nGPU from host memory, one timed call: milliseconds\n{:<26}{:>9}{:>10}{:>10}{:>10}{:>10}{:>9}",
+            "series", "size", "upload", "kernel", "download", "median", "GB/s"
+        );
+        for r in parts {
+            let p = r.parts.unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{:<26}{:>9}{:>10.3}{:>10.3}{:>10.3}{:>10.3}{:>9.2}",
+                r.series,
+                r.label,
+                p[0] * 1e3,
+                p[1] * 1e3,
+                p[2] * 1e3,
+                r.seconds * 1e3,
+                r.gbps()
+            );
+        }
+    }
+    for (test, title) in [("merkle", "Merkle roots"), ("hash_many", "hash_many")] {
+        let t: Vec<&Row> = rows.iter().filter(|r| r.test == test).collect();
+        if t.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "\n{title}: milliseconds per call (speed-up over the upstream loop)");
+        for r in &t {
+            let base = t.iter().find(|b| b.label == r.label && b.series == "upstream loop").map(|b| b.seconds);
+            let _ = writeln!(
+                s,
+                "{:<26}{:>16}{:>12.3}{}",
+                r.series,
+                r.label,
+                r.seconds * 1e3,
+                base.map_or(String::new(), |b| format!("   ({:.1}x)", b / r.seconds))
+            );
+        }
+    }
+    s
+}
+
+/// Throughput against size, log-log, one polyline per series, as a standalone SVG.
+fn plot(machine: &serde_json::Value, rows: &[Row]) -> String {
+    let hash: Vec<&Row> = rows.iter().filter(|r| r.test == "hash").collect();
+    let (w, h, left, right, top, bottom) = (960.0, 600.0, 80.0, 250.0, 50.0, 60.0);
+    let xs: Vec<f64> = hash.iter().map(|r| (r.bytes as f64).log2()).collect();
+    let ys: Vec<f64> = hash.iter().map(|r| r.gbps().max(1e-3).log10()).collect();
+    let (x0, x1) = (xs.iter().cloned().fold(f64::MAX, f64::min), xs.iter().cloned().fold(f64::MIN, f64::max));
+    let (y0, y1) = (ys.iter().cloned().fold(f64::MAX, f64::min).floor(), ys.iter().cloned().fold(f64::MIN, f64::max).ceil());
+    let (x1, y1) = (if x1 > x0 { x1 } else { x0 + 1.0 }, if y1 > y0 { y1 } else { y0 + 1.0 });
+    let px = |x: f64| left + (x - x0) / (x1 - x0) * (w - left - right);
+    let py = |y: f64| h - bottom - (y - y0) / (y1 - y0) * (h - top - bottom);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{left}\" y=\"20\" font-size=\"14\">BLAKE3 throughput (GB/s) by input size: {}</text>\n",
+        xml(&describe(machine))
+    );
+    let mut e = y0;
+    while e <= y1 {
+        let y = py(e);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            w - right,
+            left - 6.0,
+            y + 4.0,
+            xml(&format!("{}", 10f64.powf(e)))
+        );
+        e += 1.0;
+    }
+    let mut sizes: Vec<(u64, String)> = hash.iter().map(|r| (r.bytes, r.label.clone())).collect();
+    sizes.sort();
+    sizes.dedup();
+    for (b, l) in &sizes {
+        let x = px((*b as f64).log2());
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            h - bottom,
+            h - bottom + 18.0,
+            xml(l)
+        );
+    }
+    let colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+    let mut series: Vec<&str> = Vec::new();
+    for r in &hash {
+        if !series.contains(&r.series.as_str()) {
+            series.push(&r.series);
+        }
+    }
+    for (i, name) in series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let dash = if i >= colors.len() { " stroke-dasharray=\"6 3\"" } else { "" };
+        let pts: Vec<String> = hash
+            .iter()
+            .filter(|r| r.series == *name)
+            .map(|r| format!("{:.1},{:.1}", px((r.bytes as f64).log2()), py(r.gbps().max(1e-3).log10())))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\">{}</text>",
+            pts.join(" "),
+            w - right + 10.0,
+            top + 16.0 * i as f64 + 10.0,
+            xml(name)
+        );
+    }
+    let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">input size (log scale)</text>", left + (w - left - right) / 2.0, h - 15.0);
+    s.push_str("</svg>\n");
+    s
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
