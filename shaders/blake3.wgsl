@@ -95,36 +95,54 @@ fn g(s: State, x: vec4<u32>, y: vec4<u32>) -> State {
     return State(a, b, c, d);
 }
 
-// Round r. It is called with literal r only, so after the driver inlines it every schedule
-// lookup (and so every message index) is a constant and the message stays in registers.
-fn round(s: State, m: array<u32, 16>, r: u32) -> State {
-    let sc = MSG_SCHEDULE[r];
+// One round on the message in schedule order: with the message permuted between rounds (see
+// `permute`), every round reads the words of schedule row 0 (the identity). All indices below are
+// constant expressions, so the message stays in registers without relying on the driver to
+// inline or unroll anything.
+fn round(s: State, m: array<u32, 16>) -> State {
     var t = g(
         s,
-        vec4<u32>(m[sc[0]], m[sc[2]], m[sc[4]], m[sc[6]]),
-        vec4<u32>(m[sc[1]], m[sc[3]], m[sc[5]], m[sc[7]])
+        vec4<u32>(m[MSG_SCHEDULE[0][0]], m[MSG_SCHEDULE[0][2]], m[MSG_SCHEDULE[0][4]], m[MSG_SCHEDULE[0][6]]),
+        vec4<u32>(m[MSG_SCHEDULE[0][1]], m[MSG_SCHEDULE[0][3]], m[MSG_SCHEDULE[0][5]], m[MSG_SCHEDULE[0][7]])
     );
     t = State(t.a, t.b.yzwx, t.c.zwxy, t.d.wxyz);
     t = g(
         t,
-        vec4<u32>(m[sc[8]], m[sc[10]], m[sc[12]], m[sc[14]]),
-        vec4<u32>(m[sc[9]], m[sc[11]], m[sc[13]], m[sc[15]])
+        vec4<u32>(m[MSG_SCHEDULE[0][8]], m[MSG_SCHEDULE[0][10]], m[MSG_SCHEDULE[0][12]], m[MSG_SCHEDULE[0][14]]),
+        vec4<u32>(m[MSG_SCHEDULE[0][9]], m[MSG_SCHEDULE[0][11]], m[MSG_SCHEDULE[0][13]], m[MSG_SCHEDULE[0][15]])
     );
     return State(t.a, t.b.wxyz, t.c.zwxy, t.d.yzwx);
 }
 
+// BLAKE3's message permutation: schedule row 1 is the permutation applied once.
+fn permute(m: array<u32, 16>) -> array<u32, 16> {
+    return array<u32, 16>(
+        m[MSG_SCHEDULE[1][0]], m[MSG_SCHEDULE[1][1]], m[MSG_SCHEDULE[1][2]], m[MSG_SCHEDULE[1][3]],
+        m[MSG_SCHEDULE[1][4]], m[MSG_SCHEDULE[1][5]], m[MSG_SCHEDULE[1][6]], m[MSG_SCHEDULE[1][7]],
+        m[MSG_SCHEDULE[1][8]], m[MSG_SCHEDULE[1][9]], m[MSG_SCHEDULE[1][10]], m[MSG_SCHEDULE[1][11]],
+        m[MSG_SCHEDULE[1][12]], m[MSG_SCHEDULE[1][13]], m[MSG_SCHEDULE[1][14]], m[MSG_SCHEDULE[1][15]]
+    );
+}
+
 // The state after the seven rounds (before the feed-forward).
-fn compress(h0: vec4<u32>, h1: vec4<u32>, m: array<u32, 16>, counter_lo: u32, counter_hi: u32,
+fn compress(h0: vec4<u32>, h1: vec4<u32>, m0: array<u32, 16>, counter_lo: u32, counter_hi: u32,
             block_len: u32, flags: u32) -> State {
     var s = State(h0, h1, vec4<u32>(IV0, IV1, IV2, IV3),
                   vec4<u32>(counter_lo, counter_hi, block_len, flags));
-    s = round(s, m, 0u);
-    s = round(s, m, 1u);
-    s = round(s, m, 2u);
-    s = round(s, m, 3u);
-    s = round(s, m, 4u);
-    s = round(s, m, 5u);
-    s = round(s, m, 6u);
+    var m = m0;
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
     return s;
 }
 

@@ -34,7 +34,10 @@ fn adapters() -> Vec<usize> {
             .map(|s| format!("{:?}", s.devices.err()))
             .unwrap_or_default();
         let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!ci, "CI=true: the wgpu backend is built but found no adapter: {why}");
+        assert!(
+            !ci,
+            "CI=true: the wgpu backend is built but found no adapter: {why}"
+        );
         eprintln!("\n*** WARNING: no wgpu adapter ({why}); these tests did NOT run. ***\n");
     }
     found
@@ -49,7 +52,11 @@ fn name(b: &WgpuBackend) -> String {
 }
 
 fn modes() -> [Mode; 3] {
-    [Mode::Hash, Mode::Keyed(KEY), Mode::DeriveKey(CONTEXT.into())]
+    [
+        Mode::Hash,
+        Mode::Keyed(KEY),
+        Mode::DeriveKey(CONTEXT.into()),
+    ]
 }
 
 /// Upstream's extended output of `data` in `mode`.
@@ -75,11 +82,17 @@ fn ours(b: &dyn Backend, mode: &Mode, data: &[u8], out_len: usize) -> Vec<u8> {
 
 /// `chunk_subtrees` on the GPU against the CPU backend, for `n` chunks at `first_chunk`.
 fn check_subtrees(gpu: &WgpuBackend, n: usize, first_chunk: u64, flags: u32) {
-    let data: Vec<u8> = (0..n * CHUNK_LEN).map(|i| (i % 253) as u8 ^ (i / 4096) as u8).collect();
+    let data: Vec<u8> = (0..n * CHUNK_LEN)
+        .map(|i| (i % 253) as u8 ^ (i / 4096) as u8)
+        .collect();
     let k = n.count_ones() as usize;
     let mut want = vec![[0u8; 32]; k];
     let mut got = vec![[0u8; 32]; k];
-    let key = if flags == 0 { IV } else { [7, 6, 5, 4, 3, 2, 1, 0] };
+    let key = if flags == 0 {
+        IV
+    } else {
+        [7, 6, 5, 4, 3, 2, 1, 0]
+    };
     CpuBackend::new()
         .chunk_subtrees(&data, first_chunk, &key, flags, &mut want)
         .unwrap();
@@ -174,7 +187,12 @@ fn streaming_across_many_segments() {
     }
 }
 
-fn storage_buffer(device: &wgpu::Device, queue: &wgpu::Queue, data: &[u8], pad: u64) -> wgpu::Buffer {
+fn storage_buffer(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    data: &[u8],
+    pad: u64,
+) -> wgpu::Buffer {
     let size = (data.len() as u64 + pad).next_multiple_of(4).max(4);
     let buf = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("test input"),
@@ -189,7 +207,19 @@ fn storage_buffer(device: &wgpu::Device, queue: &wgpu::Queue, data: &[u8], pad: 
 }
 
 fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue, what: &str) {
-    let lens = [0usize, 1, 63, 64, 1023, 1024, 1025, 2048, 3 * 4096 + 5, 256 * 1024 + 1, 300_000];
+    let lens = [
+        0usize,
+        1,
+        63,
+        64,
+        1023,
+        1024,
+        1025,
+        2048,
+        3 * 4096 + 5,
+        256 * 1024 + 1,
+        300_000,
+    ];
     for len in lens {
         let data = pattern(len);
         for offset in [0u64, 256, 4096] {
@@ -201,7 +231,11 @@ fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue
                 let h = r
                     .hash(&buf, offset, len as u64, mode)
                     .unwrap_or_else(|e| panic!("{what}: len {len} at {offset}: {e}"));
-                assert_eq!(h.as_bytes(), &want[..32], "{what}: len {len} at {offset}, {mode:?}");
+                assert_eq!(
+                    h.as_bytes(),
+                    &want[..32],
+                    "{what}: len {len} at {offset}, {mode:?}"
+                );
                 let mut out = vec![0u8; 131];
                 r.xof_reader(&buf, offset, len as u64, mode)
                     .unwrap()
@@ -224,7 +258,9 @@ fn device_resident_buffers_in_all_modes() {
 /// A device of our own, as a wgpu program would hold it, on adapter `i`'s backend, with small
 /// storage bindings so that a resident input takes many segments in one submission.
 fn own_device(i: usize) -> Option<(wgpu::Device, wgpu::Queue)> {
-    let info = b3accel::devices().into_iter().find(|d| d.device == Device::Wgpu(i))?;
+    let info = b3accel::devices()
+        .into_iter()
+        .find(|d| d.device == Device::Wgpu(i))?;
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
     let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
     let api = |b: wgpu::Backend| match b {
@@ -262,7 +298,10 @@ fn callers_own_device_in_many_segments() {
         // 2 MiB + 1: 32 segments in one submission.
         let data = pattern((2 << 20) + 1);
         let buf = storage_buffer(&device, &queue, &data, 0);
-        assert_eq!(r.hash(&buf, 0, data.len() as u64, &Mode::Hash).unwrap(), blake3::hash(&data));
+        assert_eq!(
+            r.hash(&buf, 0, data.len() as u64, &Mode::Hash).unwrap(),
+            blake3::hash(&data)
+        );
     }
 }
 
@@ -273,8 +312,14 @@ fn resident_bad_input_is_an_error() {
         let r = gpu.resident();
         let data = pattern(5000);
         let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 0);
-        assert!(matches!(r.hash(&buf, 0, 6000, &Mode::Hash), Err(Error::InvalidInput(_))));
-        assert!(matches!(r.hash(&buf, 3, 100, &Mode::Hash), Err(Error::InvalidInput(_))));
+        assert!(matches!(
+            r.hash(&buf, 0, 6000, &Mode::Hash),
+            Err(Error::InvalidInput(_))
+        ));
+        assert!(matches!(
+            r.hash(&buf, 3, 100, &Mode::Hash),
+            Err(Error::InvalidInput(_))
+        ));
         let no_storage = gpu.device().create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: 4096,
@@ -288,7 +333,10 @@ fn resident_bad_input_is_an_error() {
         let e = r.hash(&buf, 0, 5000, &Mode::Hash).unwrap_err();
         assert!(matches!(e, Error::Device { .. }), "{e:?}");
         // The backend still works afterwards.
-        assert_eq!(b3accel::hash_on(Device::Wgpu(i), &data).unwrap(), blake3::hash(&data));
+        assert_eq!(
+            b3accel::hash_on(Device::Wgpu(i), &data).unwrap(),
+            blake3::hash(&data)
+        );
     }
 }
 
@@ -303,17 +351,26 @@ fn bad_index_is_an_error() {
     let e = b3accel::hash_on(Device::Wgpu(n + 3), b"abc").unwrap_err();
     assert!(e.to_string().contains(&format!("wgpu:{}", n + 3)), "{e}");
     // Auto never picks a software adapter, and keeps working.
-    assert_eq!(b3accel::hash_on(Device::Auto, b"abc").unwrap(), blake3::hash(b"abc"));
+    assert_eq!(
+        b3accel::hash_on(Device::Auto, b"abc").unwrap(),
+        blake3::hash(b"abc")
+    );
 }
 
 #[test]
 fn software_adapters_are_cpu_kind() {
-    for d in b3accel::devices().iter().filter(|d| d.backend == BackendKind::Wgpu) {
+    for d in b3accel::devices()
+        .iter()
+        .filter(|d| d.backend == BackendKind::Wgpu)
+    {
         let lower = d.name.to_lowercase();
         if lower.contains("llvmpipe") || lower.contains("lavapipe") {
             assert!(d.is_software_gpu(), "{d:?}");
         }
-        assert!(["Vulkan", "GL", "Metal", "DX12"].contains(&d.api.as_str()), "{d:?}");
+        assert!(
+            ["Vulkan", "GL", "Metal", "DX12"].contains(&d.api.as_str()),
+            "{d:?}"
+        );
     }
 }
 
@@ -321,7 +378,13 @@ fn software_adapters_are_cpu_kind() {
 fn sixteen_threads_on_one_adapter() {
     for i in adapters() {
         let gpu: Arc<dyn Backend> = b3accel::backend(Device::Wgpu(i)).unwrap();
-        let res = Arc::new(open(i, WgpuOptions { segment_bytes: Some(16 << 10), ..Default::default() }));
+        let res = Arc::new(open(
+            i,
+            WgpuOptions {
+                segment_bytes: Some(16 << 10),
+                ..Default::default()
+            },
+        ));
         std::thread::scope(|s| {
             for t in 0..16usize {
                 let gpu = gpu.clone();
@@ -366,7 +429,11 @@ fn differential_random_sizes() {
             rng.fill(&mut data[..]);
             for mode in &modes() {
                 let want = upstream(mode, &data, 131);
-                assert_eq!(ours(&*gpu, mode, &data, 131), want, "wgpu:{i} len {len} {mode:?}");
+                assert_eq!(
+                    ours(&*gpu, mode, &data, 131),
+                    want,
+                    "wgpu:{i} len {len} {mode:?}"
+                );
                 // Incremental, in random pieces.
                 let mut h = Hasher::with_backend(gpu.clone(), mode);
                 let mut rest = &data[..];
@@ -375,7 +442,11 @@ fn differential_random_sizes() {
                     h.update(&rest[..take]).unwrap();
                     rest = &rest[take..];
                 }
-                assert_eq!(h.finalize().unwrap().as_bytes(), &want[..32], "wgpu:{i} incremental len {len}");
+                assert_eq!(
+                    h.finalize().unwrap().as_bytes(),
+                    &want[..32],
+                    "wgpu:{i} incremental len {len}"
+                );
             }
         }
     }
@@ -408,7 +479,11 @@ fn timed_hash_and_shader_variants() {
             (Loads::Staged, ShaderChecks::BoundsChecked),
             (Loads::Staged, ShaderChecks::Trusted),
         ] {
-            let opts = WgpuOptions { segment_bytes: Some(1 << 20), loads, checks };
+            let opts = WgpuOptions {
+                segment_bytes: Some(1 << 20),
+                loads,
+                checks,
+            };
             let gpu = match WgpuBackend::open_with(i, opts) {
                 Ok(g) => g,
                 // Staged loads need 24 KiB of workgroup memory; a device with less says so.
@@ -420,7 +495,10 @@ fn timed_hash_and_shader_variants() {
             };
             let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap();
             assert_eq!(h, want, "{} {loads:?} {checks:?}", name(&gpu));
-            assert!(t.kernel > std::time::Duration::ZERO && t.total >= t.download, "{t:?}");
+            assert!(
+                t.kernel > std::time::Duration::ZERO && t.total >= t.download,
+                "{t:?}"
+            );
             check_subtrees(&gpu, 513, 1 << 32, 0);
         }
     }

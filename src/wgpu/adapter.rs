@@ -10,10 +10,7 @@ use std::sync::OnceLock;
 fn usable(adapter: &::wgpu::Adapter) -> std::result::Result<(), String> {
     let caps = adapter.get_downlevel_capabilities();
     let limits = adapter.limits();
-    if !caps
-        .flags
-        .contains(::wgpu::DownlevelFlags::COMPUTE_SHADERS)
-    {
+    if !caps.flags.contains(::wgpu::DownlevelFlags::COMPUTE_SHADERS) {
         return Err("no compute shaders".into());
     }
     if limits.max_compute_invocations_per_workgroup < super::pipelines::WORKGROUP
@@ -72,7 +69,13 @@ fn backend_rank(backend: ::wgpu::Backend) -> u8 {
 /// is `DeviceKind::Cpu` whatever type the driver reports, so `Device::Auto` never picks it.
 pub(crate) fn device_kind(info: &::wgpu::AdapterInfo) -> DeviceKind {
     let name = info.name.to_ascii_lowercase();
-    let software = ["llvmpipe", "lavapipe", "softpipe", "swiftshader", "microsoft basic render"];
+    let software = [
+        "llvmpipe",
+        "lavapipe",
+        "softpipe",
+        "swiftshader",
+        "microsoft basic render",
+    ];
     if software.iter().any(|s| name.contains(s)) {
         return DeviceKind::Cpu;
     }
@@ -108,11 +111,7 @@ fn scan() -> Registry {
     for adapter in found {
         let info = adapter.get_info();
         if let Err(why) = usable(&adapter) {
-            skipped.push(format!(
-                "{} ({}): {why}",
-                info.name,
-                api_name(info.backend)
-            ));
+            skipped.push(format!("{} ({}): {why}", info.name, api_name(info.backend)));
             continue;
         }
         let kind = device_kind(&info);
@@ -197,13 +196,10 @@ pub(crate) fn adapter(index: usize) -> Result<(::wgpu::Adapter, DeviceInfo)> {
             },
         });
     }
-    reg.adapters
-        .get(index)
-        .cloned()
-        .ok_or(Error::NoSuchDevice {
-            device: Device::Wgpu(index),
-            available: reg.adapters.len(),
-        })
+    reg.adapters.get(index).cloned().ok_or(Error::NoSuchDevice {
+        device: Device::Wgpu(index),
+        available: reg.adapters.len(),
+    })
 }
 
 /// The optional features we use where the adapter has them.

@@ -41,7 +41,11 @@ impl Stream {
         let bytes = cap * CHUNK_LEN as u64;
         let slot = |i: usize| Slot {
             staging: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
-                label: Some(if i == 0 { "b3accel staging 0" } else { "b3accel staging 1" }),
+                label: Some(if i == 0 {
+                    "b3accel staging 0"
+                } else {
+                    "b3accel staging 1"
+                }),
                 size: bytes,
                 usage: ::wgpu::BufferUsages::MAP_WRITE | ::wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: true,
@@ -216,7 +220,16 @@ pub(crate) fn stream_host(
     let seg = seg_chunks.min(n.next_power_of_two()).max(1);
     let cap = seg.max(MIN_STREAM_CHUNKS.min(seg_chunks));
     let mut stream = pool.take(gpu, cap);
-    let r = run_stream(gpu, &mut stream, seg, input, first_chunk, domain, out, &mut timings);
+    let r = run_stream(
+        gpu,
+        &mut stream,
+        seg,
+        input,
+        first_chunk,
+        domain,
+        out,
+        &mut timings,
+    );
     match r {
         Ok(()) => pool.give(stream),
         Err(_) => pool.forget(),
@@ -264,7 +277,9 @@ fn run_stream(
         let queries = slot.scratch.queries.as_ref().filter(|_| timings.is_some());
         let mut enc = gpu
             .device
-            .create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel segment") });
+            .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
+                label: Some("b3accel segment"),
+            });
         if let Some((q, _)) = queries {
             enc.write_timestamp(q, 0);
         }
@@ -282,7 +297,9 @@ fn run_stream(
             }
             enc = gpu
                 .device
-                .create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel segment") });
+                .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
+                    label: Some("b3accel segment"),
+                });
         }
         gpu.encode_segment(
             &mut enc,
@@ -315,7 +332,11 @@ fn run_stream(
                 MapTicket::begin(&slot.staging, ::wgpu::MapMode::Write),
             ));
         }
-        let p = Pending { n: n_k, index, readback };
+        let p = Pending {
+            n: n_k,
+            index,
+            readback,
+        };
         if serial {
             gpu.wait(&p.index, &p.readback)?;
             let kernel = t_kernel.elapsed();
@@ -354,7 +375,10 @@ pub(crate) fn hash_blocks(gpu: &Gpu, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) 
         * super::pipelines::WORKGROUP as u64)
         .min(limits.max_storage_buffer_binding_size / 64)
         .min(1 << 22) as usize;
-    for (blocks, out) in blocks.chunks(per_dispatch).zip(out.chunks_mut(per_dispatch)) {
+    for (blocks, out) in blocks
+        .chunks(per_dispatch)
+        .zip(out.chunks_mut(per_dispatch))
+    {
         let n = blocks.len() as u64;
         let input = gpu.storage_buffer("b3accel blocks", n * 64, ::wgpu::BufferUsages::COPY_DST);
         let mut bytes = Vec::with_capacity(blocks.len() * 64);
@@ -409,7 +433,9 @@ pub(crate) fn hash_blocks(gpu: &Gpu, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) 
         });
         let mut enc = gpu
             .device
-            .create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel hash_blocks") });
+            .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
+                label: Some("b3accel hash_blocks"),
+            });
         {
             let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
                 label: Some("b3accel hash_blocks"),

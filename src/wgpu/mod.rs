@@ -185,8 +185,9 @@ impl Gpu {
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size);
         let by_binding = prev_pow2(binding / CHUNK_LEN as u64);
-        let by_dispatch =
-            prev_pow2(limits.max_compute_workgroups_per_dimension as u64 * pipelines::WORKGROUP as u64);
+        let by_dispatch = prev_pow2(
+            limits.max_compute_workgroups_per_dimension as u64 * pipelines::WORKGROUP as u64,
+        );
         let max_segment_chunks = by_binding.min(by_dispatch).min(1 << 22);
         if max_segment_chunks == 0 {
             return Err(Error::Unavailable {
@@ -212,7 +213,10 @@ impl Gpu {
             Ok(Pipelines::new(&device, opts.loads, opts.checks))
         })
         .map_err(|e| match e {
-            Error::Device { device, detail } => Error::KernelBuild { device, log: detail },
+            Error::Device { device, detail } => Error::KernelBuild {
+                device,
+                log: detail,
+            },
             other => other,
         })?;
         Ok(Gpu {
@@ -258,8 +262,9 @@ impl Gpu {
                     self.check_health()?;
                     return Err(Error::Device {
                         device: self.id,
-                        detail: "mapping a buffer for the host failed (device lost or out of memory?)"
-                            .into(),
+                        detail:
+                            "mapping a buffer for the host failed (device lost or out of memory?)"
+                                .into(),
                     });
                 }
                 None => {}
@@ -290,7 +295,12 @@ impl Gpu {
         }
     }
 
-    fn storage_buffer(&self, label: &str, size: u64, extra: ::wgpu::BufferUsages) -> ::wgpu::Buffer {
+    fn storage_buffer(
+        &self,
+        label: &str,
+        size: u64,
+        extra: ::wgpu::BufferUsages,
+    ) -> ::wgpu::Buffer {
         self.device.create_buffer(&::wgpu::BufferDescriptor {
             label: Some(label),
             size,
@@ -523,7 +533,11 @@ impl Scratch {
         Scratch {
             cap,
             segs,
-            cv_a: gpu.storage_buffer("b3accel cv_a", (cap / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            cv_a: gpu.storage_buffer(
+                "b3accel cv_a",
+                (cap / wg).max(1) * 32,
+                ::wgpu::BufferUsages::empty(),
+            ),
             cv_b: gpu.storage_buffer(
                 "b3accel cv_b",
                 (cap / wg / wg).max(1) * 32,
@@ -547,7 +561,11 @@ impl Scratch {
                 usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
-            tail: gpu.storage_buffer("b3accel tail", CHUNK_LEN as u64, ::wgpu::BufferUsages::COPY_SRC),
+            tail: gpu.storage_buffer(
+                "b3accel tail",
+                CHUNK_LEN as u64,
+                ::wgpu::BufferUsages::COPY_SRC,
+            ),
             queries,
         }
     }
@@ -627,6 +645,8 @@ impl std::fmt::Debug for WgpuBackend {
             .field("name", &self.info.name)
             .field("api", &self.info.api)
             .field("segment_bytes", &(self.segment_chunks * CHUNK_LEN as u64))
+            .field("loads", &self.gpu.pipes.loads)
+            .field("checks", &self.gpu.pipes.checks)
             .finish()
     }
 }
@@ -797,7 +817,16 @@ impl WgpuBackend {
         self.gpu.check_health()?;
         let gpu = &*self.gpu;
         scoped(&gpu.device, gpu.id, || {
-            buffers::stream_host(gpu, &self.streams, self.segment_chunks, input, first_chunk, domain, out, timings)
+            buffers::stream_host(
+                gpu,
+                &self.streams,
+                self.segment_chunks,
+                input,
+                first_chunk,
+                domain,
+                out,
+                timings,
+            )
         })
     }
 }
@@ -832,6 +861,8 @@ impl Backend for WgpuBackend {
         }
         self.gpu.check_health()?;
         let gpu = &*self.gpu;
-        scoped(&gpu.device, gpu.id, || buffers::hash_blocks(gpu, blocks, out))
+        scoped(&gpu.device, gpu.id, || {
+            buffers::hash_blocks(gpu, blocks, out)
+        })
     }
 }

@@ -187,9 +187,6 @@ mod tests {
         assert!(SHADER_SOURCE.contains(&format!("const STAGE_ROW: u32 = {}u;", WORKGROUP + 1)));
         assert_eq!(1 << LOG_WORKGROUP, WORKGROUP);
         assert!(SHADER_SOURCE.contains("@workgroup_size(256)"));
-        assert!(!SHADER_SOURCE.contains(&format!(
-            "@workgroup_size({})",
-            WORKGROUP / 2
-        )));
+        assert!(!SHADER_SOURCE.contains(&format!("@workgroup_size({})", WORKGROUP / 2)));
     }
 }

@@ -1,6 +1,10 @@
 //! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
 
-use super::{merge_segments, pieces_of, scoped, Gpu, MapTicket, WgpuOptions, READBACK_STRIDE};
+use super::{
+    merge_segments, pieces_of, scoped, Gpu, MapTicket, WgpuOptions, QUERIES_PER_SEG,
+    READBACK_STRIDE,
+};
+use crate::backend::Timings;
 use crate::compress::CHUNK_LEN;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -8,6 +12,7 @@ use crate::hasher::OutputReader;
 use crate::tree::{self, Domain, Output};
 use crate::{Hash, Mode};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Hashes `wgpu::Buffer`s that lie on a device: yours (created on your own `wgpu::Device` with
 /// `BufferUsages::STORAGE`), or a [`WgpuBackend`](super::WgpuBackend)'s
@@ -110,10 +115,42 @@ impl ResidentHasher {
     /// println!("{mac}");
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Hash> {
+    pub fn hash(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        mode: &Mode,
+    ) -> Result<Hash> {
         Ok(Hash::from_bytes(
-            self.root(buffer, offset, len, mode.domain())?.root_hash(),
+            self.root(buffer, offset, len, mode.domain(), None)?
+                .root_hash(),
         ))
+    }
+
+    /// [`hash`](Self::hash), and where the time went: `kernel` is the hashing passes as the
+    /// device's timestamp queries measure them (zero where the device has none), `download`
+    /// the wait for the CVs and the last chunk after the passes plus reading them, `total` the
+    /// wall time of the call. `upload` is zero: the data is already there.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (hash, t) = hasher.hash_timed(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+    /// println!("{hash}: {:.1} GB/s in the kernel", buf.size() as f64 / t.kernel.as_secs_f64() / 1e9);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_timed(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        mode: &Mode,
+    ) -> Result<(Hash, Timings)> {
+        let start = Instant::now();
+        let mut t = Timings::default();
+        let out = self.root(buffer, offset, len, mode.domain(), Some(&mut t))?;
+        t.total = start.elapsed();
+        Ok((Hash::from_bytes(out.root_hash()), t))
     }
 
     /// An extendable-output reader over the `len` bytes of `buffer` at `offset`, in `mode`
@@ -139,10 +176,18 @@ impl ResidentHasher {
             offset,
             len,
             mode.domain(),
+            None,
         )?))
     }
 
-    fn root(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, domain: Domain) -> Result<Output> {
+    fn root(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        domain: Domain,
+        timings: Option<&mut Timings>,
+    ) -> Result<Output> {
         let gpu = &*self.gpu;
         if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
             return Err(Error::InvalidInput(format!(
@@ -169,7 +214,9 @@ impl ResidentHasher {
             return Ok(tree::chunk_output(&[], 0, domain));
         }
         gpu.check_health()?;
-        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, domain))
+        scoped(&gpu.device, gpu.id, || {
+            self.root_on_device(buffer, offset, len, domain, timings)
+        })
     }
 
     fn root_on_device(
@@ -178,16 +225,15 @@ impl ResidentHasher {
         offset: u64,
         len: u64,
         domain: Domain,
+        mut timings: Option<&mut Timings>,
     ) -> Result<Output> {
         let gpu = &*self.gpu;
         let last = tree::last_chunk_len(len);
         let full = (len - last) / CHUNK_LEN as u64;
-        let seg = gpu
-            .max_segment_chunks
-            .min(full.next_power_of_two())
-            .max(1);
+        let seg = gpu.max_segment_chunks.min(full.next_power_of_two()).max(1);
         let count = full.div_ceil(seg);
         let scr = gpu.take_scratch(seg, count.max(1));
+        let queries = scr.queries.as_ref().filter(|_| timings.is_some());
         let mut enc = gpu
             .device
             .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
@@ -204,8 +250,11 @@ impl ResidentHasher {
                 n_k,
                 k * seg,
                 domain,
-                None,
+                queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
             );
+        }
+        if let Some((q, resolve)) = queries.filter(|_| count > 0) {
+            enc.resolve_query_set(q, 0..count as u32 * QUERIES_PER_SEG, resolve, 0);
         }
 
         // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage.
@@ -219,7 +268,8 @@ impl ResidentHasher {
             src_word: src_word as u32,
             ..Default::default()
         };
-        gpu.queue.write_buffer(&scr.params, tail_params_at, &p.bytes());
+        gpu.queue
+            .write_buffer(&scr.params, tail_params_at, &p.bytes());
         let bg = gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
             label: Some("b3accel copy_tail"),
             layout: &gpu.pipes.tail_layout,
@@ -260,11 +310,15 @@ impl ResidentHasher {
         let index = gpu.queue.submit([enc.finish()]);
         let ticket = MapTicket::begin(&scr.readback, ::wgpu::MapMode::Read);
         gpu.wait(&index, &ticket)?;
+        let t_read = Instant::now();
 
-        let view = scr.readback.get_mapped_range(..).map_err(|e| Error::Device {
-            device: gpu.id,
-            detail: format!("readback buffer not mapped: {e:?}"),
-        })?;
+        let view = scr
+            .readback
+            .get_mapped_range(..)
+            .map_err(|e| Error::Device {
+                device: gpu.id,
+                detail: format!("readback buffer not mapped: {e:?}"),
+            })?;
         let segments: Vec<_> = (0..count)
             .map(|k| {
                 let n_k = seg.min(full - k * seg);
@@ -275,6 +329,12 @@ impl ResidentHasher {
         let tail = view[tail_at as usize..(tail_at + last) as usize].to_vec();
         drop(view);
         scr.readback.unmap();
+        if let Some(t) = timings.as_deref_mut() {
+            t.download += t_read.elapsed();
+            if let Some((_, resolve)) = queries.filter(|_| count > 0) {
+                t.kernel += read_pass_times(gpu, resolve, count)?;
+            }
+        }
         gpu.give_scratch(scr);
 
         tree::hash_resident(len, &tail, domain, |off, n, _first, out| {
@@ -286,4 +346,40 @@ impl ResidentHasher {
             merge_segments(&segments, domain, out)
         })
     }
+}
+
+/// The summed durations of the hashing passes of `count` segments, from their resolved
+/// timestamps (queries 2 and 3 of each segment's five).
+fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<Duration> {
+    let bytes = count * QUERIES_PER_SEG as u64 * 8;
+    let rb = gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+        label: Some("b3accel timestamps readback"),
+        size: bytes,
+        usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = gpu
+        .device
+        .create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: None });
+    enc.copy_buffer_to_buffer(resolve, 0, &rb, 0, bytes);
+    let index = gpu.queue.submit([enc.finish()]);
+    let ticket = MapTicket::begin(&rb, ::wgpu::MapMode::Read);
+    gpu.wait(&index, &ticket)?;
+    let view = rb.get_mapped_range(..).map_err(|e| Error::Device {
+        device: gpu.id,
+        detail: format!("timestamp readback not mapped: {e:?}"),
+    })?;
+    let tick = |i: u64| {
+        let at = (i * 8) as usize;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&view[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let mut total = Duration::ZERO;
+    for k in 0..count {
+        let base = k * QUERIES_PER_SEG as u64;
+        let d = tick(base + 3).saturating_sub(tick(base + 2));
+        total += Duration::from_nanos((d as f64 * gpu.timestamp_period) as u64);
+    }
+    Ok(total)
 }
