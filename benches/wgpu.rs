@@ -15,16 +15,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 fn adapter() -> Option<usize> {
-    if let Some(i) = std::env::var("B3ACCEL_WGPU")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(i) = std::env::var("B3ACCEL_WGPU").ok().and_then(|v| v.parse().ok()) {
         return Some(i);
     }
-    let wgpu: Vec<_> = b3accel::devices()
-        .into_iter()
-        .filter(|d| d.backend == BackendKind::Wgpu)
-        .collect();
+    let wgpu: Vec<_> = b3accel::devices().into_iter().filter(|d| d.backend == BackendKind::Wgpu).collect();
     if wgpu.is_empty() {
         eprintln!("no wgpu adapter: nothing to benchmark");
         return None;
@@ -48,51 +42,32 @@ fn bench(c: &mut Criterion) {
     });
     gpu.queue().write_buffer(&buf, 0, &data);
     let mut g = c.benchmark_group(format!("resident/{label}"));
-    g.sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    g.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
     for len in [1usize << 20, (64 << 20) / scale, max] {
         let want = blake3::hash(&data[..len]);
-        assert_eq!(
-            gpu.resident()
-                .hash(&buf, 0, len as u64, &Mode::Hash)
-                .unwrap(),
-            want
-        );
+        assert_eq!(gpu.resident().hash(&buf, 0, len as u64, &Mode::Hash).unwrap(), want);
         g.throughput(Throughput::Bytes(len as u64));
         g.bench_function(format!("{} MiB", len >> 20), |b| {
-            b.iter(|| {
-                gpu.resident()
-                    .hash(&buf, 0, black_box(len as u64), &Mode::Hash)
-                    .unwrap()
-            })
+            b.iter(|| gpu.resident().hash(&buf, 0, black_box(len as u64), &Mode::Hash).unwrap())
         });
     }
     g.finish();
     drop(buf);
 
     let mut g = c.benchmark_group(format!("host/{label}"));
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
+    g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
     for len in [(64usize << 20) / scale, max] {
         let input = &data[..len];
         g.throughput(Throughput::Bytes(len as u64));
         g.bench_function(format!("wgpu {} MiB", len >> 20), |b| {
             b.iter(|| {
                 let mut out = [0u8; 32];
-                xof_reader_with(&gpu, &Mode::Hash, black_box(input))
-                    .unwrap()
-                    .fill(&mut out);
+                xof_reader_with(&gpu, &Mode::Hash, black_box(input)).unwrap().fill(&mut out);
                 out
             })
         });
         g.bench_function(format!("blake3 update_rayon {} MiB", len >> 20), |b| {
-            b.iter(|| {
-                blake3::Hasher::new()
-                    .update_rayon(black_box(input))
-                    .finalize()
-            })
+            b.iter(|| blake3::Hasher::new().update_rayon(black_box(input)).finalize())
         });
     }
     g.finish();

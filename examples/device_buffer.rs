@@ -11,11 +11,7 @@ use b3accel::Mode;
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mib: u64 = std::env::args()
-        .nth(1)
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(16);
+    let mib: u64 = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(16);
     let len = mib << 20;
 
     // Your program's own device, as any wgpu program opens one. Asking for the adapter's limits
@@ -25,11 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         power_preference: wgpu::PowerPreference::HighPerformance,
         ..Default::default()
     }))?;
-    println!(
-        "adapter: {} ({:?})",
-        adapter.get_info().name,
-        adapter.get_info().backend
-    );
+    println!("adapter: {} ({:?})", adapter.get_info().name, adapter.get_info().backend);
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("my device"),
         required_limits: adapter.limits(),
@@ -51,10 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, mode) in [
         ("hash", Mode::Hash),
         ("keyed_hash", Mode::Keyed(key)),
-        (
-            "derive_key",
-            Mode::DeriveKey("b3accel example 2026-11-21".into()),
-        ),
+        ("derive_key", Mode::DeriveKey("b3accel example 2026-11-21".into())),
     ] {
         let t = Instant::now();
         let hash = hasher.hash(&buffer, 0, len, &mode)?;

@@ -16,14 +16,12 @@ use std::time::{Duration, Instant};
 
 fn pattern(len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
-    v.par_chunks_mut(1 << 20)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            for (j, b) in chunk.iter_mut().enumerate() {
-                let i = (c << 20) + j;
-                *b = (i % 251) as u8 ^ (i >> 20) as u8;
-            }
-        });
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(c, chunk)| {
+        for (j, b) in chunk.iter_mut().enumerate() {
+            let i = (c << 20) + j;
+            *b = (i % 251) as u8 ^ (i >> 20) as u8;
+        }
+    });
     v
 }
 
@@ -62,13 +60,7 @@ fn upload(gpu: &WgpuBackend, data: &[u8]) -> wgpu::Buffer {
 }
 
 /// Median wall time and median kernel time (timestamps) of `reps` resident hashes.
-fn resident(
-    r: &ResidentHasher,
-    buf: &wgpu::Buffer,
-    len: u64,
-    want: blake3::Hash,
-    reps: usize,
-) -> (Duration, Duration) {
+fn resident(r: &ResidentHasher, buf: &wgpu::Buffer, len: u64, want: blake3::Hash, reps: usize) -> (Duration, Duration) {
     for _ in 0..3 {
         assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), want);
     }
@@ -105,19 +97,9 @@ fn main() {
     let scale = if quick { 64 } else { 1 };
     let devices = b3accel::devices();
     for d in &devices {
-        println!(
-            "device {:8} {:13} {} ({}) [{}]",
-            d.device.to_string(),
-            d.kind.to_string(),
-            d.name,
-            d.api,
-            d.driver
-        );
+        println!("device {:8} {:13} {} ({}) [{}]", d.device.to_string(), d.kind.to_string(), d.name, d.api, d.driver);
     }
-    let wgpu: Vec<_> = devices
-        .iter()
-        .filter(|d| d.backend == BackendKind::Wgpu)
-        .collect();
+    let wgpu: Vec<_> = devices.iter().filter(|d| d.backend == BackendKind::Wgpu).collect();
     let index = args
         .iter()
         .find_map(|a| a.parse::<usize>().ok())
@@ -130,22 +112,13 @@ fn main() {
         opened.info().api,
         opened.has_timestamps()
     );
-    println!(
-        "   {:?}, max resident segment {} MiB",
-        opened,
-        opened.resident().max_segment_bytes() >> 20
-    );
+    println!("   {:?}, max resident segment {} MiB", opened, opened.resident().max_segment_bytes() >> 20);
 
     let gib = (1u64 << 30) / scale;
     let data = pattern(gib as usize);
     let t = Instant::now();
     let want_1g = upstream(&data);
-    println!(
-        "   upstream update_rayon, {} MiB: {:?} = {}",
-        gib >> 20,
-        t.elapsed(),
-        rate(gib, t.elapsed())
-    );
+    println!("   upstream update_rayon, {} MiB: {:?} = {}", gib >> 20, t.elapsed(), rate(gib, t.elapsed()));
     let mib64 = (64u64 << 20) / scale;
     let want_64m = upstream(&data[..mib64 as usize]);
     let want_1m = upstream(&data[..(1 << 20)]);
@@ -153,14 +126,7 @@ fn main() {
     println!("\n== shader variants, device-resident (median wall / median kernel by timestamps)");
     for loads in [Loads::Direct, Loads::Staged] {
         for checks in [ShaderChecks::BoundsChecked, ShaderChecks::Trusted] {
-            let gpu = match WgpuBackend::open_with(
-                index,
-                WgpuOptions {
-                    loads,
-                    checks,
-                    ..Default::default()
-                },
-            ) {
+            let gpu = match WgpuBackend::open_with(index, WgpuOptions { loads, checks, ..Default::default() }) {
                 Ok(g) => g,
                 Err(e) => {
                     println!("   {loads:?}/{checks:?}: unavailable: {e}");
@@ -179,11 +145,7 @@ fn main() {
 
     println!("\n== device-resident, default options (median of many calls, whole call: submit, passes, read back CVs + last chunk)");
     let buf = upload(&opened, &data);
-    for (len, want, reps) in [
-        (1u64 << 20, want_1m, 500),
-        (mib64, want_64m, 100),
-        (gib, want_1g, 30),
-    ] {
+    for (len, want, reps) in [(1u64 << 20, want_1m, 500), (mib64, want_64m, 100), (gib, want_1g, 30)] {
         let (w, k) = resident(opened.resident(), &buf, len, want, reps);
         println!(
             "   {:>5} MiB: wall {:>9.3?} = {:>12}   kernel {:>9.3?} = {:>12}",
@@ -196,20 +158,11 @@ fn main() {
     }
     drop(buf);
 
-    println!(
-        "\n== host-resident {} MiB, end to end (hash_timed; median of 7)",
-        gib >> 20
-    );
+    println!("\n== host-resident {} MiB, end to end (hash_timed; median of 7)", gib >> 20);
     for seg in [16usize << 20, 64 << 20, 256 << 20] {
         let seg = (seg / scale as usize).max(1 << 16);
-        let gpu = WgpuBackend::open_with(
-            index,
-            WgpuOptions {
-                segment_bytes: Some(seg),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let gpu =
+            WgpuBackend::open_with(index, WgpuOptions { segment_bytes: Some(seg), ..Default::default() }).unwrap();
         let mut runs = Vec::new();
         for _ in 0..8 {
             let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap();
@@ -224,28 +177,17 @@ fn main() {
         for _ in 0..5 {
             let t0 = Instant::now();
             let mut out = [0u8; 32];
-            b3accel::xof_reader_with(&gpu, &Mode::Hash, &data)
-                .unwrap()
-                .fill(&mut out);
+            b3accel::xof_reader_with(&gpu, &Mode::Hash, &data).unwrap().fill(&mut out);
             walls.push(t0.elapsed());
             assert_eq!(&out, want_1g.as_bytes());
         }
         let w = median(walls);
-        println!(
-            "   segments {:>4} MiB: plain call (no timestamps) {:>9.3?} = {}",
-            seg >> 20,
-            w,
-            rate(gib, w)
-        );
+        println!("   segments {:>4} MiB: plain call (no timestamps) {:>9.3?} = {}", seg >> 20, w, rate(gib, w));
     }
     drop(data);
 
     let big = 5 * gib + 12345;
-    println!(
-        "\n== host input of {} bytes ({:.2} GiB)",
-        big,
-        big as f64 / (1u64 << 30) as f64
-    );
+    println!("\n== host input of {} bytes ({:.2} GiB)", big, big as f64 / (1u64 << 30) as f64);
     let data = pattern(big as usize);
     let t = Instant::now();
     let want = upstream(&data);
@@ -253,39 +195,19 @@ fn main() {
     let t = Instant::now();
     let (h, timings) = opened.hash_timed(&data, &Mode::Hash).unwrap();
     let t_ours = t.elapsed();
-    println!(
-        "   upstream update_rayon: {want} in {t_up:?} = {}",
-        rate(big, t_up)
-    );
-    println!(
-        "   wgpu:{index}:             {h} in {t_ours:?}; {}",
-        show(&timings, big)
-    );
+    println!("   upstream update_rayon: {want} in {t_up:?} = {}", rate(big, t_up));
+    println!("   wgpu:{index}:             {h} in {t_ours:?}; {}", show(&timings, big));
     println!("   {}", if h == want { "MATCH" } else { "MISMATCH" });
     assert_eq!(h, want);
-    for mode in [
-        Mode::Keyed([3; 32]),
-        Mode::DeriveKey("b3accel report".into()),
-    ] {
+    for mode in [Mode::Keyed([3; 32]), Mode::DeriveKey("b3accel report".into())] {
         let mut out = [0u8; 32];
-        b3accel::xof_reader_with(&opened, &mode, &data)
-            .unwrap()
-            .fill(&mut out);
+        b3accel::xof_reader_with(&opened, &mode, &data).unwrap().fill(&mut out);
         let expect = match &mode {
-            Mode::Keyed(k) => *blake3::Hasher::new_keyed(k)
-                .update_rayon(&data)
-                .finalize()
-                .as_bytes(),
-            Mode::DeriveKey(c) => *blake3::Hasher::new_derive_key(c)
-                .update_rayon(&data)
-                .finalize()
-                .as_bytes(),
+            Mode::Keyed(k) => *blake3::Hasher::new_keyed(k).update_rayon(&data).finalize().as_bytes(),
+            Mode::DeriveKey(c) => *blake3::Hasher::new_derive_key(c).update_rayon(&data).finalize().as_bytes(),
             Mode::Hash => unreachable!(),
         };
-        println!(
-            "   {mode:?}: {}",
-            if out == expect { "MATCH" } else { "MISMATCH" }
-        );
+        println!("   {mode:?}: {}", if out == expect { "MATCH" } else { "MISMATCH" });
         assert_eq!(out, expect);
     }
     // The same 5 GiB resident, if one buffer of that size is allowed: several segments.
@@ -301,10 +223,7 @@ fn main() {
             t.elapsed()
         );
     } else {
-        println!(
-            "   resident 5 GiB skipped: max_buffer_size {} bytes",
-            limits.max_buffer_size
-        );
+        println!("   resident 5 GiB skipped: max_buffer_size {} bytes", limits.max_buffer_size);
     }
     println!("\nreport done");
 }

@@ -34,10 +34,7 @@ fn adapters() -> Vec<usize> {
             .map(|s| format!("{:?}", s.devices.err()))
             .unwrap_or_default();
         let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !ci,
-            "CI=true: the wgpu backend is built but found no adapter: {why}"
-        );
+        assert!(!ci, "CI=true: the wgpu backend is built but found no adapter: {why}");
         eprintln!("\n*** WARNING: no wgpu adapter ({why}); these tests did NOT run. ***\n");
     }
     found
@@ -52,11 +49,7 @@ fn name(b: &WgpuBackend) -> String {
 }
 
 fn modes() -> [Mode; 3] {
-    [
-        Mode::Hash,
-        Mode::Keyed(KEY),
-        Mode::DeriveKey(CONTEXT.into()),
-    ]
+    [Mode::Hash, Mode::Keyed(KEY), Mode::DeriveKey(CONTEXT.into())]
 }
 
 /// Upstream's extended output of `data` in `mode`.
@@ -74,30 +67,19 @@ fn upstream(mode: &Mode, data: &[u8], out_len: usize) -> Vec<u8> {
 
 fn ours(b: &dyn Backend, mode: &Mode, data: &[u8], out_len: usize) -> Vec<u8> {
     let mut out = vec![0u8; out_len];
-    xof_reader_with(b, mode, data)
-        .unwrap_or_else(|e| panic!("{}: {e}", b.info().device))
-        .fill(&mut out);
+    xof_reader_with(b, mode, data).unwrap_or_else(|e| panic!("{}: {e}", b.info().device)).fill(&mut out);
     out
 }
 
 /// `chunk_subtrees` on the GPU against the CPU backend, for `n` chunks at `first_chunk`.
 fn check_subtrees(gpu: &WgpuBackend, n: usize, first_chunk: u64, flags: u32) {
-    let data: Vec<u8> = (0..n * CHUNK_LEN)
-        .map(|i| (i % 253) as u8 ^ (i / 4096) as u8)
-        .collect();
+    let data: Vec<u8> = (0..n * CHUNK_LEN).map(|i| (i % 253) as u8 ^ (i / 4096) as u8).collect();
     let k = n.count_ones() as usize;
     let mut want = vec![[0u8; 32]; k];
     let mut got = vec![[0u8; 32]; k];
-    let key = if flags == 0 {
-        IV
-    } else {
-        [7, 6, 5, 4, 3, 2, 1, 0]
-    };
-    CpuBackend::new()
-        .chunk_subtrees(&data, first_chunk, &key, flags, &mut want)
-        .unwrap();
-    gpu.chunk_subtrees(&data, first_chunk, &key, flags, &mut got)
-        .unwrap_or_else(|e| panic!("{}: {e}", name(gpu)));
+    let key = if flags == 0 { IV } else { [7, 6, 5, 4, 3, 2, 1, 0] };
+    CpuBackend::new().chunk_subtrees(&data, first_chunk, &key, flags, &mut want).unwrap();
+    gpu.chunk_subtrees(&data, first_chunk, &key, flags, &mut got).unwrap_or_else(|e| panic!("{}: {e}", name(gpu)));
     assert_eq!(got, want, "{}: {n} chunks at {first_chunk}", name(gpu));
 }
 
@@ -131,13 +113,9 @@ fn chunk_counter_high_word() {
     // WGSL has no u64: counters at and above 2^32 test the hand-carried high word.
     for i in adapters() {
         let gpu = open(i, WgpuOptions::default());
-        for (n, first) in [
-            (1, 1u64 << 32),
-            (256, 1 << 32),
-            (300, (1 << 40) + (1 << 9)),
-            (64, (1 << 32) - 64),
-            (5, u64::MAX - 7),
-        ] {
+        for (n, first) in
+            [(1, 1u64 << 32), (256, 1 << 32), (300, (1 << 40) + (1 << 9)), (64, (1 << 32) - 64), (5, u64::MAX - 7)]
+        {
             check_subtrees(&gpu, n, first, 0);
             check_subtrees(&gpu, n, first, b3accel::flags::KEYED_HASH);
         }
@@ -161,13 +139,7 @@ fn multi_level_ragged_counts() {
 fn streaming_across_many_segments() {
     for i in adapters() {
         for seg in [CHUNK_LEN, 4 * CHUNK_LEN, 64 * CHUNK_LEN] {
-            let gpu = open(
-                i,
-                WgpuOptions {
-                    segment_bytes: Some(seg),
-                    ..Default::default()
-                },
-            );
+            let gpu = open(i, WgpuOptions { segment_bytes: Some(seg), ..Default::default() });
             assert_eq!(gpu.segment_bytes(), seg as u64);
             for len in [seg + 1, 3 * seg + 7, 300 * CHUNK_LEN + 5, (1 << 20) + 17] {
                 let data = pattern(len);
@@ -187,12 +159,7 @@ fn streaming_across_many_segments() {
     }
 }
 
-fn storage_buffer(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    data: &[u8],
-    pad: u64,
-) -> wgpu::Buffer {
+fn storage_buffer(device: &wgpu::Device, queue: &wgpu::Queue, data: &[u8], pad: u64) -> wgpu::Buffer {
     let size = (data.len() as u64 + pad).next_multiple_of(4).max(4);
     let buf = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("test input"),
@@ -207,19 +174,7 @@ fn storage_buffer(
 }
 
 fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue, what: &str) {
-    let lens = [
-        0usize,
-        1,
-        63,
-        64,
-        1023,
-        1024,
-        1025,
-        2048,
-        3 * 4096 + 5,
-        256 * 1024 + 1,
-        300_000,
-    ];
+    let lens = [0usize, 1, 63, 64, 1023, 1024, 1025, 2048, 3 * 4096 + 5, 256 * 1024 + 1, 300_000];
     for len in lens {
         let data = pattern(len);
         for offset in [0u64, 256, 4096] {
@@ -231,15 +186,9 @@ fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue
                 let h = r
                     .hash(&buf, offset, len as u64, mode)
                     .unwrap_or_else(|e| panic!("{what}: len {len} at {offset}: {e}"));
-                assert_eq!(
-                    h.as_bytes(),
-                    &want[..32],
-                    "{what}: len {len} at {offset}, {mode:?}"
-                );
+                assert_eq!(h.as_bytes(), &want[..32], "{what}: len {len} at {offset}, {mode:?}");
                 let mut out = vec![0u8; 131];
-                r.xof_reader(&buf, offset, len as u64, mode)
-                    .unwrap()
-                    .fill(&mut out);
+                r.xof_reader(&buf, offset, len as u64, mode).unwrap().fill(&mut out);
                 assert_eq!(out, want, "{what}: xof, len {len} at {offset}, {mode:?}");
             }
         }
@@ -258,9 +207,7 @@ fn device_resident_buffers_in_all_modes() {
 /// A device of our own, as a wgpu program would hold it, on adapter `i`'s backend, with small
 /// storage bindings so that a resident input takes many segments in one submission.
 fn own_device(i: usize) -> Option<(wgpu::Device, wgpu::Queue)> {
-    let info = b3accel::devices()
-        .into_iter()
-        .find(|d| d.device == Device::Wgpu(i))?;
+    let info = b3accel::devices().into_iter().find(|d| d.device == Device::Wgpu(i))?;
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
     let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
     let api = |b: wgpu::Backend| match b {
@@ -270,18 +217,10 @@ fn own_device(i: usize) -> Option<(wgpu::Device, wgpu::Queue)> {
         wgpu::Backend::Dx12 => "DX12",
         _ => "other",
     };
-    let adapter = adapters
-        .into_iter()
-        .find(|a| a.get_info().name == info.name && api(a.get_info().backend) == info.api)?;
-    let limits = wgpu::Limits {
-        max_storage_buffer_binding_size: 64 << 10,
-        ..wgpu::Limits::default()
-    };
-    let desc = wgpu::DeviceDescriptor {
-        label: Some("caller's device"),
-        required_limits: limits,
-        ..Default::default()
-    };
+    let adapter =
+        adapters.into_iter().find(|a| a.get_info().name == info.name && api(a.get_info().backend) == info.api)?;
+    let limits = wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..wgpu::Limits::default() };
+    let desc = wgpu::DeviceDescriptor { label: Some("caller's device"), required_limits: limits, ..Default::default() };
     Some(pollster::block_on(adapter.request_device(&desc)).expect("caller's device"))
 }
 
@@ -298,10 +237,7 @@ fn callers_own_device_in_many_segments() {
         // 2 MiB + 1: 32 segments in one submission.
         let data = pattern((2 << 20) + 1);
         let buf = storage_buffer(&device, &queue, &data, 0);
-        assert_eq!(
-            r.hash(&buf, 0, data.len() as u64, &Mode::Hash).unwrap(),
-            blake3::hash(&data)
-        );
+        assert_eq!(r.hash(&buf, 0, data.len() as u64, &Mode::Hash).unwrap(), blake3::hash(&data));
     }
 }
 
@@ -312,14 +248,8 @@ fn resident_bad_input_is_an_error() {
         let r = gpu.resident();
         let data = pattern(5000);
         let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 0);
-        assert!(matches!(
-            r.hash(&buf, 0, 6000, &Mode::Hash),
-            Err(Error::InvalidInput(_))
-        ));
-        assert!(matches!(
-            r.hash(&buf, 3, 100, &Mode::Hash),
-            Err(Error::InvalidInput(_))
-        ));
+        assert!(matches!(r.hash(&buf, 0, 6000, &Mode::Hash), Err(Error::InvalidInput(_))));
+        assert!(matches!(r.hash(&buf, 3, 100, &Mode::Hash), Err(Error::InvalidInput(_))));
         let no_storage = gpu.device().create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: 4096,
@@ -333,10 +263,7 @@ fn resident_bad_input_is_an_error() {
         let e = r.hash(&buf, 0, 5000, &Mode::Hash).unwrap_err();
         assert!(matches!(e, Error::Device { .. }), "{e:?}");
         // The backend still works afterwards.
-        assert_eq!(
-            b3accel::hash_on(Device::Wgpu(i), &data).unwrap(),
-            blake3::hash(&data)
-        );
+        assert_eq!(b3accel::hash_on(Device::Wgpu(i), &data).unwrap(), blake3::hash(&data));
     }
 }
 
@@ -351,26 +278,17 @@ fn bad_index_is_an_error() {
     let e = b3accel::hash_on(Device::Wgpu(n + 3), b"abc").unwrap_err();
     assert!(e.to_string().contains(&format!("wgpu:{}", n + 3)), "{e}");
     // Auto never picks a software adapter, and keeps working.
-    assert_eq!(
-        b3accel::hash_on(Device::Auto, b"abc").unwrap(),
-        blake3::hash(b"abc")
-    );
+    assert_eq!(b3accel::hash_on(Device::Auto, b"abc").unwrap(), blake3::hash(b"abc"));
 }
 
 #[test]
 fn software_adapters_are_cpu_kind() {
-    for d in b3accel::devices()
-        .iter()
-        .filter(|d| d.backend == BackendKind::Wgpu)
-    {
+    for d in b3accel::devices().iter().filter(|d| d.backend == BackendKind::Wgpu) {
         let lower = d.name.to_lowercase();
         if lower.contains("llvmpipe") || lower.contains("lavapipe") {
             assert!(d.is_software_gpu(), "{d:?}");
         }
-        assert!(
-            ["Vulkan", "GL", "Metal", "DX12"].contains(&d.api.as_str()),
-            "{d:?}"
-        );
+        assert!(["Vulkan", "GL", "Metal", "DX12"].contains(&d.api.as_str()), "{d:?}");
     }
 }
 
@@ -378,13 +296,7 @@ fn software_adapters_are_cpu_kind() {
 fn sixteen_threads_on_one_adapter() {
     for i in adapters() {
         let gpu: Arc<dyn Backend> = b3accel::backend(Device::Wgpu(i)).unwrap();
-        let res = Arc::new(open(
-            i,
-            WgpuOptions {
-                segment_bytes: Some(16 << 10),
-                ..Default::default()
-            },
-        ));
+        let res = Arc::new(open(i, WgpuOptions { segment_bytes: Some(16 << 10), ..Default::default() }));
         std::thread::scope(|s| {
             for t in 0..16usize {
                 let gpu = gpu.clone();
@@ -394,11 +306,7 @@ fn sixteen_threads_on_one_adapter() {
                         let len = 1 + t * 37_013 + round * 101_011;
                         let data: Vec<u8> = (0..len).map(|k| (k * (t + 1) % 256) as u8).collect();
                         let mode = &modes()[(t + round) % 3];
-                        assert_eq!(
-                            ours(&*gpu, mode, &data, 32),
-                            upstream(mode, &data, 32),
-                            "thread {t} round {round}"
-                        );
+                        assert_eq!(ours(&*gpu, mode, &data, 32), upstream(mode, &data, 32), "thread {t} round {round}");
                         // Streaming backend and resident hashing from the same threads.
                         assert_eq!(ours(&*res, mode, &data, 32), upstream(mode, &data, 32));
                         let buf = storage_buffer(res.device(), res.queue(), &data, 0);
@@ -429,11 +337,7 @@ fn differential_random_sizes() {
             rng.fill(&mut data[..]);
             for mode in &modes() {
                 let want = upstream(mode, &data, 131);
-                assert_eq!(
-                    ours(&*gpu, mode, &data, 131),
-                    want,
-                    "wgpu:{i} len {len} {mode:?}"
-                );
+                assert_eq!(ours(&*gpu, mode, &data, 131), want, "wgpu:{i} len {len} {mode:?}");
                 // Incremental, in random pieces.
                 let mut h = Hasher::with_backend(gpu.clone(), mode);
                 let mut rest = &data[..];
@@ -442,11 +346,7 @@ fn differential_random_sizes() {
                     h.update(&rest[..take]).unwrap();
                     rest = &rest[take..];
                 }
-                assert_eq!(
-                    h.finalize().unwrap().as_bytes(),
-                    &want[..32],
-                    "wgpu:{i} incremental len {len}"
-                );
+                assert_eq!(h.finalize().unwrap().as_bytes(), &want[..32], "wgpu:{i} incremental len {len}");
             }
         }
     }
@@ -456,9 +356,7 @@ fn differential_random_sizes() {
 fn hash_blocks_matches_upstream() {
     for i in adapters() {
         let gpu = b3accel::backend(Device::Wgpu(i)).unwrap();
-        let blocks: Vec<[u8; 64]> = (0..1000u32)
-            .map(|k| std::array::from_fn(|j| (k as usize * 7 + j) as u8))
-            .collect();
+        let blocks: Vec<[u8; 64]> = (0..1000u32).map(|k| std::array::from_fn(|j| (k as usize * 7 + j) as u8)).collect();
         let mut out = vec![[0u8; 32]; blocks.len()];
         gpu.hash_blocks(&blocks, &mut out).unwrap();
         for (b, o) in blocks.iter().zip(&out) {
@@ -479,11 +377,7 @@ fn timed_hash_and_shader_variants() {
             (Loads::Staged, ShaderChecks::BoundsChecked),
             (Loads::Staged, ShaderChecks::Trusted),
         ] {
-            let opts = WgpuOptions {
-                segment_bytes: Some(1 << 20),
-                loads,
-                checks,
-            };
+            let opts = WgpuOptions { segment_bytes: Some(1 << 20), loads, checks };
             let gpu = match WgpuBackend::open_with(i, opts) {
                 Ok(g) => g,
                 // Staged loads need 24 KiB of workgroup memory; a device with less says so.
@@ -495,11 +389,30 @@ fn timed_hash_and_shader_variants() {
             };
             let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap();
             assert_eq!(h, want, "{} {loads:?} {checks:?}", name(&gpu));
-            assert!(
-                t.kernel > std::time::Duration::ZERO && t.total >= t.download,
-                "{t:?}"
-            );
+            assert!(t.kernel > std::time::Duration::ZERO && t.total >= t.download, "{t:?}");
             check_subtrees(&gpu, 513, 1 << 32, 0);
+        }
+    }
+}
+
+#[test]
+fn capped_subtrees_match_the_cpu() {
+    // What the tree module asks for when an input is exactly 2^k chunks (the root's two halves),
+    // and caps below the segment size and above it.
+    for i in adapters() {
+        for seg in [None, Some(4 * CHUNK_LEN)] {
+            let gpu = open(i, WgpuOptions { segment_bytes: seg, ..Default::default() });
+            for (n, first, max) in
+                [(2usize, 0u64, 1u64), (16, 0, 8), (21, 0, 8), (1024, 0, 512), (96, 128, 32), (600, 1024, 256)]
+            {
+                let data: Vec<u8> = (0..n * CHUNK_LEN).map(|k| (k % 247) as u8).collect();
+                let count = b3accel::subtree_count(n as u64, max);
+                let mut want = vec![[0u8; 32]; count];
+                let mut got = vec![[0u8; 32]; count];
+                CpuBackend::new().chunk_subtrees_capped(&data, first, max, &IV, 0, &mut want).unwrap();
+                gpu.chunk_subtrees_capped(&data, first, max, &IV, 0, &mut got).unwrap();
+                assert_eq!(got, want, "{}: {n} chunks at {first} capped at {max}, segments {seg:?}", name(&gpu));
+            }
         }
     }
 }

@@ -69,13 +69,7 @@ fn backend_rank(backend: ::wgpu::Backend) -> u8 {
 /// is `DeviceKind::Cpu` whatever type the driver reports, so `Device::Auto` never picks it.
 pub(crate) fn device_kind(info: &::wgpu::AdapterInfo) -> DeviceKind {
     let name = info.name.to_ascii_lowercase();
-    let software = [
-        "llvmpipe",
-        "lavapipe",
-        "softpipe",
-        "swiftshader",
-        "microsoft basic render",
-    ];
+    let software = ["llvmpipe", "lavapipe", "softpipe", "swiftshader", "microsoft basic render"];
     if software.iter().any(|s| name.contains(s)) {
         return DeviceKind::Cpu;
     }
@@ -167,15 +161,9 @@ pub(crate) fn enumerate() -> Result<Vec<DeviceInfo>> {
         let reason = if reg.skipped.is_empty() {
             "wgpu found no adapter (no Vulkan, Metal, DX12 or GL driver)".to_string()
         } else {
-            format!(
-                "wgpu found no adapter that can run the BLAKE3 shaders: {}",
-                reg.skipped.join("; ")
-            )
+            format!("wgpu found no adapter that can run the BLAKE3 shaders: {}", reg.skipped.join("; "))
         };
-        return Err(Error::Unavailable {
-            device: Device::Wgpu(0),
-            reason,
-        });
+        return Err(Error::Unavailable { device: Device::Wgpu(0), reason });
     }
     Ok(reg.adapters.iter().map(|(_, info)| info.clone()).collect())
 }
@@ -186,34 +174,24 @@ pub(crate) fn adapter(index: usize) -> Result<(::wgpu::Adapter, DeviceInfo)> {
     if reg.adapters.is_empty() {
         // Same message as `enumerate`, but about the device asked for.
         return Err(match enumerate() {
-            Err(Error::Unavailable { reason, .. }) => Error::Unavailable {
-                device: Device::Wgpu(index),
-                reason,
-            },
-            _ => Error::NoSuchDevice {
-                device: Device::Wgpu(index),
-                available: 0,
-            },
+            Err(Error::Unavailable { reason, .. }) => Error::Unavailable { device: Device::Wgpu(index), reason },
+            _ => Error::NoSuchDevice { device: Device::Wgpu(index), available: 0 },
         });
     }
-    reg.adapters.get(index).cloned().ok_or(Error::NoSuchDevice {
-        device: Device::Wgpu(index),
-        available: reg.adapters.len(),
-    })
+    reg.adapters
+        .get(index)
+        .cloned()
+        .ok_or(Error::NoSuchDevice { device: Device::Wgpu(index), available: reg.adapters.len() })
 }
 
 /// The optional features we use where the adapter has them.
 pub(crate) fn wanted_features(adapter: &::wgpu::Adapter) -> ::wgpu::Features {
-    adapter.features()
-        & (::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+    adapter.features() & (::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
 }
 
 /// Opens a device on `adapter` with the adapter's real limits (not wgpu's conservative
 /// defaults): the largest buffers and bindings it allows decide the segment sizes.
-pub(crate) fn open_device(
-    adapter: &::wgpu::Adapter,
-    device: Device,
-) -> Result<(::wgpu::Device, ::wgpu::Queue)> {
+pub(crate) fn open_device(adapter: &::wgpu::Adapter, device: Device) -> Result<(::wgpu::Device, ::wgpu::Queue)> {
     let desc = ::wgpu::DeviceDescriptor {
         label: Some("b3accel"),
         required_features: wanted_features(adapter),
@@ -222,8 +200,6 @@ pub(crate) fn open_device(
         memory_hints: ::wgpu::MemoryHints::Performance,
         trace: ::wgpu::Trace::Off,
     };
-    pollster::block_on(adapter.request_device(&desc)).map_err(|e| Error::Unavailable {
-        device,
-        reason: format!("the adapter refused to open a device: {e}"),
-    })
+    pollster::block_on(adapter.request_device(&desc))
+        .map_err(|e| Error::Unavailable { device, reason: format!("the adapter refused to open a device: {e}") })
 }

@@ -2,9 +2,7 @@
 //! into staging memory and the device's upload of segment k+1 overlap the hashing of segment k.
 //! Also `hash_blocks`.
 
-use super::{
-    lock, merge_segments, pieces_of, Gpu, MapTicket, Scratch, QUERIES_PER_SEG, READBACK_STRIDE,
-};
+use super::{lock, merge_segments, pieces_of, Gpu, MapTicket, Scratch, QUERIES_PER_SEG, READBACK_STRIDE};
 use crate::backend::Timings;
 use crate::compress::{Cv, CHUNK_LEN};
 use crate::error::{Error, Result};
@@ -41,11 +39,7 @@ impl Stream {
         let bytes = cap * CHUNK_LEN as u64;
         let slot = |i: usize| Slot {
             staging: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
-                label: Some(if i == 0 {
-                    "b3accel staging 0"
-                } else {
-                    "b3accel staging 1"
-                }),
+                label: Some(if i == 0 { "b3accel staging 0" } else { "b3accel staging 1" }),
                 size: bytes,
                 usage: ::wgpu::BufferUsages::MAP_WRITE | ::wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: true,
@@ -54,10 +48,7 @@ impl Stream {
             input: gpu.storage_buffer("b3accel input", bytes, ::wgpu::BufferUsages::COPY_DST),
             scratch: Scratch::new(gpu, cap, 1),
         };
-        Stream {
-            cap,
-            slots: [slot(0), slot(1)],
-        }
+        Stream { cap, slots: [slot(0), slot(1)] }
     }
 }
 
@@ -69,10 +60,7 @@ pub(crate) struct StreamPool {
 
 impl StreamPool {
     pub fn new() -> StreamPool {
-        StreamPool {
-            state: Mutex::new((Vec::new(), 0)),
-            freed: Condvar::new(),
-        }
+        StreamPool { state: Mutex::new((Vec::new(), 0)), freed: Condvar::new() }
     }
 
     /// A stream of at least `cap` chunks per segment.
@@ -114,10 +102,7 @@ fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], gpu: &Gpu) -> Result<()> {
     let mut view = staging
         .slice(..src.len() as u64)
         .get_mapped_range_mut()
-        .map_err(|e| Error::Device {
-            device: gpu.id,
-            detail: format!("staging buffer not mapped: {e:?}"),
-        })?;
+        .map_err(|e| Error::Device { device: gpu.id, detail: format!("staging buffer not mapped: {e:?}") })?;
     let mut dst = view.slice(..);
     if src.len() < PARALLEL_COPY_BYTES {
         dst.copy_from_slice(src);
@@ -138,13 +123,7 @@ fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], gpu: &Gpu) -> Result<()> {
                 s.spawn(move |_| {
                     // SAFETY: `i * step + chunk.len() <= src.len()`, the view's length; the
                     // ranges of different tasks are disjoint.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            chunk.as_ptr(),
-                            base.0.add(i * step),
-                            chunk.len(),
-                        )
-                    }
+                    unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), base.0.add(i * step), chunk.len()) }
                 });
             }
         });
@@ -168,22 +147,14 @@ fn ticks(bytes: &[u8], i: usize) -> u64 {
 }
 
 /// Reads a finished segment's pieces (and timestamps) back and unmaps the readback buffer.
-fn harvest(
-    gpu: &Gpu,
-    slot: &Slot,
-    p: Pending,
-    timings: &mut Option<&mut Timings>,
-) -> Result<(u64, Vec<Cv>)> {
+fn harvest(gpu: &Gpu, slot: &Slot, p: Pending, timings: &mut Option<&mut Timings>) -> Result<(u64, Vec<Cv>)> {
     gpu.wait(&p.index, &p.readback)?;
     let t_read = Instant::now();
     let rb = &slot.scratch.readback;
     let view = rb
         .slice(..READBACK_STRIDE)
         .get_mapped_range()
-        .map_err(|e| Error::Device {
-            device: gpu.id,
-            detail: format!("readback buffer not mapped: {e:?}"),
-        })?;
+        .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
     let pieces = pieces_of(&view, p.n);
     if let Some(t) = timings.as_deref_mut() {
         if gpu.timestamps {
@@ -204,7 +175,8 @@ fn harvest(
 }
 
 /// Hashes `input` (a run of full chunks whose first chunk has index `first_chunk`, aligned as
-/// `Backend::chunk_subtrees` requires) into `out`, in segments of at most `seg_chunks` chunks.
+/// `Backend::chunk_subtrees_capped` requires) into `out` (subtrees of at most `max_chunks`), in
+/// segments of at most `seg_chunks` chunks (a power of two no larger than `max_chunks`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn stream_host(
     gpu: &Gpu,
@@ -212,6 +184,7 @@ pub(crate) fn stream_host(
     seg_chunks: u64,
     input: &[u8],
     first_chunk: u64,
+    max_chunks: u64,
     domain: Domain,
     out: &mut [Cv],
     mut timings: Option<&mut Timings>,
@@ -220,16 +193,7 @@ pub(crate) fn stream_host(
     let seg = seg_chunks.min(n.next_power_of_two()).max(1);
     let cap = seg.max(MIN_STREAM_CHUNKS.min(seg_chunks));
     let mut stream = pool.take(gpu, cap);
-    let r = run_stream(
-        gpu,
-        &mut stream,
-        seg,
-        input,
-        first_chunk,
-        domain,
-        out,
-        &mut timings,
-    );
+    let r = run_stream(gpu, &mut stream, seg, input, first_chunk, max_chunks, domain, out, &mut timings);
     match r {
         Ok(()) => pool.give(stream),
         Err(_) => pool.forget(),
@@ -244,6 +208,7 @@ fn run_stream(
     seg: u64,
     input: &[u8],
     first_chunk: u64,
+    max_chunks: u64,
     domain: Domain,
     out: &mut [Cv],
     timings: &mut Option<&mut Timings>,
@@ -275,11 +240,8 @@ fn run_stream(
         }
 
         let queries = slot.scratch.queries.as_ref().filter(|_| timings.is_some());
-        let mut enc = gpu
-            .device
-            .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
-                label: Some("b3accel segment"),
-            });
+        let mut enc =
+            gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel segment") });
         if let Some((q, _)) = queries {
             enc.write_timestamp(q, 0);
         }
@@ -295,11 +257,8 @@ fn run_stream(
             if let Some(t_) = timings.as_deref_mut() {
                 t_.upload += t.elapsed();
             }
-            enc = gpu
-                .device
-                .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
-                    label: Some("b3accel segment"),
-                });
+            enc =
+                gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel segment") });
         }
         gpu.encode_segment(
             &mut enc,
@@ -327,16 +286,9 @@ fn run_stream(
         let index = gpu.queue.submit([enc.finish()]);
         let readback = MapTicket::begin(&slot.scratch.readback, ::wgpu::MapMode::Read);
         if !serial {
-            slot.remap = Some((
-                index.clone(),
-                MapTicket::begin(&slot.staging, ::wgpu::MapMode::Write),
-            ));
+            slot.remap = Some((index.clone(), MapTicket::begin(&slot.staging, ::wgpu::MapMode::Write)));
         }
-        let p = Pending {
-            n: n_k,
-            index,
-            readback,
-        };
+        let p = Pending { n: n_k, index, readback };
         if serial {
             gpu.wait(&p.index, &p.readback)?;
             let kernel = t_kernel.elapsed();
@@ -364,21 +316,17 @@ fn run_stream(
             gpu.wait(&index, &ticket)?;
         }
     }
-    merge_segments(&done, domain, out)
+    merge_segments(&done, max_chunks, domain, out)
 }
 
 /// `Backend::hash_blocks` on the device: one invocation per block, in dispatches of at most the
 /// device's dispatch and binding limits.
 pub(crate) fn hash_blocks(gpu: &Gpu, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
     let limits = gpu.device.limits();
-    let per_dispatch = (limits.max_compute_workgroups_per_dimension as u64
-        * super::pipelines::WORKGROUP as u64)
+    let per_dispatch = (limits.max_compute_workgroups_per_dimension as u64 * super::pipelines::WORKGROUP as u64)
         .min(limits.max_storage_buffer_binding_size / 64)
         .min(1 << 22) as usize;
-    for (blocks, out) in blocks
-        .chunks(per_dispatch)
-        .zip(out.chunks_mut(per_dispatch))
-    {
+    for (blocks, out) in blocks.chunks(per_dispatch).zip(out.chunks_mut(per_dispatch)) {
         let n = blocks.len() as u64;
         let input = gpu.storage_buffer("b3accel blocks", n * 64, ::wgpu::BufferUsages::COPY_DST);
         let mut bytes = Vec::with_capacity(blocks.len() * 64);
@@ -394,10 +342,7 @@ pub(crate) fn hash_blocks(gpu: &Gpu, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) 
             usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let p = super::Params {
-            n_items: n as u32,
-            ..Default::default()
-        };
+        let p = super::Params { n_items: n as u32, ..Default::default() };
         gpu.queue.write_buffer(&params, 0, &p.bytes());
         let readback = gpu.device.create_buffer(&::wgpu::BufferDescriptor {
             label: Some("b3accel readback"),
@@ -409,18 +354,9 @@ pub(crate) fn hash_blocks(gpu: &Gpu, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) 
             label: Some("b3accel hash_blocks"),
             layout: &gpu.pipes.layout,
             entries: &[
-                ::wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: input.as_entire_binding(),
-                },
-                ::wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: output.as_entire_binding(),
-                },
-                ::wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: dummy.as_entire_binding(),
-                },
+                ::wgpu::BindGroupEntry { binding: 0, resource: input.as_entire_binding() },
+                ::wgpu::BindGroupEntry { binding: 1, resource: output.as_entire_binding() },
+                ::wgpu::BindGroupEntry { binding: 2, resource: dummy.as_entire_binding() },
                 ::wgpu::BindGroupEntry {
                     binding: 3,
                     resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
@@ -431,11 +367,8 @@ pub(crate) fn hash_blocks(gpu: &Gpu, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) 
                 },
             ],
         });
-        let mut enc = gpu
-            .device
-            .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
-                label: Some("b3accel hash_blocks"),
-            });
+        let mut enc =
+            gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel hash_blocks") });
         {
             let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
                 label: Some("b3accel hash_blocks"),
@@ -449,10 +382,9 @@ pub(crate) fn hash_blocks(gpu: &Gpu, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) 
         let index = gpu.queue.submit([enc.finish()]);
         let ticket = MapTicket::begin(&readback, ::wgpu::MapMode::Read);
         gpu.wait(&index, &ticket)?;
-        let view = readback.get_mapped_range(..).map_err(|e| Error::Device {
-            device: gpu.id,
-            detail: format!("readback buffer not mapped: {e:?}"),
-        })?;
+        let view = readback
+            .get_mapped_range(..)
+            .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
         for (o, h) in out.iter_mut().zip(view.chunks_exact(32)) {
             o.copy_from_slice(h);
         }

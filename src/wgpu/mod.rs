@@ -27,7 +27,7 @@ mod resident;
 
 pub use resident::ResidentHasher;
 
-use crate::backend::{check_blocks_args, check_subtree_args, Backend, Timings};
+use crate::backend::{check_blocks_args, check_subtree_args, subtree_count, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
@@ -181,13 +181,9 @@ impl Gpu {
         // A segment is one storage binding (and one buffer) and at most one dispatch dimension
         // of workgroups; a power of two so segments are complete subtrees. 2^22 chunks (4 GiB)
         // keeps every index in the shader below 2^32.
-        let binding = limits
-            .max_storage_buffer_binding_size
-            .min(limits.max_buffer_size);
+        let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         let by_binding = prev_pow2(binding / CHUNK_LEN as u64);
-        let by_dispatch = prev_pow2(
-            limits.max_compute_workgroups_per_dimension as u64 * pipelines::WORKGROUP as u64,
-        );
+        let by_dispatch = prev_pow2(limits.max_compute_workgroups_per_dimension as u64 * pipelines::WORKGROUP as u64);
         let max_segment_chunks = by_binding.min(by_dispatch).min(1 << 22);
         if max_segment_chunks == 0 {
             return Err(Error::Unavailable {
@@ -196,29 +192,21 @@ impl Gpu {
             });
         }
         let storage_align = (limits.min_storage_buffer_offset_alignment as u64).max(4);
-        if limits.min_uniform_buffer_offset_alignment as u64 > PARAMS_STRIDE
-            || storage_align > PIECES_BYTES
-        {
+        if limits.min_uniform_buffer_offset_alignment as u64 > PARAMS_STRIDE || storage_align > PIECES_BYTES {
             return Err(Error::Unavailable {
                 device: id,
                 reason: "buffer offset alignments above 256 bytes are not supported".into(),
             });
         }
         let features = device.features();
-        let timestamps = features.contains(
-            ::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
-        );
+        let timestamps =
+            features.contains(::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
         let timestamp_period = queue.get_timestamp_period() as f64;
-        let pipes = scoped(&device, id, || {
-            Ok(Pipelines::new(&device, opts.loads, opts.checks))
-        })
-        .map_err(|e| match e {
-            Error::Device { device, detail } => Error::KernelBuild {
-                device,
-                log: detail,
-            },
-            other => other,
-        })?;
+        let pipes =
+            scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks))).map_err(|e| match e {
+                Error::Device { device, detail } => Error::KernelBuild { device, log: detail },
+                other => other,
+            })?;
         Ok(Gpu {
             device,
             queue,
@@ -237,16 +225,10 @@ impl Gpu {
     fn check_health(&self) -> Result<()> {
         if let Some(h) = &self.health {
             if let Some(msg) = lock(&h.lost).clone() {
-                return Err(Error::Device {
-                    device: self.id,
-                    detail: format!("device lost: {msg}"),
-                });
+                return Err(Error::Device { device: self.id, detail: format!("device lost: {msg}") });
             }
             if let Some(msg) = lock(&h.uncaptured).take() {
-                return Err(Error::Device {
-                    device: self.id,
-                    detail: msg,
-                });
+                return Err(Error::Device { device: self.id, detail: msg });
             }
         }
         Ok(())
@@ -262,9 +244,7 @@ impl Gpu {
                     self.check_health()?;
                     return Err(Error::Device {
                         device: self.id,
-                        detail:
-                            "mapping a buffer for the host failed (device lost or out of memory?)"
-                                .into(),
+                        detail: "mapping a buffer for the host failed (device lost or out of memory?)".into(),
                     });
                 }
                 None => {}
@@ -295,12 +275,7 @@ impl Gpu {
         }
     }
 
-    fn storage_buffer(
-        &self,
-        label: &str,
-        size: u64,
-        extra: ::wgpu::BufferUsages,
-    ) -> ::wgpu::Buffer {
+    fn storage_buffer(&self, label: &str, size: u64, extra: ::wgpu::BufferUsages) -> ::wgpu::Buffer {
         self.device.create_buffer(&::wgpu::BufferDescriptor {
             label: Some(label),
             size,
@@ -368,11 +343,7 @@ impl Gpu {
         self.queue.write_buffer(&scr.params, params_base, &block);
 
         fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
-            ::wgpu::BufferBinding {
-                buffer: buf,
-                offset: 0,
-                size: ::wgpu::BufferSize::new((count * 32).max(32)),
-            }
+            ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
         }
         let bind_groups: Vec<::wgpu::BindGroup> = passes
             .iter()
@@ -381,17 +352,9 @@ impl Gpu {
                 // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
                 // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
                 // less room than pass l, so cv_a is always large enough).
-                let (input, output) = if l % 2 == 0 {
-                    (&scr.cv_b, &scr.cv_a)
-                } else {
-                    (&scr.cv_a, &scr.cv_b)
-                };
+                let (input, output) = if l % 2 == 0 { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
                 let src_binding = if l == 0 {
-                    ::wgpu::BufferBinding {
-                        buffer: src,
-                        offset,
-                        size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64),
-                    }
+                    ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
                 } else {
                     cvs(input, items)
                 };
@@ -399,10 +362,7 @@ impl Gpu {
                     label: Some("b3accel pass"),
                     layout: &self.pipes.layout,
                     entries: &[
-                        ::wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: ::wgpu::BindingResource::Buffer(src_binding),
-                        },
+                        ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
                         ::wgpu::BindGroupEntry {
                             binding: 1,
                             resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
@@ -437,23 +397,13 @@ impl Gpu {
                 }),
             });
             for (l, (&items, bg)) in passes.iter().zip(&bind_groups).enumerate() {
-                pass.set_pipeline(if l == 0 {
-                    &self.pipes.chunk
-                } else {
-                    &self.pipes.reduce
-                });
+                pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
                 let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;
                 pass.set_bind_group(0, bg, &[dyn_offset]);
                 pass.dispatch_workgroups(items.div_ceil(wg) as u32, 1, 1);
             }
         }
-        enc.copy_buffer_to_buffer(
-            &scr.pieces,
-            seg * PIECES_BYTES,
-            &scr.readback,
-            seg * READBACK_STRIDE,
-            PIECES_BYTES,
-        );
+        enc.copy_buffer_to_buffer(&scr.pieces, seg * PIECES_BYTES, &scr.readback, seg * READBACK_STRIDE, PIECES_BYTES);
     }
 }
 
@@ -480,16 +430,10 @@ fn scoped<T>(device: &::wgpu::Device, id: Device, f: impl FnOnce() -> Result<T>)
     let validation = pollster::block_on(validation.pop());
     let oom = pollster::block_on(oom.pop());
     if let Some(e) = oom {
-        return Err(Error::OutOfMemory {
-            device: id,
-            detail: e.to_string(),
-        });
+        return Err(Error::OutOfMemory { device: id, detail: e.to_string() });
     }
     if let Some(e) = validation.or(internal) {
-        return Err(Error::Device {
-            device: id,
-            detail: format!("wgpu error: {e}"),
-        });
+        return Err(Error::Device { device: id, detail: format!("wgpu error: {e}") });
     }
     r
 }
@@ -533,21 +477,9 @@ impl Scratch {
         Scratch {
             cap,
             segs,
-            cv_a: gpu.storage_buffer(
-                "b3accel cv_a",
-                (cap / wg).max(1) * 32,
-                ::wgpu::BufferUsages::empty(),
-            ),
-            cv_b: gpu.storage_buffer(
-                "b3accel cv_b",
-                (cap / wg / wg).max(1) * 32,
-                ::wgpu::BufferUsages::empty(),
-            ),
-            pieces: gpu.storage_buffer(
-                "b3accel pieces",
-                PIECES_BYTES * segs,
-                ::wgpu::BufferUsages::COPY_SRC,
-            ),
+            cv_a: gpu.storage_buffer("b3accel cv_a", (cap / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            cv_b: gpu.storage_buffer("b3accel cv_b", (cap / wg / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            pieces: gpu.storage_buffer("b3accel pieces", PIECES_BYTES * segs, ::wgpu::BufferUsages::COPY_SRC),
             params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
                 label: Some("b3accel params"),
                 // One block of pass parameters per segment, then copy_tail's.
@@ -561,11 +493,7 @@ impl Scratch {
                 usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
-            tail: gpu.storage_buffer(
-                "b3accel tail",
-                CHUNK_LEN as u64,
-                ::wgpu::BufferUsages::COPY_SRC,
-            ),
+            tail: gpu.storage_buffer("b3accel tail", CHUNK_LEN as u64, ::wgpu::BufferUsages::COPY_SRC),
             queries,
         }
     }
@@ -586,30 +514,41 @@ fn pieces_of(readback: &[u8], n: u64) -> Vec<Cv> {
         .collect()
 }
 
-/// Commits consecutive segments' pieces to a fresh stack: the CVs of the complete subtrees of the
-/// whole run, as [`Backend::chunk_subtrees`] returns them. All merging is the tree module's.
-fn merge_segments(segments: &[(u64, Vec<Cv>)], domain: Domain, out: &mut [Cv]) -> Result<()> {
-    let mut stack = CvStack::new();
-    for (n, pieces) in segments {
-        stack.commit_runs(*n, domain, |_, m, _, o| {
+/// Commits consecutive segments' pieces to fresh stacks: the CVs of the complete subtrees of the
+/// whole run, none larger than `max_chunks`, as [`Backend::chunk_subtrees_capped`] returns them.
+/// Every segment lies inside one `max_chunks`-aligned block of the run (segments are no larger
+/// than the cap, both powers of two); each block's segments merge on a stack of their own. All
+/// merging is the tree module's.
+fn merge_segments(segments: &[(u64, Vec<Cv>)], max_chunks: u64, domain: Domain, out: &mut [Cv]) -> Result<()> {
+    let total: u64 = segments.iter().map(|s| s.0).sum();
+    if out.len() != subtree_count(total, max_chunks) {
+        return Err(Error::InvalidInput(format!(
+            "internal: {} outputs for {total} chunks capped at {max_chunks}",
+            out.len()
+        )));
+    }
+    let mut written = 0;
+    let mut block = CvStack::new();
+    let mut in_block = 0u64;
+    let mut rest = segments.iter().peekable();
+    while let Some((n, pieces)) = rest.next() {
+        block.commit_runs(*n, MAX_SUBTREE, domain, |_, m, _, o| {
             if m != *n || o.len() != pieces.len() {
-                return Err(Error::InvalidInput(format!(
-                    "internal: segment of {n} chunks committed as a run of {m}"
-                )));
+                return Err(Error::InvalidInput(format!("internal: segment of {n} chunks committed as a run of {m}")));
             }
             o.copy_from_slice(pieces);
             Ok(())
         })?;
+        in_block += n;
+        if in_block == max_chunks || rest.peek().is_none() {
+            let cvs = block.subtrees(domain);
+            out[written..written + cvs.len()].copy_from_slice(cvs);
+            written += cvs.len();
+            block = CvStack::new();
+            in_block = 0;
+        }
     }
-    let cvs = stack.subtrees(domain);
-    if cvs.len() != out.len() {
-        return Err(Error::InvalidInput(format!(
-            "internal: {} subtree CVs for {} outputs",
-            cvs.len(),
-            out.len()
-        )));
-    }
-    out.copy_from_slice(cvs);
+    debug_assert_eq!(written, out.len());
     Ok(())
 }
 
@@ -796,9 +735,9 @@ impl WgpuBackend {
         } else {
             let full = (data.len() - 1) / CHUNK_LEN * CHUNK_LEN;
             let mut stack = CvStack::new();
-            stack.commit_runs((full / CHUNK_LEN) as u64, domain, |off, n, first, out| {
+            stack.commit_runs((full / CHUNK_LEN) as u64, MAX_SUBTREE, domain, |off, n, first, out| {
                 let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
-                self.host_subtrees(run, first, domain, out, Some(&mut t))
+                self.host_subtrees(run, first, MAX_SUBTREE, domain, out, Some(&mut t))
             })?;
             stack.finalize(&data[full..], domain)
         };
@@ -810,6 +749,7 @@ impl WgpuBackend {
         &self,
         input: &[u8],
         first_chunk: u64,
+        max_chunks: u64,
         domain: Domain,
         out: &mut [Cv],
         timings: Option<&mut Timings>,
@@ -820,9 +760,10 @@ impl WgpuBackend {
             buffers::stream_host(
                 gpu,
                 &self.streams,
-                self.segment_chunks,
+                self.segment_chunks.min(max_chunks),
                 input,
                 first_chunk,
+                max_chunks,
                 domain,
                 out,
                 timings,
@@ -842,16 +783,24 @@ impl Backend for WgpuBackend {
         16 << 20
     }
 
-    fn chunk_subtrees(
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        check_subtree_args(input, first_chunk, MAX_SUBTREE, out)?;
+        self.host_subtrees(input, first_chunk, MAX_SUBTREE, Domain { key: *key, flags }, out, None)
+    }
+
+    /// One pipelined stream for the whole run (segments no larger than the cap), rather than
+    /// one call per capped piece.
+    fn chunk_subtrees_capped(
         &self,
         input: &[u8],
         first_chunk: u64,
+        max_chunks: u64,
         key: &[u32; 8],
         flags: u32,
         out: &mut [Cv],
     ) -> Result<()> {
-        check_subtree_args(input, first_chunk, out)?;
-        self.host_subtrees(input, first_chunk, Domain { key: *key, flags }, out, None)
+        check_subtree_args(input, first_chunk, max_chunks, out)?;
+        self.host_subtrees(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, None)
     }
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
@@ -861,8 +810,6 @@ impl Backend for WgpuBackend {
         }
         self.gpu.check_health()?;
         let gpu = &*self.gpu;
-        scoped(&gpu.device, gpu.id, || {
-            buffers::hash_blocks(gpu, blocks, out)
-        })
+        scoped(&gpu.device, gpu.id, || buffers::hash_blocks(gpu, blocks, out))
     }
 }

@@ -4,10 +4,8 @@ use super::{Loads, ShaderChecks};
 
 /// The WGSL source: build.rs's generated prelude (BLAKE3's constants from src/constants.rs), then
 /// shaders/blake3.wgsl. build.rs validated exactly this text with naga.
-pub(crate) const SHADER_SOURCE: &str = concat!(
-    include_str!(concat!(env!("OUT_DIR"), "/constants.wgsl")),
-    include_str!("../../shaders/blake3.wgsl")
-);
+pub(crate) const SHADER_SOURCE: &str =
+    concat!(include_str!(concat!(env!("OUT_DIR"), "/constants.wgsl")), include_str!("../../shaders/blake3.wgsl"));
 
 /// Invocations per workgroup, and items one workgroup reduces (`WG` in the shader).
 pub(crate) const WORKGROUP: u32 = 256;
@@ -128,12 +126,7 @@ impl Pipelines {
         };
         let layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
             label: Some("b3accel passes"),
-            entries: &[
-                storage(0, true),
-                storage(1, false),
-                storage(2, false),
-                params_entry(),
-            ],
+            entries: &[storage(0, true), storage(1, false), storage(2, false), params_entry()],
         });
         let tail_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
             label: Some("b3accel copy_tail"),

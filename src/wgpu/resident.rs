@@ -1,10 +1,7 @@
 //! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
 
-use super::{
-    merge_segments, pieces_of, scoped, Gpu, MapTicket, WgpuOptions, QUERIES_PER_SEG,
-    READBACK_STRIDE,
-};
-use crate::backend::Timings;
+use super::{merge_segments, pieces_of, scoped, Gpu, MapTicket, WgpuOptions, QUERIES_PER_SEG, READBACK_STRIDE};
+use crate::backend::{Timings, MAX_SUBTREE};
 use crate::compress::CHUNK_LEN;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -50,10 +47,7 @@ impl std::fmt::Debug for ResidentHasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResidentHasher")
             .field("device", &self.gpu.id)
-            .field(
-                "max_segment_bytes",
-                &(self.gpu.max_segment_chunks * CHUNK_LEN as u64),
-            )
+            .field("max_segment_bytes", &(self.gpu.max_segment_chunks * CHUNK_LEN as u64))
             .finish()
     }
 }
@@ -77,13 +71,7 @@ impl ResidentHasher {
             .find(|(a, _)| a.get_info() == info)
             .map(|(_, d)| d.device)
             .unwrap_or(Device::Wgpu(usize::MAX));
-        let gpu = Gpu::new(
-            device.clone(),
-            queue.clone(),
-            id,
-            &WgpuOptions::default(),
-            None,
-        )?;
+        let gpu = Gpu::new(device.clone(), queue.clone(), id, &WgpuOptions::default(), None)?;
         Ok(ResidentHasher { gpu: Arc::new(gpu) })
     }
 
@@ -115,17 +103,8 @@ impl ResidentHasher {
     /// println!("{mac}");
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash(
-        &self,
-        buffer: &::wgpu::Buffer,
-        offset: u64,
-        len: u64,
-        mode: &Mode,
-    ) -> Result<Hash> {
-        Ok(Hash::from_bytes(
-            self.root(buffer, offset, len, mode.domain(), None)?
-                .root_hash(),
-        ))
+    pub fn hash(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Hash> {
+        Ok(Hash::from_bytes(self.root(buffer, offset, len, mode.domain(), None)?.root_hash()))
     }
 
     /// [`hash`](Self::hash), and where the time went: `kernel` is the hashing passes as the
@@ -139,13 +118,7 @@ impl ResidentHasher {
     /// println!("{hash}: {:.1} GB/s in the kernel", buf.size() as f64 / t.kernel.as_secs_f64() / 1e9);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash_timed(
-        &self,
-        buffer: &::wgpu::Buffer,
-        offset: u64,
-        len: u64,
-        mode: &Mode,
-    ) -> Result<(Hash, Timings)> {
+    pub fn hash_timed(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<(Hash, Timings)> {
         let start = Instant::now();
         let mut t = Timings::default();
         let out = self.root(buffer, offset, len, mode.domain(), Some(&mut t))?;
@@ -164,20 +137,8 @@ impl ResidentHasher {
     ///     .fill(&mut okm);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn xof_reader(
-        &self,
-        buffer: &::wgpu::Buffer,
-        offset: u64,
-        len: u64,
-        mode: &Mode,
-    ) -> Result<OutputReader> {
-        Ok(OutputReader::new(self.root(
-            buffer,
-            offset,
-            len,
-            mode.domain(),
-            None,
-        )?))
+    pub fn xof_reader(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<OutputReader> {
+        Ok(OutputReader::new(self.root(buffer, offset, len, mode.domain(), None)?))
     }
 
     fn root(
@@ -201,9 +162,7 @@ impl ResidentHasher {
                 gpu.storage_align
             )));
         }
-        let end = offset
-            .checked_add(len.next_multiple_of(4))
-            .filter(|&e| e <= buffer.size());
+        let end = offset.checked_add(len.next_multiple_of(4)).filter(|&e| e <= buffer.size());
         if end.is_none() {
             return Err(Error::InvalidInput(format!(
                 "{len} bytes at offset {offset} (rounded up to whole 4-byte words) do not fit in a buffer of {} bytes",
@@ -214,9 +173,7 @@ impl ResidentHasher {
             return Ok(tree::chunk_output(&[], 0, domain));
         }
         gpu.check_health()?;
-        scoped(&gpu.device, gpu.id, || {
-            self.root_on_device(buffer, offset, len, domain, timings)
-        })
+        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, domain, timings))
     }
 
     fn root_on_device(
@@ -234,11 +191,8 @@ impl ResidentHasher {
         let count = full.div_ceil(seg);
         let scr = gpu.take_scratch(seg, count.max(1));
         let queries = scr.queries.as_ref().filter(|_| timings.is_some());
-        let mut enc = gpu
-            .device
-            .create_command_encoder(&::wgpu::CommandEncoderDescriptor {
-                label: Some("b3accel resident"),
-            });
+        let mut enc =
+            gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel resident") });
         for k in 0..count {
             let n_k = seg.min(full - k * seg);
             gpu.encode_segment(
@@ -263,21 +217,13 @@ impl ResidentHasher {
         let src_word = (tail_start - aligned) / 4;
         let words = last.div_ceil(4);
         let tail_params_at = super::MAX_PASSES * super::PARAMS_STRIDE * scr.segs;
-        let p = super::Params {
-            n_items: words as u32,
-            src_word: src_word as u32,
-            ..Default::default()
-        };
-        gpu.queue
-            .write_buffer(&scr.params, tail_params_at, &p.bytes());
+        let p = super::Params { n_items: words as u32, src_word: src_word as u32, ..Default::default() };
+        gpu.queue.write_buffer(&scr.params, tail_params_at, &p.bytes());
         let bg = gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
             label: Some("b3accel copy_tail"),
             layout: &gpu.pipes.tail_layout,
             entries: &[
-                ::wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: scr.tail.as_entire_binding(),
-                },
+                ::wgpu::BindGroupEntry { binding: 1, resource: scr.tail.as_entire_binding() },
                 ::wgpu::BindGroupEntry {
                     binding: 3,
                     resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
@@ -315,10 +261,7 @@ impl ResidentHasher {
         let view = scr
             .readback
             .get_mapped_range(..)
-            .map_err(|e| Error::Device {
-                device: gpu.id,
-                detail: format!("readback buffer not mapped: {e:?}"),
-            })?;
+            .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
         let segments: Vec<_> = (0..count)
             .map(|k| {
                 let n_k = seg.min(full - k * seg);
@@ -343,7 +286,7 @@ impl ResidentHasher {
                     "internal: a resident input of {full} full chunks committed as a run of {n} at {off}"
                 )));
             }
-            merge_segments(&segments, domain, out)
+            merge_segments(&segments, MAX_SUBTREE, domain, out)
         })
     }
 }
@@ -358,17 +301,14 @@ fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<Du
         usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    let mut enc = gpu
-        .device
-        .create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: None });
+    let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: None });
     enc.copy_buffer_to_buffer(resolve, 0, &rb, 0, bytes);
     let index = gpu.queue.submit([enc.finish()]);
     let ticket = MapTicket::begin(&rb, ::wgpu::MapMode::Read);
     gpu.wait(&index, &ticket)?;
-    let view = rb.get_mapped_range(..).map_err(|e| Error::Device {
-        device: gpu.id,
-        detail: format!("timestamp readback not mapped: {e:?}"),
-    })?;
+    let view = rb
+        .get_mapped_range(..)
+        .map_err(|e| Error::Device { device: gpu.id, detail: format!("timestamp readback not mapped: {e:?}") })?;
     let tick = |i: u64| {
         let at = (i * 8) as usize;
         let mut w = [0u8; 8];
