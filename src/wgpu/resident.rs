@@ -156,7 +156,7 @@ impl ResidentHasher {
                 buffer.usage()
             )));
         }
-        if offset % gpu.storage_align != 0 {
+        if !offset.is_multiple_of(gpu.storage_align) {
             return Err(Error::InvalidInput(format!(
                 "offset {offset} is not a multiple of the device's storage offset alignment {}",
                 gpu.storage_align
@@ -182,7 +182,7 @@ impl ResidentHasher {
         offset: u64,
         len: u64,
         domain: Domain,
-        mut timings: Option<&mut Timings>,
+        timings: Option<&mut Timings>,
     ) -> Result<Output> {
         let gpu = &*self.gpu;
         let last = tree::last_chunk_len(len);
@@ -272,7 +272,7 @@ impl ResidentHasher {
         let tail = view[tail_at as usize..(tail_at + last) as usize].to_vec();
         drop(view);
         scr.readback.unmap();
-        if let Some(t) = timings.as_deref_mut() {
+        if let Some(t) = timings {
             t.download += t_read.elapsed();
             if let Some((_, resolve)) = queries.filter(|_| count > 0) {
                 t.kernel += read_pass_times(gpu, resolve, count)?;
