@@ -46,21 +46,35 @@ fn rate(bytes: u64, d: Duration) -> String {
 }
 
 fn upload(gpu: &WgpuBackend, data: &[u8]) -> wgpu::Buffer {
+    // Buffer sizes and writes are whole 4-byte words: the last part is padded.
     let buf = gpu.device().create_buffer(&wgpu::BufferDescriptor {
         label: Some("report input"),
-        size: data.len() as u64,
+        size: (data.len() as u64).next_multiple_of(4),
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
     for (i, part) in data.chunks(256 << 20).enumerate() {
-        gpu.queue().write_buffer(&buf, (i as u64) << 28, part);
+        if part.len() % 4 == 0 {
+            gpu.queue().write_buffer(&buf, (i as u64) << 28, part);
+        } else {
+            let mut padded = part.to_vec();
+            padded.resize(part.len().next_multiple_of(4), 0);
+            gpu.queue().write_buffer(&buf, (i as u64) << 28, &padded);
+        }
         gpu.queue().submit([]);
     }
     buf
 }
 
-/// Median wall time and median kernel time (timestamps) of `reps` resident hashes.
-fn resident(r: &ResidentHasher, buf: &wgpu::Buffer, len: u64, want: blake3::Hash, reps: usize) -> (Duration, Duration) {
+/// Median wall time of `reps` resident hashes, and the medians of timed ones: (wall, kernel by
+/// timestamps, device time after the passes + host read, timed wall).
+fn resident(
+    r: &ResidentHasher,
+    buf: &wgpu::Buffer,
+    len: u64,
+    want: blake3::Hash,
+    reps: usize,
+) -> (Duration, Duration, Duration, Duration) {
     for _ in 0..3 {
         assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), want);
     }
@@ -71,13 +85,14 @@ fn resident(r: &ResidentHasher, buf: &wgpu::Buffer, len: u64, want: blake3::Hash
         walls.push(t.elapsed());
         assert_eq!(h, want);
     }
-    let mut kernels = Vec::new();
-    for _ in 0..reps.min(10) {
+    let mut timed = Vec::new();
+    for _ in 0..reps.min(15) {
         let (h, t) = r.hash_timed(buf, 0, len, &Mode::Hash).unwrap();
         assert_eq!(h, want);
-        kernels.push(t.kernel);
+        timed.push(t);
     }
-    (median(walls), median(kernels))
+    let pick = |f: fn(&Timings) -> Duration| median(timed.iter().map(f).collect());
+    (median(walls), pick(|t| t.kernel), pick(|t| t.download), pick(|t| t.total))
 }
 
 fn show(t: &Timings, bytes: u64) -> String {
@@ -134,8 +149,8 @@ fn main() {
                 }
             };
             let buf = upload(&gpu, &data);
-            let (w1, k1) = resident(gpu.resident(), &buf, gib, want_1g, 20);
-            let (w64, k64) = resident(gpu.resident(), &buf, mib64, want_64m, 50);
+            let (w1, k1, _, _) = resident(gpu.resident(), &buf, gib, want_1g, 20);
+            let (w64, k64, _, _) = resident(gpu.resident(), &buf, mib64, want_64m, 50);
             println!(
                 "   {:>6?} {:>13?}: {} MiB wall {:>9.3?} = {:>12} kernel {:>9.3?} = {:>12} | {} MiB wall {:>9.3?} = {:>12} kernel {:>9.3?} = {:>12}",
                 loads, checks, gib >> 20, w1, rate(gib, w1), k1, rate(gib, k1), mib64 >> 20, w64, rate(mib64, w64), k64, rate(mib64, k64)
@@ -146,15 +161,36 @@ fn main() {
     println!("\n== device-resident, default options (median of many calls, whole call: submit, passes, read back CVs + last chunk)");
     let buf = upload(&opened, &data);
     for (len, want, reps) in [(1u64 << 20, want_1m, 500), (mib64, want_64m, 100), (gib, want_1g, 30)] {
-        let (w, k) = resident(opened.resident(), &buf, len, want, reps);
+        let (w, k, d, tw) = resident(opened.resident(), &buf, len, want, reps);
         println!(
-            "   {:>5} MiB: wall {:>9.3?} = {:>12}   kernel {:>9.3?} = {:>12}",
+            "   {:>5} MiB: wall {:>9.3?} = {:>12}   kernel {:>9.3?} = {:>12}   (timed call {:>9.3?}: after passes + read {:>8.3?}, host/driver {:>8.3?})",
             len >> 20,
             w,
             rate(len, w),
             k,
-            rate(len, k)
+            rate(len, k),
+            tw,
+            d,
+            tw.saturating_sub(k + d)
         );
+    }
+    // Throughput with the device kept busy: 4 threads hashing the same resident input at once,
+    // so that one call's submission and read-back overlap another's passes.
+    for (len, want) in [(mib64, want_64m), (gib, want_1g)] {
+        let per_thread = if len == gib { 10 } else { 100 };
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..per_thread {
+                        assert_eq!(opened.resident().hash(&buf, 0, len, &Mode::Hash).unwrap(), want);
+                    }
+                });
+            }
+        });
+        let took = t.elapsed();
+        let bytes = len * 4 * per_thread;
+        println!("   {:>5} MiB x 4 threads x {per_thread}: {took:?} = {} aggregate", len >> 20, rate(bytes, took));
     }
     drop(buf);
 
@@ -210,20 +246,23 @@ fn main() {
         println!("   {mode:?}: {}", if out == expect { "MATCH" } else { "MISMATCH" });
         assert_eq!(out, expect);
     }
-    // The same 5 GiB resident, if one buffer of that size is allowed: several segments.
-    let limits = opened.device().limits();
-    if limits.max_buffer_size >= big.next_multiple_of(4) {
-        let buf = upload(&opened, &data);
+    // As much of it as one buffer may hold, resident: several segments in one submission.
+    let max_buf = opened.device().limits().max_buffer_size;
+    let len = big.min(max_buf / (1 << 20) * (1 << 20) - (1 << 20) + 12345);
+    let buf = upload(&opened, &data[..len as usize]);
+    let want = upstream(&data[..len as usize]);
+    for _ in 0..2 {
         let t = Instant::now();
-        let h = opened.resident().hash(&buf, 0, big, &Mode::Hash);
+        let h = opened.resident().hash(&buf, 0, len, &Mode::Hash).unwrap();
+        let took = t.elapsed();
         println!(
-            "   resident {:.2} GiB: {:?} in {:?}",
-            big as f64 / (1u64 << 30) as f64,
-            h.as_ref().map(|h| *h == want),
-            t.elapsed()
+            "   resident {len} bytes ({} segments of {} MiB): {} in {took:?} = {}",
+            len.div_ceil(opened.resident().max_segment_bytes()),
+            opened.resident().max_segment_bytes() >> 20,
+            if h == want { "MATCH" } else { "MISMATCH" },
+            rate(len, took)
         );
-    } else {
-        println!("   resident 5 GiB skipped: max_buffer_size {} bytes", limits.max_buffer_size);
+        assert_eq!(h, want);
     }
     println!("\nreport done");
 }

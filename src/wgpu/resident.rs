@@ -108,9 +108,11 @@ impl ResidentHasher {
     }
 
     /// [`hash`](Self::hash), and where the time went: `kernel` is the hashing passes as the
-    /// device's timestamp queries measure them (zero where the device has none), `download`
-    /// the wait for the CVs and the last chunk after the passes plus reading them, `total` the
-    /// wall time of the call. `upload` is zero: the data is already there.
+    /// device's timestamp queries measure them, `download` the device's time after the passes
+    /// (copying the CVs and the last chunk out, by timestamps) plus the host's reading of them,
+    /// `total` the wall time of the call; what `total` has beyond the others is the host's and
+    /// the driver's (encoding, submission, waiting). `upload` is zero: the data is already
+    /// there. Without timestamp queries `kernel` is zero and `download` the host's part only.
     ///
     /// ```no_run
     /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
@@ -193,6 +195,11 @@ impl ResidentHasher {
         let queries = scr.queries.as_ref().filter(|_| timings.is_some());
         let mut enc =
             gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel resident") });
+        if let Some((q, _)) = queries {
+            // Queries 0 and 1 (unused by a resident segment, which has no upload) bracket the
+            // whole submission.
+            enc.write_timestamp(q, 0);
+        }
         for k in 0..count {
             let n_k = seg.min(full - k * seg);
             gpu.encode_segment(
@@ -206,9 +213,6 @@ impl ResidentHasher {
                 domain,
                 queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
             );
-        }
-        if let Some((q, resolve)) = queries.filter(|_| count > 0) {
-            enc.resolve_query_set(q, 0..count as u32 * QUERIES_PER_SEG, resolve, 0);
         }
 
         // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage.
@@ -253,6 +257,10 @@ impl ResidentHasher {
         }
         let tail_at = READBACK_STRIDE * scr.segs;
         enc.copy_buffer_to_buffer(&scr.tail, 0, &scr.readback, tail_at, words * 4);
+        if let Some((q, resolve)) = queries {
+            enc.write_timestamp(q, 1);
+            enc.resolve_query_set(q, 0..count.max(1) as u32 * QUERIES_PER_SEG, resolve, 0);
+        }
         let index = gpu.queue.submit([enc.finish()]);
         let ticket = MapTicket::begin(&scr.readback, ::wgpu::MapMode::Read);
         gpu.wait(&index, &ticket)?;
@@ -274,8 +282,10 @@ impl ResidentHasher {
         scr.readback.unmap();
         if let Some(t) = timings {
             t.download += t_read.elapsed();
-            if let Some((_, resolve)) = queries.filter(|_| count > 0) {
-                t.kernel += read_pass_times(gpu, resolve, count)?;
+            if let Some((_, resolve)) = queries {
+                let (kernel, after) = read_pass_times(gpu, resolve, count)?;
+                t.kernel += kernel;
+                t.download += after;
             }
         }
         gpu.give_scratch(scr);
@@ -291,10 +301,12 @@ impl ResidentHasher {
     }
 }
 
-/// The summed durations of the hashing passes of `count` segments, from their resolved
-/// timestamps (queries 2 and 3 of each segment's five).
-fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<Duration> {
-    let bytes = count * QUERIES_PER_SEG as u64 * 8;
+/// From the resolved timestamps of a resident submission of `count` segments: the summed
+/// durations of the hashing passes (queries 2 and 3 of each segment's five), and the device time
+/// from the end of the last pass to the end of the submission (query 1: the last chunk's copy and
+/// the copies into the readback buffer).
+fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<(Duration, Duration)> {
+    let bytes = count.max(1) * QUERIES_PER_SEG as u64 * 8;
     let rb = gpu.device.create_buffer(&::wgpu::BufferDescriptor {
         label: Some("b3accel timestamps readback"),
         size: bytes,
@@ -315,11 +327,13 @@ fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<Du
         w.copy_from_slice(&view[at..at + 8]);
         u64::from_le_bytes(w)
     };
-    let mut total = Duration::ZERO;
+    let ns = |d: u64| Duration::from_nanos((d as f64 * gpu.timestamp_period) as u64);
+    let mut kernel = Duration::ZERO;
+    let mut last_end = tick(0);
     for k in 0..count {
         let base = k * QUERIES_PER_SEG as u64;
-        let d = tick(base + 3).saturating_sub(tick(base + 2));
-        total += Duration::from_nanos((d as f64 * gpu.timestamp_period) as u64);
+        kernel += ns(tick(base + 3).saturating_sub(tick(base + 2)));
+        last_end = last_end.max(tick(base + 3));
     }
-    Ok(total)
+    Ok((kernel, ns(tick(1).saturating_sub(last_end))))
 }
