@@ -208,8 +208,18 @@ fn device_resident_buffers_in_all_modes() {
 /// storage bindings so that a resident input takes many segments in one submission.
 fn own_device(i: usize) -> Option<(wgpu::Device, wgpu::Queue)> {
     let info = b3accel::devices().into_iter().find(|d| d.device == Device::Wgpu(i))?;
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    // Only the adapter's own backend: initialising the others (EGL above all) is not needed here.
+    let backends = match info.api.as_str() {
+        "Vulkan" => wgpu::Backends::VULKAN,
+        "GL" => wgpu::Backends::GL,
+        "Metal" => wgpu::Backends::METAL,
+        "DX12" => wgpu::Backends::DX12,
+        _ => wgpu::Backends::all(),
+    };
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    let instance = wgpu::Instance::new(desc);
+    let adapters = pollster::block_on(instance.enumerate_adapters(backends));
     let api = |b: wgpu::Backend| match b {
         wgpu::Backend::Vulkan => "Vulkan",
         wgpu::Backend::Gl => "GL",

@@ -3,7 +3,7 @@
 
 use crate::device::{BackendKind, Device, DeviceInfo, DeviceKind};
 use crate::error::{Error, Result};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// What a usable adapter must offer: compute shaders, our 256-invocation workgroups and the four
 /// buffers a pass binds (three storage, one uniform).
@@ -40,21 +40,6 @@ pub(crate) struct Registry {
     pub adapters: Vec<(::wgpu::Adapter, DeviceInfo)>,
     /// Adapters found but unusable, and why (for the error message when none is usable).
     pub skipped: Vec<String>,
-    /// The device each adapter opened when it was probed, until the first open takes it.
-    spare: Vec<Mutex<Option<(::wgpu::Device, ::wgpu::Queue)>>>,
-}
-
-/// A device on adapter `index`: the one its probe opened, if still unused, else a new one.
-pub(crate) fn take_device(
-    index: usize,
-    adapter: &::wgpu::Adapter,
-    device: Device,
-) -> Result<(::wgpu::Device, ::wgpu::Queue)> {
-    let spare = registry().spare.get(index).and_then(|m| m.lock().unwrap_or_else(|p| p.into_inner()).take());
-    match spare {
-        Some(pair) => Ok(pair),
-        None => open_device(adapter, device),
-    }
 }
 
 /// The wgpu backend's name as `DeviceInfo::api` shows it.
@@ -124,19 +109,16 @@ fn scan() -> Registry {
             continue;
         }
         // Some adapters are listed but cannot open a device (NVIDIA's GL through headless EGL:
-        // "Parent device is lost"). Only adapters that open are listed; the device opened here
-        // serves the first `WgpuBackend::open` of this adapter.
-        let opened = match open_device(&adapter, Device::Wgpu(0)) {
-            Ok(pair) => pair,
-            Err(e) => {
-                let why = match e {
-                    Error::Unavailable { reason, .. } => reason,
-                    other => other.to_string(),
-                };
-                skipped.push(format!("{} ({}): {why}", info.name, api_name(info.backend)));
-                continue;
-            }
-        };
+        // "Parent device is lost"). Only adapters that open one are listed; the probe's device
+        // is dropped at once (every backend opens a fresh one, as was verified on NVIDIA).
+        if let Err(e) = open_device(&adapter, Device::Wgpu(0)) {
+            let why = match e {
+                Error::Unavailable { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            skipped.push(format!("{} ({}): {why}", info.name, api_name(info.backend)));
+            continue;
+        }
         let kind = device_kind(&info);
         let key = (
             backend_rank(info.backend),
@@ -146,17 +128,15 @@ fn scan() -> Registry {
             info.vendor,
             info.device,
         );
-        keyed.push((key, adapter, info, kind, opened));
+        keyed.push((key, adapter, info, kind));
     }
     // Stable order: the same machine lists the same adapters under the same indices every run,
     // whatever order the drivers answered in.
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut spare = Vec::new();
     let adapters = keyed
         .into_iter()
         .enumerate()
-        .map(|(i, (_, adapter, info, kind, opened))| {
-            spare.push(Mutex::new(Some(opened)));
+        .map(|(i, (_, adapter, info, kind))| {
             let driver = match (info.driver.is_empty(), info.driver_info.is_empty()) {
                 (false, false) => format!("{} {}", info.driver, info.driver_info),
                 (false, true) => info.driver.clone(),
@@ -176,7 +156,7 @@ fn scan() -> Registry {
             (adapter, listing)
         })
         .collect();
-    Registry { adapters, skipped, spare }
+    Registry { adapters, skipped }
 }
 
 /// The process's adapters, found on first use.

@@ -632,7 +632,7 @@ impl WgpuBackend {
     pub fn open_with(index: usize, options: WgpuOptions) -> Result<WgpuBackend> {
         let (adapter, info) = adapter::adapter(index)?;
         let id = info.device;
-        let (device, queue) = adapter::take_device(index, &adapter, id)?;
+        let (device, queue) = adapter::open_device(&adapter, id)?;
         let health = Arc::new(Health::default());
         {
             let h = health.clone();
