@@ -1,5 +1,11 @@
 //! The WGSL compute-shader backend, through `wgpu` (Vulkan, Metal, DX12, GL), cargo feature `wgpu`.
 //!
+//! Adapters: every adapter wgpu finds on any backend it was built with (Vulkan, Metal, DX12,
+//! GL), in a stable order, except those that cannot run the shaders or cannot open a device
+//! (NVIDIA's GL through headless EGL, for one); `backend_status()` says why when none is left.
+//! A software adapter (llvmpipe, lavapipe) is listed as [`DeviceKind::Cpu`](crate::DeviceKind),
+//! works when asked for and is never what `Device::Auto` picks.
+//!
 //! - [`WgpuBackend`]: hashes host memory on one adapter (`Device::Wgpu(i)`), streaming inputs of
 //!   any length through the device in segments, the upload of the next segment overlapping the
 //!   hashing of the current one.
@@ -98,7 +104,7 @@ pub enum ShaderChecks {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WgpuOptions {
     /// Bytes of host input per segment (rounded down to a power-of-two number of chunks, at
-    /// least one chunk, at most what the device's limits allow). `None`: 64 MiB, or less where
+    /// least one chunk, at most what the device's limits allow). `None`: 256 MiB, or less where
     /// the device's limits are lower. Small segments force streaming (tests).
     pub segment_bytes: Option<usize>,
     /// How the chunk pass loads its input.
@@ -107,10 +113,13 @@ pub struct WgpuOptions {
     pub checks: ShaderChecks,
 }
 
-/// The default bytes of host input per segment: enough to amortise a submission (tens of
-/// microseconds), small enough that the first upload and the last kernel, which cannot overlap
-/// anything, stay short.
-const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+/// The default bytes of host input per segment. Host-resident hashing is bound by host memory
+/// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
+/// reads it again), not by the passes. On an H200 (Vulkan; two runs of `examples/wgpu_report.rs`,
+/// 1 GiB end to end) 16 MiB segments gave 29.2-29.9 / 28.2-29.3 GB/s, 64 MiB 28.8-29.8 /
+/// 27.9-28.3 GB/s and 256 MiB 29.5-31.3 / 30.5-30.9 GB/s: fewer, larger segments pay fewer
+/// submissions and waits. Streams are sized to the input, so small inputs never allocate this.
+const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// Longest wait for the device before a call gives up with an error.
 const WAIT_LIMIT: Duration = Duration::from_secs(300);
 /// Passes (dispatches) a segment can need: 2^32 chunks / 256^4 = 1, plus the chunk pass.
@@ -559,9 +568,12 @@ fn merge_segments(segments: &[(u64, Vec<Cv>)], max_chunks: u64, domain: Domain, 
         })?;
         in_block += n;
         if in_block == max_chunks || rest.peek().is_none() {
-            let cvs = block.subtrees(domain);
-            out[written..written + cvs.len()].copy_from_slice(cvs);
-            written += cvs.len();
+            let k = in_block.count_ones() as usize;
+            if written + k > out.len() {
+                return Err(Error::InvalidInput(format!("internal: more subtrees than the {} outputs", out.len())));
+            }
+            block.subtree_cvs(domain, &mut out[written..written + k]);
+            written += k;
             block = CvStack::new();
             in_block = 0;
         }
@@ -573,7 +585,9 @@ fn merge_segments(segments: &[(u64, Vec<Cv>)], max_chunks: u64, domain: Domain, 
 /// The wgpu backend on one adapter: `Device::Wgpu(i)`.
 ///
 /// `Send + Sync`: any number of threads may hash through one backend at once; each call takes
-/// its own buffers from a small pool.
+/// its own buffers from a small pool (at most four sets alive, each two host-visible staging
+/// buffers and two device buffers of one segment, sized down to the input; more callers wait
+/// for a set, since one queue runs their work in turn anyway).
 ///
 /// ```no_run
 /// use b3accel::wgpu::WgpuBackend;
