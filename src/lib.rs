@@ -39,6 +39,8 @@ pub mod merkle;
 #[cfg(feature = "opencl")]
 pub mod opencl;
 mod tree;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 pub use backend::{subtree_count, Backend, Timings};
 pub use blake3::Hash;

@@ -212,7 +212,7 @@ impl CvStack {
     /// is known to follow it: one per set bit of the number of chunks committed, largest first, exactly
     /// what [`Backend::chunk_subtrees`] returns for those chunks. A backend that hashes one call's
     /// chunks in several pieces (segments streamed through a device) merges them with this.
-    #[cfg_attr(not(feature = "opencl"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "opencl", feature = "wgpu")), allow(dead_code))]
     pub fn subtree_cvs(&self, domain: Domain, out: &mut [Cv]) {
         let mut stack = self.clone();
         stack.merge_to(self.chunks, domain);

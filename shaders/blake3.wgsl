@@ -1,0 +1,357 @@
+// BLAKE3 compute shaders for the wgpu backend (src/wgpu/).
+//
+// build.rs prepends a generated prelude (IV0..IV7, the flag constants, BLOCK_LEN, CHUNK_LEN and
+// MSG_SCHEDULE, all from src/constants.rs), so this file carries no copy of BLAKE3's constants.
+// build.rs also parses and validates prelude + this file with naga: a mistake here is a build error.
+//
+// The work, per segment of an input (at most one storage-buffer binding, so every index below fits
+// in 32 bits):
+// - `chunk_pass` (or `chunk_pass_staged`): one invocation per 1024-byte chunk computes the chunk's
+//   chaining value (CV); the workgroup then reduces its WG chunk CVs to the CV of one complete
+//   subtree in workgroup memory.
+// - `reduce_pass`: one invocation per CV of the previous pass, reduced the same way, W at a time.
+// A segment of n chunks thus takes ceil(log_W(n)) + 1 dispatches, not log2(n).
+// Only the last workgroup of a pass can be ragged (r < WG items): it emits its complete subtrees,
+// one per set bit of r, as "pieces" into `pieces[piece_slot + bit]`. A pass over items that are
+// subtrees of 2^(8L) chunks writes bit j to slot 8L + j, so slot k always holds the subtree of
+// 2^k chunks: exactly one per set bit of n. The host reads them back largest first.
+
+// Invocations per workgroup = items reduced per workgroup. 256 is the WebGPU minimum of
+// max_compute_invocations_per_workgroup, so every adapter can run it. Keep in step with
+// WORKGROUP and LOG_WORKGROUP in src/wgpu/pipelines.rs (a unit test checks).
+const WG: u32 = 256u;
+const LOG_WG: u32 = 8u;
+
+struct Params {
+    // The key words (IV, key, or derived context key).
+    key_lo: vec4<u32>,
+    key_hi: vec4<u32>,
+    // 64-bit chunk counter of the segment's first chunk (chunk passes only). WGSL has no u64:
+    // the high word is carried by hand.
+    counter_lo: u32,
+    counter_hi: u32,
+    // Items at this pass: chunks, CVs, or 64-byte blocks (hash_blocks), or bytes (copy_tail).
+    n_items: u32,
+    // Mode flags (0, KEYED_HASH, DERIVE_KEY_MATERIAL).
+    flags: u32,
+    // Slot in `pieces` of this pass's bit 0.
+    piece_slot: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+// The input of a pass: chunks (chunk passes, hash_blocks) or CVs (two vec4 each).
+@group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
+// Full-workgroup CVs (two vec4 each), or hash_blocks' outputs, or copy_tail's words.
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+// 64 CV slots: slot k holds the CV of the subtree of 2^k chunks (see above).
+@group(0) @binding(2) var<storage, read_write> pieces: array<vec4<u32>>;
+@group(0) @binding(3) var<uniform> params: Params;
+// copy_tail's input: the last chunk of a device-resident input, as words.
+@group(0) @binding(4) var<storage, read> tail_src: array<u32>;
+
+// The chaining values of the workgroup's items, word-major: wcv[w * WG + i] is word w of item i
+// (conflict-free when each invocation stores its own item).
+var<workgroup> wcv: array<u32, 2048>; // 8 * WG
+// chunk_pass_staged: one 64-byte block of each of the workgroup's chunks, word-major, rows padded
+// to WG + 1 words so that the transposing stores and loads spread over the banks.
+const STAGE_ROW: u32 = 257u; // WG + 1
+var<workgroup> stage: array<u32, 4112>; // 16 * STAGE_ROW
+
+// ---------------------------------------------------------------------------------------------
+// The compression function. The 16-word state is four rows of four words; the column step runs
+// G on the four columns at once, the diagonal step on the rows rotated by swizzles.
+
+struct State {
+    a: vec4<u32>,
+    b: vec4<u32>,
+    c: vec4<u32>,
+    d: vec4<u32>,
+}
+
+fn rotr16(x: vec4<u32>) -> vec4<u32> {
+    return (x >> vec4<u32>(16u)) | (x << vec4<u32>(16u));
+}
+fn rotr12(x: vec4<u32>) -> vec4<u32> {
+    return (x >> vec4<u32>(12u)) | (x << vec4<u32>(20u));
+}
+fn rotr8(x: vec4<u32>) -> vec4<u32> {
+    return (x >> vec4<u32>(8u)) | (x << vec4<u32>(24u));
+}
+fn rotr7(x: vec4<u32>) -> vec4<u32> {
+    return (x >> vec4<u32>(7u)) | (x << vec4<u32>(25u));
+}
+
+fn g(s: State, x: vec4<u32>, y: vec4<u32>) -> State {
+    var a = s.a + s.b + x;
+    var d = rotr16(s.d ^ a);
+    var c = s.c + d;
+    var b = rotr12(s.b ^ c);
+    a = a + b + y;
+    d = rotr8(d ^ a);
+    c = c + d;
+    b = rotr7(b ^ c);
+    return State(a, b, c, d);
+}
+
+// One round on the message in schedule order: with the message permuted between rounds (see
+// `permute`), every round reads the words of schedule row 0 (the identity). All indices below are
+// constant expressions, so the message stays in registers without relying on the driver to
+// inline or unroll anything.
+fn round(s: State, m: array<u32, 16>) -> State {
+    var t = g(
+        s,
+        vec4<u32>(m[MSG_SCHEDULE[0][0]], m[MSG_SCHEDULE[0][2]], m[MSG_SCHEDULE[0][4]], m[MSG_SCHEDULE[0][6]]),
+        vec4<u32>(m[MSG_SCHEDULE[0][1]], m[MSG_SCHEDULE[0][3]], m[MSG_SCHEDULE[0][5]], m[MSG_SCHEDULE[0][7]])
+    );
+    t = State(t.a, t.b.yzwx, t.c.zwxy, t.d.wxyz);
+    t = g(
+        t,
+        vec4<u32>(m[MSG_SCHEDULE[0][8]], m[MSG_SCHEDULE[0][10]], m[MSG_SCHEDULE[0][12]], m[MSG_SCHEDULE[0][14]]),
+        vec4<u32>(m[MSG_SCHEDULE[0][9]], m[MSG_SCHEDULE[0][11]], m[MSG_SCHEDULE[0][13]], m[MSG_SCHEDULE[0][15]])
+    );
+    return State(t.a, t.b.wxyz, t.c.zwxy, t.d.yzwx);
+}
+
+// BLAKE3's message permutation: schedule row 1 is the permutation applied once.
+fn permute(m: array<u32, 16>) -> array<u32, 16> {
+    return array<u32, 16>(
+        m[MSG_SCHEDULE[1][0]], m[MSG_SCHEDULE[1][1]], m[MSG_SCHEDULE[1][2]], m[MSG_SCHEDULE[1][3]],
+        m[MSG_SCHEDULE[1][4]], m[MSG_SCHEDULE[1][5]], m[MSG_SCHEDULE[1][6]], m[MSG_SCHEDULE[1][7]],
+        m[MSG_SCHEDULE[1][8]], m[MSG_SCHEDULE[1][9]], m[MSG_SCHEDULE[1][10]], m[MSG_SCHEDULE[1][11]],
+        m[MSG_SCHEDULE[1][12]], m[MSG_SCHEDULE[1][13]], m[MSG_SCHEDULE[1][14]], m[MSG_SCHEDULE[1][15]]
+    );
+}
+
+// The state after the seven rounds (before the feed-forward).
+fn compress(h0: vec4<u32>, h1: vec4<u32>, m0: array<u32, 16>, counter_lo: u32, counter_hi: u32,
+            block_len: u32, flags: u32) -> State {
+    var s = State(h0, h1, vec4<u32>(IV0, IV1, IV2, IV3),
+                  vec4<u32>(counter_lo, counter_hi, block_len, flags));
+    var m = m0;
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    m = permute(m);
+    s = round(s, m);
+    return s;
+}
+
+fn words(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>) -> array<u32, 16> {
+    return array<u32, 16>(q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w,
+                          q2.x, q2.y, q2.z, q2.w, q3.x, q3.y, q3.z, q3.w);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workgroup's tree.
+
+fn store_cv(i: u32, h0: vec4<u32>, h1: vec4<u32>) {
+    wcv[0u * WG + i] = h0.x;
+    wcv[1u * WG + i] = h0.y;
+    wcv[2u * WG + i] = h0.z;
+    wcv[3u * WG + i] = h0.w;
+    wcv[4u * WG + i] = h1.x;
+    wcv[5u * WG + i] = h1.y;
+    wcv[6u * WG + i] = h1.z;
+    wcv[7u * WG + i] = h1.w;
+}
+
+fn load_lo(i: u32) -> vec4<u32> {
+    return vec4<u32>(wcv[0u * WG + i], wcv[1u * WG + i], wcv[2u * WG + i], wcv[3u * WG + i]);
+}
+fn load_hi(i: u32) -> vec4<u32> {
+    return vec4<u32>(wcv[4u * WG + i], wcv[5u * WG + i], wcv[6u * WG + i], wcv[7u * WG + i]);
+}
+
+// Reduces the r items in wcv (r = WG for every workgroup but perhaps the last) and writes out
+// the complete subtrees they form: for r == WG one CV into dst[wg], otherwise one piece per set
+// bit of r. Must be reached in uniform control flow (r and wg are uniform).
+fn reduce_workgroup(lid: u32, wg: u32, r: u32) {
+    workgroupBarrier();
+    for (var j = 0u; j <= LOG_WG; j = j + 1u) {
+        // Here wcv[k << j] holds node k of level j (subtrees of 2^j items) for k < r >> j.
+        if (lid == 0u && ((r >> j) & 1u) == 1u) {
+            let node = ((r >> j) - 1u) << j;
+            if (j == LOG_WG) {
+                dst[2u * wg] = load_lo(node);
+                dst[2u * wg + 1u] = load_hi(node);
+            } else {
+                let slot = params.piece_slot + j;
+                pieces[2u * slot] = load_lo(node);
+                pieces[2u * slot + 1u] = load_hi(node);
+            }
+        }
+        if (j < LOG_WG) {
+            if (lid < (r >> (j + 1u))) {
+                let left = (2u * lid) << j;
+                let right = left + (1u << j);
+                let l0 = load_lo(left);
+                let l1 = load_hi(left);
+                let r0 = load_lo(right);
+                let r1 = load_hi(right);
+                let s = compress(params.key_lo, params.key_hi, words(l0, l1, r0, r1), 0u, 0u,
+                                 BLOCK_LEN, params.flags | PARENT);
+                store_cv(left, s.a ^ s.c, s.b ^ s.d);
+            }
+            workgroupBarrier();
+        }
+    }
+}
+
+// Items of this pass in workgroup wg (WG, or fewer for the ragged last one).
+fn items_in(wg: u32) -> u32 {
+    return min(WG, params.n_items - wg * WG);
+}
+
+// The 64-bit counter of chunk i of the segment, as (low, high).
+fn counter_of(i: u32) -> vec2<u32> {
+    let lo = params.counter_lo + i;
+    return vec2<u32>(lo, params.counter_hi + select(0u, 1u, lo < params.counter_lo));
+}
+
+fn block_flags(b: u32) -> u32 {
+    var f = params.flags;
+    if (b == 0u) {
+        f = f | CHUNK_START;
+    }
+    if (b == 15u) {
+        f = f | CHUNK_END;
+    }
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points.
+
+// Chunk CVs with direct loads: each invocation reads its own chunk, 16 bytes at a time. In bounds:
+// the host binds exactly n_items * 1024 bytes, and only invocations with chunk < n_items load.
+@compute @workgroup_size(256)
+fn chunk_pass(@builtin(local_invocation_index) lid: u32,
+              @builtin(workgroup_id) wid: vec3<u32>) {
+    let wg = wid.x;
+    let r = items_in(wg);
+    let chunk = wg * WG + lid;
+    if (lid < r) {
+        let ctr = counter_of(chunk);
+        var h0 = params.key_lo;
+        var h1 = params.key_hi;
+        let base = chunk * 64u;
+        for (var b = 0u; b < 16u; b = b + 1u) {
+            let q = base + b * 4u;
+            let m = words(src[q], src[q + 1u], src[q + 2u], src[q + 3u]);
+            let s = compress(h0, h1, m, ctr.x, ctr.y, BLOCK_LEN, block_flags(b));
+            h0 = s.a ^ s.c;
+            h1 = s.b ^ s.d;
+        }
+        store_cv(lid, h0, h1);
+    }
+    reduce_workgroup(lid, wg, r);
+}
+
+// Chunk CVs with loads staged through workgroup memory: for each block, the workgroup loads
+// block b of all its chunks (neighbouring invocations read neighbouring 16-byte words), then
+// each invocation takes its own block from `stage`.
+@compute @workgroup_size(256)
+fn chunk_pass_staged(@builtin(local_invocation_index) lid: u32,
+                     @builtin(workgroup_id) wid: vec3<u32>) {
+    let wg = wid.x;
+    let r = items_in(wg);
+    let chunk = wg * WG + lid;
+    let ctr = counter_of(chunk);
+    var h0 = params.key_lo;
+    var h1 = params.key_hi;
+    for (var b = 0u; b < 16u; b = b + 1u) {
+        for (var k = 0u; k < 4u; k = k + 1u) {
+            let i = k * WG + lid;
+            let c = i >> 2u;
+            let part = i & 3u;
+            if (c < r) {
+                let q = src[(wg * WG + c) * 64u + b * 4u + part];
+                stage[(part * 4u + 0u) * STAGE_ROW + c] = q.x;
+                stage[(part * 4u + 1u) * STAGE_ROW + c] = q.y;
+                stage[(part * 4u + 2u) * STAGE_ROW + c] = q.z;
+                stage[(part * 4u + 3u) * STAGE_ROW + c] = q.w;
+            }
+        }
+        workgroupBarrier();
+        let m = array<u32, 16>(
+            stage[0u * STAGE_ROW + lid], stage[1u * STAGE_ROW + lid],
+            stage[2u * STAGE_ROW + lid], stage[3u * STAGE_ROW + lid],
+            stage[4u * STAGE_ROW + lid], stage[5u * STAGE_ROW + lid],
+            stage[6u * STAGE_ROW + lid], stage[7u * STAGE_ROW + lid],
+            stage[8u * STAGE_ROW + lid], stage[9u * STAGE_ROW + lid],
+            stage[10u * STAGE_ROW + lid], stage[11u * STAGE_ROW + lid],
+            stage[12u * STAGE_ROW + lid], stage[13u * STAGE_ROW + lid],
+            stage[14u * STAGE_ROW + lid], stage[15u * STAGE_ROW + lid]
+        );
+        workgroupBarrier();
+        let s = compress(h0, h1, m, ctr.x, ctr.y, BLOCK_LEN, block_flags(b));
+        h0 = s.a ^ s.c;
+        h1 = s.b ^ s.d;
+    }
+    if (lid < r) {
+        store_cv(lid, h0, h1);
+    }
+    reduce_workgroup(lid, wg, r);
+}
+
+// Parent levels: the CVs of the previous pass (two vec4 each) reduced WG at a time.
+@compute @workgroup_size(256)
+fn reduce_pass(@builtin(local_invocation_index) lid: u32,
+               @builtin(workgroup_id) wid: vec3<u32>) {
+    let wg = wid.x;
+    let r = items_in(wg);
+    let i = wg * WG + lid;
+    if (lid < r) {
+        store_cv(lid, src[2u * i], src[2u * i + 1u]);
+    }
+    reduce_workgroup(lid, wg, r);
+}
+
+// Each 64-byte block as a whole one-block message: its BLAKE3 hash (ROOT, counter 0).
+@compute @workgroup_size(256)
+fn hash_blocks(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < params.n_items) {
+        let q = i * 4u;
+        let m = words(src[q], src[q + 1u], src[q + 2u], src[q + 3u]);
+        let s = compress(vec4<u32>(IV0, IV1, IV2, IV3), vec4<u32>(IV4, IV5, IV6, IV7), m, 0u, 0u,
+                         BLOCK_LEN, CHUNK_START | CHUNK_END | ROOT);
+        dst[2u * i] = s.a ^ s.c;
+        dst[2u * i + 1u] = s.b ^ s.d;
+    }
+}
+
+// Copies the last chunk of a device-resident input (n_items words) out of the caller's buffer
+// into ours, so the caller's buffer needs no COPY_SRC usage.
+@compute @workgroup_size(256)
+fn copy_tail(@builtin(local_invocation_index) lid: u32) {
+    if (lid < params.n_items) {
+        let q = lid >> 2u;
+        let w = lid & 3u;
+        // dst is vec4-typed: gather four words per vec4, written by the vec4's first word owner.
+        if (w == 0u) {
+            var v = vec4<u32>(0u);
+            v.x = tail_src[lid];
+            if (lid + 1u < params.n_items) {
+                v.y = tail_src[lid + 1u];
+            }
+            if (lid + 2u < params.n_items) {
+                v.z = tail_src[lid + 2u];
+            }
+            if (lid + 3u < params.n_items) {
+                v.w = tail_src[lid + 3u];
+            }
+            dst[q] = v;
+        }
+    }
+}

@@ -1,0 +1,847 @@
+//! The WGSL compute-shader backend, through `wgpu` (Vulkan, Metal, DX12, GL), cargo feature `wgpu`.
+//!
+//! Adapters: every adapter wgpu finds on any backend it was built with (Vulkan, Metal, DX12,
+//! GL), in a stable order, except those that cannot run the shaders or cannot open a device
+//! (NVIDIA's GL through headless EGL, for one); `backend_status()` says why when none is left.
+//! A software adapter (llvmpipe, lavapipe) is listed as [`DeviceKind::Cpu`](crate::DeviceKind),
+//! works when asked for and is never what `Device::Auto` picks.
+//!
+//! - [`WgpuBackend`]: hashes host memory on one adapter (`Device::Wgpu(i)`), streaming inputs of
+//!   any length through the device in segments, the upload of the next segment overlapping the
+//!   hashing of the current one.
+//! - [`ResidentHasher`]: hashes a `wgpu::Buffer` that already lies on a device, your own
+//!   `wgpu::Device` or the backend's, reading back only the few chaining values and the last
+//!   chunk (at most 1024 bytes).
+//!
+//! The shaders (shaders/blake3.wgsl) compute one chunk per invocation and reduce the tree inside
+//! each 256-invocation workgroup, so a segment of n chunks takes about log_256(n) + 1 dispatches.
+//! Everything BLAKE3 does beyond complete subtrees (the last chunk, merging the few subtree CVs,
+//! the root, XOF) is the crate's tree module, on the CPU, as for every backend.
+//!
+//! ```no_run
+//! use b3accel::{hash_on, Device};
+//! // Device::Wgpu(0) is the first adapter `b3accel::devices()` lists with api Vulkan, GL, ...
+//! let data = vec![0u8; 64 << 20];
+//! assert_eq!(hash_on(Device::Wgpu(0), &data)?, blake3::hash(&data));
+//! # Ok::<(), b3accel::Error>(())
+//! ```
+
+mod adapter;
+mod buffers;
+mod pipelines;
+mod resident;
+
+pub use resident::ResidentHasher;
+
+use crate::backend::{check_blocks_args, check_subtree_args, subtree_count, Backend, Timings, MAX_SUBTREE};
+use crate::compress::{Cv, CHUNK_LEN};
+use crate::device::{Device, DeviceInfo};
+use crate::error::{Error, Result};
+use crate::tree::{self, CvStack, Domain};
+use crate::{Hash, Mode};
+use buffers::StreamPool;
+use pipelines::{Params, Pipelines, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub(crate) use adapter::enumerate;
+
+/// How the chunk pass loads its input.
+///
+/// ```
+/// assert_eq!(b3accel::wgpu::Loads::default(), b3accel::wgpu::Loads::Direct);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Loads {
+    /// Each invocation reads its own chunk, 16 bytes at a time.
+    #[default]
+    Direct,
+    /// The workgroup loads block b of all its chunks together (neighbouring invocations read
+    /// neighbouring words) and transposes it through workgroup memory.
+    Staged,
+}
+
+/// Whether wgpu keeps its run-time bounds checks in the shaders.
+///
+/// Measured on an NVIDIA H200 through Vulkan (driver 580.159.04; `examples/wgpu_report.rs`,
+/// device-resident input, median of the hashing passes by timestamp queries):
+///
+/// | loads  | checks        | 1 GiB             | 64 MiB           |
+/// |--------|---------------|-------------------|------------------|
+/// | direct | bounds-checked| 714.1 µs 1.50 TB/s| 80.0 µs 839 GB/s |
+/// | direct | trusted       | 710.4 µs 1.51 TB/s| 79.1 µs 849 GB/s |
+/// | staged | bounds-checked| 2083 µs 0.52 TB/s | 158 µs 424 GB/s  |
+/// | staged | trusted       | 1256 µs 0.86 TB/s | 105 µs 641 GB/s  |
+///
+/// With direct loads the unchecked module is 0.5 % faster at 1 GiB (1 % at 64 MiB), within run-to-
+/// run noise: the driver (robust buffer access) and naga's analysis already make the checks
+/// nearly free, since every index is the invocation's chunk times a constant plus a constant.
+/// The default therefore stays [`BoundsChecked`](Self::BoundsChecked): the small gain is not
+/// worth an `unsafe` promise that every future edit of the shader must keep. Staged loads gain
+/// much more from trusted modules (their workgroup-array indexing is checked too) but lose to
+/// direct loads either way, so [`Loads::Direct`] is the default.
+///
+/// ```
+/// assert_eq!(b3accel::wgpu::ShaderChecks::default(), b3accel::wgpu::ShaderChecks::BoundsChecked);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ShaderChecks {
+    /// `create_shader_module`: wgpu (naga) clamps every buffer index it cannot prove in bounds.
+    #[default]
+    BoundsChecked,
+    /// `create_shader_module_trusted` with `ShaderRuntimeChecks::unchecked()`: no injected
+    /// checks. Sound for blake3.wgsl, whose every access is in bounds by construction (see
+    /// `pipelines.rs`); kept as an option for measurement.
+    Trusted,
+}
+
+/// Options for [`WgpuBackend::open_with`].
+///
+/// ```
+/// let o = b3accel::wgpu::WgpuOptions { segment_bytes: Some(1 << 20), ..Default::default() };
+/// assert_eq!(o.segment_bytes, Some(1 << 20));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WgpuOptions {
+    /// Bytes of host input per segment (rounded down to a power-of-two number of chunks, at
+    /// least one chunk, at most what the device's limits allow). `None`: 256 MiB, or less where
+    /// the device's limits are lower. Small segments force streaming (tests).
+    pub segment_bytes: Option<usize>,
+    /// How the chunk pass loads its input.
+    pub loads: Loads,
+    /// Bounds-checked or trusted shader module.
+    pub checks: ShaderChecks,
+}
+
+/// The default bytes of host input per segment. Host-resident hashing is bound by host memory
+/// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
+/// reads it again), not by the passes. On an H200 (Vulkan; two runs of `examples/wgpu_report.rs`,
+/// 1 GiB end to end) 16 MiB segments gave 29.2-29.9 / 28.2-29.3 GB/s, 64 MiB 28.8-29.8 /
+/// 27.9-28.3 GB/s and 256 MiB 29.5-31.3 / 30.5-30.9 GB/s: fewer, larger segments pay fewer
+/// submissions and waits. Streams are sized to the input, so small inputs never allocate this.
+const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
+/// Longest wait for the device before a call gives up with an error.
+const WAIT_LIMIT: Duration = Duration::from_secs(300);
+/// Passes (dispatches) a segment can need: 2^32 chunks / 256^4 = 1, plus the chunk pass.
+const MAX_PASSES: u64 = 5;
+
+/// What the device's callbacks reported (our own device only): they only record, never panic.
+#[derive(Default)]
+struct Health {
+    lost: Mutex<Option<String>>,
+    uncaptured: Mutex<Option<String>>,
+}
+
+/// One device's pipelines and limits: the backend's own device, or a caller's.
+pub(crate) struct Gpu {
+    device: ::wgpu::Device,
+    queue: ::wgpu::Queue,
+    pipes: Pipelines,
+    /// The device as errors name it.
+    id: Device,
+    /// Largest segment in chunks: a power of two that one storage binding and one dispatch
+    /// dimension can hold.
+    max_segment_chunks: u64,
+    /// `min_storage_buffer_offset_alignment`.
+    storage_align: u64,
+    /// Pass and in-encoder timestamps are both available.
+    timestamps: bool,
+    /// Nanoseconds per timestamp tick.
+    timestamp_period: f64,
+    health: Option<Arc<Health>>,
+    scratch: Mutex<Vec<Scratch>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A pending `map_async`: set by wgpu's callback, which only stores the outcome.
+#[derive(Clone, Default)]
+pub(crate) struct MapTicket(Arc<Mutex<Option<bool>>>);
+
+impl MapTicket {
+    fn begin(buffer: &::wgpu::Buffer, mode: ::wgpu::MapMode) -> MapTicket {
+        let t = MapTicket::default();
+        let slot = t.0.clone();
+        buffer.map_async(mode, .., move |r| {
+            *lock(&slot) = Some(r.is_ok());
+        });
+        t
+    }
+    fn state(&self) -> Option<bool> {
+        *lock(&self.0)
+    }
+}
+
+impl Gpu {
+    /// Checks the limits and builds the pipelines on `device`.
+    fn new(
+        device: ::wgpu::Device,
+        queue: ::wgpu::Queue,
+        id: Device,
+        opts: &WgpuOptions,
+        health: Option<Arc<Health>>,
+    ) -> Result<Gpu> {
+        let limits = device.limits();
+        let need = match opts.loads {
+            Loads::Direct => pipelines::WORKGROUP_BYTES,
+            Loads::Staged => pipelines::STAGED_WORKGROUP_BYTES,
+        };
+        if limits.max_compute_workgroup_storage_size < need
+            || limits.max_compute_invocations_per_workgroup < pipelines::WORKGROUP
+            || limits.max_compute_workgroup_size_x < pipelines::WORKGROUP
+            || limits.max_storage_buffers_per_shader_stage < 3
+        {
+            return Err(Error::Unavailable {
+                device: id,
+                reason: format!(
+                    "the device's limits are too low for the BLAKE3 shaders ({:?} loads need {need} bytes of \
+                     workgroup memory and {} invocations per workgroup; it has {} and {})",
+                    opts.loads,
+                    pipelines::WORKGROUP,
+                    limits.max_compute_workgroup_storage_size,
+                    limits.max_compute_invocations_per_workgroup
+                ),
+            });
+        }
+        // A segment is one storage binding (and one buffer) and at most one dispatch dimension
+        // of workgroups; a power of two so segments are complete subtrees. 2^22 chunks (4 GiB)
+        // keeps every index in the shader below 2^32.
+        let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        let by_binding = prev_pow2(binding / CHUNK_LEN as u64);
+        let by_dispatch = prev_pow2(limits.max_compute_workgroups_per_dimension as u64 * pipelines::WORKGROUP as u64);
+        let max_segment_chunks = by_binding.min(by_dispatch).min(1 << 22);
+        if max_segment_chunks == 0 {
+            return Err(Error::Unavailable {
+                device: id,
+                reason: format!("storage bindings of at most {binding} bytes cannot hold a chunk"),
+            });
+        }
+        let storage_align = (limits.min_storage_buffer_offset_alignment as u64).max(4);
+        if limits.min_uniform_buffer_offset_alignment as u64 > PARAMS_STRIDE || storage_align > PIECES_BYTES {
+            return Err(Error::Unavailable {
+                device: id,
+                reason: "buffer offset alignments above 256 bytes are not supported".into(),
+            });
+        }
+        let features = device.features();
+        let timestamps =
+            features.contains(::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
+        let timestamp_period = queue.get_timestamp_period() as f64;
+        let pipes =
+            scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks))).map_err(|e| match e {
+                Error::Device { device, detail } => Error::KernelBuild { device, log: detail },
+                other => other,
+            })?;
+        Ok(Gpu {
+            device,
+            queue,
+            pipes,
+            id,
+            max_segment_chunks,
+            storage_align,
+            timestamps,
+            timestamp_period,
+            health,
+            scratch: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// An error if the device was lost or reported an error outside our scopes.
+    fn check_health(&self) -> Result<()> {
+        if let Some(h) = &self.health {
+            if let Some(msg) = lock(&h.lost).clone() {
+                return Err(Error::Device { device: self.id, detail: format!("device lost: {msg}") });
+            }
+            if let Some(msg) = lock(&h.uncaptured).take() {
+                return Err(Error::Device { device: self.id, detail: msg });
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until `done()` (a map callback has run), polling the device.
+    fn wait(&self, index: &::wgpu::SubmissionIndex, ticket: &MapTicket) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            match ticket.state() {
+                Some(true) => return Ok(()),
+                Some(false) => {
+                    self.check_health()?;
+                    return Err(Error::Device {
+                        device: self.id,
+                        detail: "mapping a buffer for the host failed (device lost or out of memory?)".into(),
+                    });
+                }
+                None => {}
+            }
+            self.check_health()?;
+            match self.device.poll(::wgpu::PollType::Wait {
+                submission_index: Some(index.clone()),
+                timeout: Some(Duration::from_millis(500)),
+            }) {
+                Ok(_) | Err(::wgpu::PollError::Timeout) => {}
+                Err(e) => {
+                    return Err(Error::Device {
+                        device: self.id,
+                        detail: format!("waiting for the device failed: {e}"),
+                    })
+                }
+            }
+            if ticket.state().is_none() {
+                if start.elapsed() > WAIT_LIMIT {
+                    return Err(Error::Device {
+                        device: self.id,
+                        detail: format!("the device did not finish within {WAIT_LIMIT:?}"),
+                    });
+                }
+                // Another thread's poll may be delivering our callback right now.
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+
+    fn storage_buffer(&self, label: &str, size: u64, extra: ::wgpu::BufferUsages) -> ::wgpu::Buffer {
+        self.device.create_buffer(&::wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: ::wgpu::BufferUsages::STORAGE | extra,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Scratch for `segs` segments of up to `cap` chunks, from the pool or new.
+    fn take_scratch(&self, cap: u64, segs: u64) -> Scratch {
+        let mut pool = lock(&self.scratch);
+        if let Some(pos) = pool.iter().position(|s| s.cap >= cap && s.segs >= segs) {
+            return pool.swap_remove(pos);
+        }
+        drop(pool);
+        Scratch::new(self, cap, segs)
+    }
+
+    fn give_scratch(&self, s: Scratch) {
+        let mut pool = lock(&self.scratch);
+        if pool.len() < 16 {
+            pool.push(s);
+        }
+    }
+
+    /// Encodes the passes that hash `n` chunks (1 <= n <= max_segment_chunks) lying in `src` at
+    /// byte `offset` into the pieces of segment slot `seg` of `scr`: one CV per set bit of n
+    /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_segment(
+        &self,
+        enc: &mut ::wgpu::CommandEncoder,
+        scr: &Scratch,
+        seg: u64,
+        src: &::wgpu::Buffer,
+        offset: u64,
+        n: u64,
+        counter: u64,
+        domain: Domain,
+        timestamps: Option<(&::wgpu::QuerySet, u32)>,
+    ) {
+        debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs);
+        let wg = pipelines::WORKGROUP as u64;
+        // The passes: items per pass until no full workgroup is left.
+        let mut passes = Vec::new();
+        let mut items = n;
+        while items > 0 {
+            passes.push(items);
+            items /= wg;
+        }
+        let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
+        let mut block = vec![0u8; (passes.len() as u64 * PARAMS_STRIDE) as usize];
+        for (l, &items) in passes.iter().enumerate() {
+            let p = Params {
+                key: domain.key,
+                counter,
+                n_items: items as u32,
+                flags: domain.flags,
+                piece_slot: l as u32 * LOG_WORKGROUP,
+                src_word: 0,
+            };
+            let at = l * PARAMS_STRIDE as usize;
+            block[at..at + PARAMS_BYTES as usize].copy_from_slice(&p.bytes());
+        }
+        self.queue.write_buffer(&scr.params, params_base, &block);
+
+        fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
+            ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
+        }
+        let bind_groups: Vec<::wgpu::BindGroup> = passes
+            .iter()
+            .enumerate()
+            .map(|(l, &items)| {
+                // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
+                // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
+                // less room than pass l, so cv_a is always large enough).
+                let (input, output) = if l % 2 == 0 { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+                let src_binding = if l == 0 {
+                    ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
+                } else {
+                    cvs(input, items)
+                };
+                self.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+                    label: Some("b3accel pass"),
+                    layout: &self.pipes.layout,
+                    entries: &[
+                        ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
+                        ::wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
+                        },
+                        ::wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                                buffer: &scr.pieces,
+                                offset: seg * PIECES_BYTES,
+                                size: ::wgpu::BufferSize::new(PIECES_BYTES),
+                            }),
+                        },
+                        ::wgpu::BindGroupEntry {
+                            binding: 3,
+                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                                buffer: &scr.params,
+                                offset: 0,
+                                size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+                            }),
+                        },
+                    ],
+                })
+            })
+            .collect();
+        {
+            let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+                label: Some("b3accel segment"),
+                timestamp_writes: timestamps.map(|(q, i)| ::wgpu::ComputePassTimestampWrites {
+                    query_set: q,
+                    beginning_of_pass_write_index: Some(i),
+                    end_of_pass_write_index: Some(i + 1),
+                }),
+            });
+            for (l, (&items, bg)) in passes.iter().zip(&bind_groups).enumerate() {
+                pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
+                let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;
+                pass.set_bind_group(0, bg, &[dyn_offset]);
+                pass.dispatch_workgroups(items.div_ceil(wg) as u32, 1, 1);
+            }
+        }
+        enc.copy_buffer_to_buffer(&scr.pieces, seg * PIECES_BYTES, &scr.readback, seg * READBACK_STRIDE, PIECES_BYTES);
+    }
+}
+
+/// Bytes of readback per segment: the pieces, then up to 32 timestamps' worth of room.
+const READBACK_STRIDE: u64 = PIECES_BYTES + 256;
+
+/// Largest power of two <= x (0 for 0).
+fn prev_pow2(x: u64) -> u64 {
+    if x == 0 {
+        0
+    } else {
+        1 << (63 - x.leading_zeros())
+    }
+}
+
+/// Runs `f` inside out-of-memory, validation and internal error scopes on `device`, so that wgpu
+/// reports its errors to us as values (never through the default handler, which panics).
+fn scoped<T>(device: &::wgpu::Device, id: Device, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let oom = device.push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(::wgpu::ErrorFilter::Validation);
+    let internal = device.push_error_scope(::wgpu::ErrorFilter::Internal);
+    let r = f();
+    let internal = pollster::block_on(internal.pop());
+    let validation = pollster::block_on(validation.pop());
+    let oom = pollster::block_on(oom.pop());
+    if let Some(e) = oom {
+        return Err(Error::OutOfMemory { device: id, detail: e.to_string() });
+    }
+    if let Some(e) = validation.or(internal) {
+        return Err(Error::Device { device: id, detail: format!("wgpu error: {e}") });
+    }
+    r
+}
+
+/// Per-segment scratch on the device: the CVs between passes, the pieces, the pass parameters,
+/// the readback buffer, and timestamp queries where the device has them.
+pub(crate) struct Scratch {
+    cap: u64,
+    segs: u64,
+    cv_a: ::wgpu::Buffer,
+    cv_b: ::wgpu::Buffer,
+    pieces: ::wgpu::Buffer,
+    params: ::wgpu::Buffer,
+    readback: ::wgpu::Buffer,
+    /// copy_tail's output (resident inputs).
+    tail: ::wgpu::Buffer,
+    queries: Option<(::wgpu::QuerySet, ::wgpu::Buffer)>,
+}
+
+/// Timestamps per segment: upload begin/end, pass begin/end, readback copy end.
+const QUERIES_PER_SEG: u32 = 5;
+
+impl Scratch {
+    fn new(gpu: &Gpu, cap: u64, segs: u64) -> Scratch {
+        let wg = pipelines::WORKGROUP as u64;
+        let queries = gpu.timestamps.then(|| {
+            (
+                gpu.device.create_query_set(&::wgpu::QuerySetDescriptor {
+                    label: Some("b3accel timestamps"),
+                    ty: ::wgpu::QueryType::Timestamp,
+                    count: QUERIES_PER_SEG * segs as u32,
+                }),
+                gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                    label: Some("b3accel timestamps"),
+                    size: 256 * segs,
+                    usage: ::wgpu::BufferUsages::QUERY_RESOLVE | ::wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }),
+            )
+        });
+        Scratch {
+            cap,
+            segs,
+            cv_a: gpu.storage_buffer("b3accel cv_a", (cap / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            cv_b: gpu.storage_buffer("b3accel cv_b", (cap / wg / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            pieces: gpu.storage_buffer("b3accel pieces", PIECES_BYTES * segs, ::wgpu::BufferUsages::COPY_SRC),
+            params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some("b3accel params"),
+                // One block of pass parameters per segment, then copy_tail's.
+                size: MAX_PASSES * PARAMS_STRIDE * segs + PARAMS_STRIDE,
+                usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            readback: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some("b3accel readback"),
+                size: READBACK_STRIDE * segs + CHUNK_LEN as u64,
+                usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            tail: gpu.storage_buffer("b3accel tail", CHUNK_LEN as u64, ::wgpu::BufferUsages::COPY_SRC),
+            queries,
+        }
+    }
+}
+
+/// The pieces of a segment of `n` chunks from its readback bytes: one CV per set bit, largest
+/// first.
+fn pieces_of(readback: &[u8], n: u64) -> Vec<Cv> {
+    (0..64u64)
+        .rev()
+        .filter(|b| n >> b & 1 == 1)
+        .map(|b| {
+            let at = (b * 32) as usize;
+            let mut cv = [0u8; 32];
+            cv.copy_from_slice(&readback[at..at + 32]);
+            cv
+        })
+        .collect()
+}
+
+/// Commits consecutive segments' pieces to fresh stacks: the CVs of the complete subtrees of the
+/// whole run, none larger than `max_chunks`, as [`Backend::chunk_subtrees_capped`] returns them.
+/// Every segment lies inside one `max_chunks`-aligned block of the run (segments are no larger
+/// than the cap, both powers of two); each block's segments merge on a stack of their own. All
+/// merging is the tree module's.
+fn merge_segments(segments: &[(u64, Vec<Cv>)], max_chunks: u64, domain: Domain, out: &mut [Cv]) -> Result<()> {
+    let total: u64 = segments.iter().map(|s| s.0).sum();
+    if out.len() != subtree_count(total, max_chunks) {
+        return Err(Error::InvalidInput(format!(
+            "internal: {} outputs for {total} chunks capped at {max_chunks}",
+            out.len()
+        )));
+    }
+    let mut written = 0;
+    let mut block = CvStack::new();
+    let mut in_block = 0u64;
+    let mut rest = segments.iter().peekable();
+    while let Some((n, pieces)) = rest.next() {
+        block.commit_runs(*n, MAX_SUBTREE, domain, |_, m, _, o| {
+            if m != *n || o.len() != pieces.len() {
+                return Err(Error::InvalidInput(format!("internal: segment of {n} chunks committed as a run of {m}")));
+            }
+            o.copy_from_slice(pieces);
+            Ok(())
+        })?;
+        in_block += n;
+        if in_block == max_chunks || rest.peek().is_none() {
+            let k = in_block.count_ones() as usize;
+            if written + k > out.len() {
+                return Err(Error::InvalidInput(format!("internal: more subtrees than the {} outputs", out.len())));
+            }
+            block.subtree_cvs(domain, &mut out[written..written + k]);
+            written += k;
+            block = CvStack::new();
+            in_block = 0;
+        }
+    }
+    debug_assert_eq!(written, out.len());
+    Ok(())
+}
+
+/// The wgpu backend on one adapter: `Device::Wgpu(i)`.
+///
+/// `Send + Sync`: any number of threads may hash through one backend at once; each call takes
+/// its own buffers from a small pool (at most four sets alive, each two host-visible staging
+/// buffers and two device buffers of one segment, sized down to the input; more callers wait
+/// for a set, since one queue runs their work in turn anyway).
+///
+/// ```no_run
+/// use b3accel::wgpu::WgpuBackend;
+/// use b3accel::{xof_reader_with, Mode};
+/// let gpu = WgpuBackend::open(0)?;
+/// println!("{} ({})", gpu.info().name, gpu.info().api);
+/// let data = vec![7u8; 10 << 20];
+/// let mut out = [0u8; 32];
+/// xof_reader_with(&gpu, &Mode::Hash, &data)?.fill(&mut out);
+/// assert_eq!(out, *blake3::hash(&data).as_bytes());
+/// # use b3accel::Backend;
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+pub struct WgpuBackend {
+    info: DeviceInfo,
+    gpu: Arc<Gpu>,
+    segment_chunks: u64,
+    streams: StreamPool,
+    resident: ResidentHasher,
+}
+
+impl std::fmt::Debug for WgpuBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgpuBackend")
+            .field("device", &self.info.device)
+            .field("name", &self.info.name)
+            .field("api", &self.info.api)
+            .field("segment_bytes", &(self.segment_chunks * CHUNK_LEN as u64))
+            .field("loads", &self.gpu.pipes.loads)
+            .field("checks", &self.gpu.pipes.checks)
+            .finish()
+    }
+}
+
+impl WgpuBackend {
+    /// Opens adapter `index` (as `Device::Wgpu(index)`, in the order [`devices`](crate::devices)
+    /// lists them) with the default options.
+    ///
+    /// ```
+    /// // A missing adapter is an error, never a panic.
+    /// assert!(b3accel::wgpu::WgpuBackend::open(1000).is_err());
+    /// ```
+    pub fn open(index: usize) -> Result<WgpuBackend> {
+        WgpuBackend::open_with(index, WgpuOptions::default())
+    }
+
+    /// Opens adapter `index` with `options` (segment size, load style, shader checks).
+    ///
+    /// ```no_run
+    /// use b3accel::wgpu::{WgpuBackend, WgpuOptions};
+    /// // 64 KiB segments: a 1 MiB input streams through the device in 16 segments.
+    /// let small = WgpuBackend::open_with(0, WgpuOptions { segment_bytes: Some(64 << 10), ..Default::default() })?;
+    /// assert_eq!(small.segment_bytes(), 64 << 10);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn open_with(index: usize, options: WgpuOptions) -> Result<WgpuBackend> {
+        let (adapter, info) = adapter::adapter(index)?;
+        let id = info.device;
+        let (device, queue) = adapter::open_device(&adapter, id)?;
+        let health = Arc::new(Health::default());
+        {
+            let h = health.clone();
+            device.set_device_lost_callback(move |reason, msg| {
+                *lock(&h.lost) = Some(format!("{reason:?}: {msg}"));
+            });
+            let h = health.clone();
+            device.on_uncaptured_error(Arc::new(move |e: ::wgpu::Error| {
+                let mut slot = lock(&h.uncaptured);
+                if slot.is_none() {
+                    *slot = Some(format!("wgpu error: {e}"));
+                }
+            }));
+        }
+        let gpu = Arc::new(Gpu::new(device, queue, id, &options, Some(health))?);
+        let wanted = match options.segment_bytes {
+            Some(b) => (b as u64 / CHUNK_LEN as u64).max(1),
+            None => DEFAULT_SEGMENT_BYTES / CHUNK_LEN as u64,
+        };
+        let segment_chunks = prev_pow2(wanted).min(gpu.max_segment_chunks);
+        Ok(WgpuBackend {
+            info,
+            resident: ResidentHasher::from_gpu(gpu.clone()),
+            streams: StreamPool::new(),
+            gpu,
+            segment_chunks,
+        })
+    }
+
+    /// Bytes of host input per segment.
+    ///
+    /// ```no_run
+    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
+    /// assert!(gpu.segment_bytes().is_power_of_two());
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn segment_bytes(&self) -> u64 {
+        self.segment_chunks * CHUNK_LEN as u64
+    }
+
+    /// The backend's `wgpu::Device`: create buffers on it to hash them with [`resident`](Self::resident).
+    ///
+    /// ```no_run
+    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
+    /// println!("{:?}", gpu.device().limits().max_storage_buffer_binding_size);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn device(&self) -> &::wgpu::Device {
+        &self.gpu.device
+    }
+
+    /// The backend's `wgpu::Queue`.
+    ///
+    /// ```no_run
+    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
+    /// gpu.queue().submit([]);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn queue(&self) -> &::wgpu::Queue {
+        &self.gpu.queue
+    }
+
+    /// A [`ResidentHasher`] on the backend's own device (sharing its pipelines), for buffers
+    /// created on [`device`](Self::device).
+    ///
+    /// ```no_run
+    /// use b3accel::Mode;
+    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
+    /// let buf = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+    ///     label: None, size: 4096, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+    ///     mapped_at_creation: false,
+    /// });
+    /// gpu.queue().write_buffer(&buf, 0, &[1u8; 4096]);
+    /// assert_eq!(gpu.resident().hash(&buf, 0, 4096, &Mode::Hash)?, blake3::hash(&[1u8; 4096]));
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn resident(&self) -> &ResidentHasher {
+        &self.resident
+    }
+
+    /// True when this device has timestamp queries (in passes and in encoders), so that
+    /// [`hash_timed`](Self::hash_timed) times the device's work itself.
+    ///
+    /// ```no_run
+    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
+    /// println!("timestamps: {}", gpu.has_timestamps());
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn has_timestamps(&self) -> bool {
+        self.gpu.timestamps
+    }
+
+    /// Hashes host memory as [`hash_on`](crate::hash_on) does, and says where the time went.
+    ///
+    /// With timestamp queries ([`has_timestamps`](Self::has_timestamps)) the segments are
+    /// pipelined as in any other call: `upload` is the host's copy into mapped staging memory
+    /// (wall clock) plus the device's copy to its own memory (timestamps), `kernel` the hashing
+    /// passes (timestamps), `download` the copy of the CVs back (timestamps) plus reading them
+    /// (wall clock); the phases of different segments overlap, so `total` can be less than
+    /// their sum. Without timestamp queries each phase of each segment is submitted and waited
+    /// for alone and timed by the wall clock, so `total` is then their sum plus host work.
+    ///
+    /// ```no_run
+    /// use b3accel::Mode;
+    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
+    /// let data = vec![1u8; 256 << 20];
+    /// let (hash, t) = gpu.hash_timed(&data, &Mode::Hash)?;
+    /// assert_eq!(hash, blake3::hash(&data));
+    /// println!("upload {:?} kernel {:?} download {:?} total {:?}", t.upload, t.kernel, t.download, t.total);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_timed(&self, data: &[u8], mode: &Mode) -> Result<(Hash, Timings)> {
+        let start = Instant::now();
+        let domain = mode.domain();
+        let mut t = Timings::default();
+        let output = if data.len() <= CHUNK_LEN {
+            tree::chunk_output(data, 0, domain)
+        } else {
+            let full = (data.len() - 1) / CHUNK_LEN * CHUNK_LEN;
+            let mut stack = CvStack::new();
+            stack.commit_runs((full / CHUNK_LEN) as u64, MAX_SUBTREE, domain, |off, n, first, out| {
+                let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
+                self.host_subtrees(run, first, MAX_SUBTREE, domain, out, Some(&mut t))
+            })?;
+            stack.finalize(&data[full..], domain)
+        };
+        t.total = start.elapsed();
+        Ok((Hash::from_bytes(output.root_hash()), t))
+    }
+
+    fn host_subtrees(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        domain: Domain,
+        out: &mut [Cv],
+        timings: Option<&mut Timings>,
+    ) -> Result<()> {
+        self.gpu.check_health()?;
+        let gpu = &*self.gpu;
+        scoped(&gpu.device, gpu.id, || {
+            buffers::stream_host(
+                gpu,
+                &self.streams,
+                self.segment_chunks.min(max_chunks),
+                input,
+                first_chunk,
+                max_chunks,
+                domain,
+                out,
+                timings,
+            )
+        })
+    }
+}
+
+impl Backend for WgpuBackend {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// 16 MiB: a dispatch and a round trip cost tens of microseconds, which 16 MiB of hashing
+    /// hides on a fast GPU; the hasher's memory stays bounded by it.
+    fn batch_len(&self) -> usize {
+        16 << 20
+    }
+
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        check_subtree_args(input, first_chunk, MAX_SUBTREE, out)?;
+        self.host_subtrees(input, first_chunk, MAX_SUBTREE, Domain { key: *key, flags }, out, None)
+    }
+
+    /// One pipelined stream for the whole run (segments no larger than the cap), rather than
+    /// one call per capped piece.
+    fn chunk_subtrees_capped(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        check_subtree_args(input, first_chunk, max_chunks, out)?;
+        self.host_subtrees(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, None)
+    }
+
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
+        check_blocks_args(blocks, out)?;
+        if blocks.is_empty() {
+            return Ok(());
+        }
+        self.gpu.check_health()?;
+        let gpu = &*self.gpu;
+        scoped(&gpu.device, gpu.id, || buffers::hash_blocks(gpu, blocks, out))
+    }
+}

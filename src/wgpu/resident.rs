@@ -1,0 +1,339 @@
+//! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
+
+use super::{merge_segments, pieces_of, scoped, Gpu, MapTicket, WgpuOptions, QUERIES_PER_SEG, READBACK_STRIDE};
+use crate::backend::{Timings, MAX_SUBTREE};
+use crate::compress::CHUNK_LEN;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::hasher::OutputReader;
+use crate::tree::{self, Domain, Output};
+use crate::{Hash, Mode};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Hashes `wgpu::Buffer`s that lie on a device: yours (created on your own `wgpu::Device` with
+/// `BufferUsages::STORAGE`), or a [`WgpuBackend`](super::WgpuBackend)'s
+/// ([`WgpuBackend::resident`](super::WgpuBackend::resident)).
+///
+/// All the bulk work runs on the device; what comes back to the host is one chaining value per
+/// complete subtree (a few dozen bytes per segment of up to the device's largest storage binding)
+/// and the input's last chunk (at most 1024 bytes), which the crate's tree module finishes on the
+/// CPU. One call is one submission.
+///
+/// Your device's limits decide the segment size (the default limits allow 128 MiB segments; pass
+/// the adapter's `limits()` when you create the device to get the most). wgpu errors inside a call
+/// are caught with error scopes and returned as [`Error`]s; your device's own error handler and
+/// lost-device callback are left alone.
+///
+/// ```no_run
+/// use b3accel::{wgpu::ResidentHasher, Mode};
+/// # let (device, queue): (wgpu::Device, wgpu::Queue) = unimplemented!();
+/// let hasher = ResidentHasher::new(&device, &queue)?;
+/// let buf = device.create_buffer(&wgpu::BufferDescriptor {
+///     label: Some("data"), size: 1 << 20,
+///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false,
+/// });
+/// queue.write_buffer(&buf, 0, &vec![9u8; 1 << 20]);
+/// let hash = hasher.hash(&buf, 0, 1 << 20, &Mode::Hash)?;
+/// assert_eq!(hash, blake3::hash(&vec![9u8; 1 << 20]));
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct ResidentHasher {
+    gpu: Arc<Gpu>,
+}
+
+impl std::fmt::Debug for ResidentHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResidentHasher")
+            .field("device", &self.gpu.id)
+            .field("max_segment_bytes", &(self.gpu.max_segment_chunks * CHUNK_LEN as u64))
+            .finish()
+    }
+}
+
+impl ResidentHasher {
+    /// Builds the BLAKE3 pipelines on your device. The device needs compute shaders, 256
+    /// invocations and 8 KiB of memory per workgroup and three storage buffers per stage (the
+    /// WebGPU defaults).
+    ///
+    /// ```no_run
+    /// # let (device, queue): (wgpu::Device, wgpu::Queue) = unimplemented!();
+    /// let hasher = b3accel::wgpu::ResidentHasher::new(&device, &queue)?;
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn new(device: &::wgpu::Device, queue: &::wgpu::Queue) -> Result<ResidentHasher> {
+        // Name the device as `devices()` lists it where its adapter is one of ours.
+        let info = device.adapter_info();
+        let id = super::adapter::registry()
+            .adapters
+            .iter()
+            .find(|(a, _)| a.get_info() == info)
+            .map(|(_, d)| d.device)
+            .unwrap_or(Device::Wgpu(usize::MAX));
+        let gpu = Gpu::new(device.clone(), queue.clone(), id, &WgpuOptions::default(), None)?;
+        Ok(ResidentHasher { gpu: Arc::new(gpu) })
+    }
+
+    pub(crate) fn from_gpu(gpu: Arc<Gpu>) -> ResidentHasher {
+        ResidentHasher { gpu }
+    }
+
+    /// Largest segment, in bytes, that one storage binding of this device holds (a power of two).
+    /// Longer inputs are hashed in several segments, still in one submission.
+    ///
+    /// ```no_run
+    /// # let hasher: b3accel::wgpu::ResidentHasher = unimplemented!();
+    /// assert!(hasher.max_segment_bytes().is_power_of_two());
+    /// ```
+    pub fn max_segment_bytes(&self) -> u64 {
+        self.gpu.max_segment_chunks * CHUNK_LEN as u64
+    }
+
+    /// The hash, in `mode`, of the `len` bytes of `buffer` that start at byte `offset`.
+    ///
+    /// `buffer` needs `BufferUsages::STORAGE` and must belong to this hasher's device; `offset`
+    /// must be a multiple of the device's `min_storage_buffer_offset_alignment` (256 at most),
+    /// and the buffer must extend to `offset + len` rounded up to 4 bytes.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let key = [7u8; 32];
+    /// let mac = hasher.hash(&buf, 0, buf.size(), &b3accel::Mode::Keyed(key))?;
+    /// println!("{mac}");
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Hash> {
+        Ok(Hash::from_bytes(self.root(buffer, offset, len, mode.domain(), None)?.root_hash()))
+    }
+
+    /// [`hash`](Self::hash), and where the time went: `kernel` is the hashing passes as the
+    /// device's timestamp queries measure them, `download` the device's time after the passes
+    /// (copying the CVs and the last chunk out, by timestamps) plus the host's reading of them,
+    /// `total` the wall time of the call; what `total` has beyond the others is the host's and
+    /// the driver's (encoding, submission, waiting). `upload` is zero: the data is already
+    /// there. Without timestamp queries `kernel` is zero and `download` the host's part only.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (hash, t) = hasher.hash_timed(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+    /// println!("{hash}: {:.1} GB/s in the kernel", buf.size() as f64 / t.kernel.as_secs_f64() / 1e9);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_timed(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<(Hash, Timings)> {
+        let start = Instant::now();
+        let mut t = Timings::default();
+        let out = self.root(buffer, offset, len, mode.domain(), Some(&mut t))?;
+        t.total = start.elapsed();
+        Ok((Hash::from_bytes(out.root_hash()), t))
+    }
+
+    /// An extendable-output reader over the `len` bytes of `buffer` at `offset`, in `mode`
+    /// (requirements as for [`hash`](Self::hash)).
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let mut okm = [0u8; 64];
+    /// hasher
+    ///     .xof_reader(&buf, 0, 1000, &b3accel::Mode::DeriveKey("app v1 keys".into()))?
+    ///     .fill(&mut okm);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn xof_reader(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<OutputReader> {
+        Ok(OutputReader::new(self.root(buffer, offset, len, mode.domain(), None)?))
+    }
+
+    fn root(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        domain: Domain,
+        timings: Option<&mut Timings>,
+    ) -> Result<Output> {
+        let gpu = &*self.gpu;
+        if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
+            return Err(Error::InvalidInput(format!(
+                "device-resident hashing needs a buffer with STORAGE usage (it has {:?})",
+                buffer.usage()
+            )));
+        }
+        if !offset.is_multiple_of(gpu.storage_align) {
+            return Err(Error::InvalidInput(format!(
+                "offset {offset} is not a multiple of the device's storage offset alignment {}",
+                gpu.storage_align
+            )));
+        }
+        let end = offset.checked_add(len.next_multiple_of(4)).filter(|&e| e <= buffer.size());
+        if end.is_none() {
+            return Err(Error::InvalidInput(format!(
+                "{len} bytes at offset {offset} (rounded up to whole 4-byte words) do not fit in a buffer of {} bytes",
+                buffer.size()
+            )));
+        }
+        if len == 0 {
+            return Ok(tree::chunk_output(&[], 0, domain));
+        }
+        gpu.check_health()?;
+        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, domain, timings))
+    }
+
+    fn root_on_device(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        domain: Domain,
+        timings: Option<&mut Timings>,
+    ) -> Result<Output> {
+        let gpu = &*self.gpu;
+        let last = tree::last_chunk_len(len);
+        let full = (len - last) / CHUNK_LEN as u64;
+        let seg = gpu.max_segment_chunks.min(full.next_power_of_two()).max(1);
+        let count = full.div_ceil(seg);
+        let scr = gpu.take_scratch(seg, count.max(1));
+        let queries = scr.queries.as_ref().filter(|_| timings.is_some());
+        let mut enc =
+            gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel resident") });
+        if let Some((q, _)) = queries {
+            // Queries 0 and 1 (unused by a resident segment, which has no upload) bracket the
+            // whole submission.
+            enc.write_timestamp(q, 0);
+        }
+        for k in 0..count {
+            let n_k = seg.min(full - k * seg);
+            gpu.encode_segment(
+                &mut enc,
+                &scr,
+                k,
+                buffer,
+                offset + k * seg * CHUNK_LEN as u64,
+                n_k,
+                k * seg,
+                domain,
+                queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
+            );
+        }
+
+        // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage.
+        let tail_start = offset + full * CHUNK_LEN as u64;
+        let aligned = tail_start / gpu.storage_align * gpu.storage_align;
+        let src_word = (tail_start - aligned) / 4;
+        let words = last.div_ceil(4);
+        let tail_params_at = super::MAX_PASSES * super::PARAMS_STRIDE * scr.segs;
+        let p = super::Params { n_items: words as u32, src_word: src_word as u32, ..Default::default() };
+        gpu.queue.write_buffer(&scr.params, tail_params_at, &p.bytes());
+        let bg = gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+            label: Some("b3accel copy_tail"),
+            layout: &gpu.pipes.tail_layout,
+            entries: &[
+                ::wgpu::BindGroupEntry { binding: 1, resource: scr.tail.as_entire_binding() },
+                ::wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                        buffer: &scr.params,
+                        offset: 0,
+                        size: ::wgpu::BufferSize::new(super::PARAMS_BYTES),
+                    }),
+                },
+                ::wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                        buffer,
+                        offset: aligned,
+                        size: ::wgpu::BufferSize::new((src_word + words) * 4),
+                    }),
+                },
+            ],
+        });
+        {
+            let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+                label: Some("b3accel copy_tail"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&gpu.pipes.tail);
+            pass.set_bind_group(0, &bg, &[tail_params_at as u32]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        let tail_at = READBACK_STRIDE * scr.segs;
+        enc.copy_buffer_to_buffer(&scr.tail, 0, &scr.readback, tail_at, words * 4);
+        if let Some((q, resolve)) = queries {
+            enc.write_timestamp(q, 1);
+            enc.resolve_query_set(q, 0..count.max(1) as u32 * QUERIES_PER_SEG, resolve, 0);
+        }
+        let index = gpu.queue.submit([enc.finish()]);
+        let ticket = MapTicket::begin(&scr.readback, ::wgpu::MapMode::Read);
+        gpu.wait(&index, &ticket)?;
+        let t_read = Instant::now();
+
+        let view = scr
+            .readback
+            .get_mapped_range(..)
+            .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
+        let segments: Vec<_> = (0..count)
+            .map(|k| {
+                let n_k = seg.min(full - k * seg);
+                let at = (k * READBACK_STRIDE) as usize;
+                (n_k, pieces_of(&view[at..], n_k))
+            })
+            .collect();
+        let tail = view[tail_at as usize..(tail_at + last) as usize].to_vec();
+        drop(view);
+        scr.readback.unmap();
+        if let Some(t) = timings {
+            t.download += t_read.elapsed();
+            if let Some((_, resolve)) = queries {
+                let (kernel, after) = read_pass_times(gpu, resolve, count)?;
+                t.kernel += kernel;
+                t.download += after;
+            }
+        }
+        gpu.give_scratch(scr);
+
+        tree::hash_resident(len, &tail, domain, |off, n, _first, out| {
+            if off != 0 || n != full {
+                return Err(Error::InvalidInput(format!(
+                    "internal: a resident input of {full} full chunks committed as a run of {n} at {off}"
+                )));
+            }
+            merge_segments(&segments, MAX_SUBTREE, domain, out)
+        })
+    }
+}
+
+/// From the resolved timestamps of a resident submission of `count` segments: the summed
+/// durations of the hashing passes (queries 2 and 3 of each segment's five), and the device time
+/// from the end of the last pass to the end of the submission (query 1: the last chunk's copy and
+/// the copies into the readback buffer).
+fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<(Duration, Duration)> {
+    let bytes = count.max(1) * QUERIES_PER_SEG as u64 * 8;
+    let rb = gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+        label: Some("b3accel timestamps readback"),
+        size: bytes,
+        usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: None });
+    enc.copy_buffer_to_buffer(resolve, 0, &rb, 0, bytes);
+    let index = gpu.queue.submit([enc.finish()]);
+    let ticket = MapTicket::begin(&rb, ::wgpu::MapMode::Read);
+    gpu.wait(&index, &ticket)?;
+    let view = rb
+        .get_mapped_range(..)
+        .map_err(|e| Error::Device { device: gpu.id, detail: format!("timestamp readback not mapped: {e:?}") })?;
+    let tick = |i: u64| {
+        let at = (i * 8) as usize;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&view[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let ns = |d: u64| Duration::from_nanos((d as f64 * gpu.timestamp_period) as u64);
+    let mut kernel = Duration::ZERO;
+    let mut last_end = tick(0);
+    for k in 0..count {
+        let base = k * QUERIES_PER_SEG as u64;
+        kernel += ns(tick(base + 3).saturating_sub(tick(base + 2)));
+        last_end = last_end.max(tick(base + 3));
+    }
+    Ok((kernel, ns(tick(1).saturating_sub(last_end))))
+}
