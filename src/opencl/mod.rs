@@ -32,9 +32,12 @@
 //! ```
 
 mod context;
+mod merkle;
 mod resident;
 mod stream;
 mod worker;
+
+pub use merkle::MerkleInner;
 
 use crate::backend::{check_blocks_args, check_subtree_args, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
@@ -45,7 +48,7 @@ use crate::{Hash, Mode};
 use context::{BuildConfig, Limits};
 use ocl::core;
 use std::sync::{Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use worker::{Prof, Worker};
 
 /// Every OpenCL device of every platform, in order: the N-th is `Device::OpenCl(N)`.
@@ -81,6 +84,21 @@ pub struct OpenClOptions {
     pub chunk_work_group: Option<usize>,
     /// Work-items (= CVs) per work-group of the parent kernel, a power of two. Default as above.
     pub parent_work_group: Option<usize>,
+    /// Work-items per work-group of the Merkle kernel, a power of two; each takes a pair of nodes,
+    /// so a group reduces up to `2 * merkle_work_group` nodes by up to `log2` of that many levels.
+    /// Default: 256 on a GPU, 64 on a CPU device, lowered to what the device allows.
+    pub merkle_work_group: Option<usize>,
+    /// How many levels the Merkle kernel reduces per dispatch while a level still has many groups'
+    /// worth of nodes (at least 1, at most `log2(2 * merkle_work_group)`). Default: so many that
+    /// the group's last level still has 32 work-items at work (a whole NVIDIA warp): levels with
+    /// fewer leave most of a SIMD unit idle, which costs more than one more dispatch. Small levels
+    /// are always reduced as far as a group goes.
+    pub merkle_levels: Option<u32>,
+    /// How the host waits for the device to finish a call: `Some(true)` polls the command's
+    /// status in a loop (lowest latency, one core busy while it waits), `Some(false)` blocks in
+    /// the driver (`clWaitForEvents`). Default: polling on GPUs, blocking on CPU devices, whose
+    /// cores do the work being waited for.
+    pub spin_wait: Option<bool>,
     /// Stage the chunk kernel's loads through local memory (`true`) or let each work-item read its
     /// own chunk (`false`). Default: chosen per device type from measurements.
     pub staged_loads: Option<bool>,
@@ -131,6 +149,10 @@ pub struct OpenClBackend {
     streaming_stores: bool,
     /// PoCL: calls are serialised, see [`Pool::with_worker`].
     serialize: bool,
+    /// Levels per Merkle dispatch while levels are large.
+    merkle_levels: u32,
+    /// Poll events instead of blocking on them.
+    spin_wait: bool,
 }
 
 impl std::fmt::Debug for OpenClBackend {
@@ -140,10 +162,46 @@ impl std::fmt::Debug for OpenClBackend {
             .field("name", &self.info.name)
             .field("chunk_work_group", &self.config.chunk_wg)
             .field("parent_work_group", &self.config.parent_wg)
+            .field("merkle_work_group", &self.config.merkle_wg)
             .field("staged_loads", &self.config.staged)
             .field("segment_bytes", &self.segment_bytes)
             .finish()
     }
+}
+
+/// Where the wall time of one call on device-resident data went, from the driver's profiling
+/// events and the host's clock (the `*_profiled` methods of [`OpenClBackend`]). The parts of
+/// `total` are `before_device` (the host's work up to the first command), `launch` (that
+/// command's wait before it started on the device), `device_span` (from the first command's
+/// start to the last one's end: the kernels, and the gaps between commands) and `after_device`
+/// (from the device's last command to the return: the host noticing, and its own finishing). The
+/// last one relates the device's clock to the host's through the first command's queuing time, so
+/// it is an estimate to a microsecond or so.
+///
+/// ```
+/// let p = b3accel::opencl::Profile::default();
+/// assert_eq!(p.kernel, std::time::Duration::ZERO);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// Host-to-device copies, summed.
+    pub upload: Duration,
+    /// Kernel execution, summed over dispatches.
+    pub kernel: Duration,
+    /// Device-to-host copies, summed.
+    pub download: Duration,
+    /// Wall time of the whole call.
+    pub total: Duration,
+    /// From the call's start to the first command's queuing.
+    pub before_device: Duration,
+    /// From the first command's queuing to its start on the device.
+    pub launch: Duration,
+    /// From the first command's start to the last command's end, on the device.
+    pub device_span: Duration,
+    /// From the last command's end to the call's return.
+    pub after_device: Duration,
+    /// How many commands the call enqueued.
+    pub commands: usize,
 }
 
 /// The converse of a driver error: out of memory where the driver says so, else a device error.
@@ -211,7 +269,9 @@ impl OpenClBackend {
         .map_err(|e| Error::Device { device, detail: format!("creating a command queue: {e}") })?;
 
         let mut config = initial_config(device, &limits, options)?;
-        let user_sized = options.chunk_work_group.is_some() || options.parent_work_group.is_some();
+        let user_sized = options.chunk_work_group.is_some()
+            || options.parent_work_group.is_some()
+            || options.merkle_work_group.is_some();
         let (program, build_log) = loop {
             let (program, log) = context::build(device, context.as_core(), device_id, &config)?;
             // The compiler may allow fewer work-items per group than the device (registers).
@@ -224,13 +284,14 @@ impl OpenClBackend {
             };
             let chunk_fits = fits("chunk_cvs", config.chunk_wg)?;
             let parent_fits = fits("parent_cvs", config.parent_wg)?;
-            if chunk_fits && parent_fits {
+            let merkle_fits = fits("merkle_levels", config.merkle_wg)?;
+            if chunk_fits && parent_fits && merkle_fits {
                 break (program, log);
             }
-            if user_sized || (config.chunk_wg == 1 && config.parent_wg == 1) {
+            if user_sized || (config.chunk_wg == 1 && config.parent_wg == 1 && config.merkle_wg == 1) {
                 return Err(Error::InvalidInput(format!(
-                    "{device}: the kernels cannot run {} x {} work-items per group on {}",
-                    config.chunk_wg, config.parent_wg, info.name
+                    "{device}: the kernels cannot run {} / {} / {} work-items per group on {}",
+                    config.chunk_wg, config.parent_wg, config.merkle_wg, info.name
                 )));
             }
             if !chunk_fits {
@@ -238,6 +299,9 @@ impl OpenClBackend {
             }
             if !parent_fits {
                 config.parent_wg = (config.parent_wg / 2).max(1);
+            }
+            if !merkle_fits {
+                config.merkle_wg = (config.merkle_wg / 2).max(1);
             }
         };
 
@@ -251,6 +315,20 @@ impl OpenClBackend {
             None => default_segment(&limits),
         };
         let max_workers = if options.max_workers == 0 { 4 } else { options.max_workers };
+        let merkle_span = (2 * config.merkle_wg).trailing_zeros();
+        let merkle_levels = match options.merkle_levels {
+            Some(l) if (1..=merkle_span).contains(&l) => l,
+            Some(l) => {
+                return Err(Error::InvalidInput(format!(
+                    "{device}: {l} Merkle levels per dispatch is not between 1 and {merkle_span}"
+                )))
+            }
+            // On a CPU device idle work-items cost next to nothing: a group goes as far as it can.
+            None if limits.is_cpu => merkle_span,
+            // The last level a group makes keeps 32 work-items busy.
+            None => merkle_span.saturating_sub(5).max(1),
+        };
+        let spin_wait = options.spin_wait.unwrap_or(!limits.is_cpu);
         Ok(OpenClBackend {
             pool: Pool::new(max_workers),
             info,
@@ -265,6 +343,8 @@ impl OpenClBackend {
             segment_bytes,
             max_alloc_bytes: options.max_alloc_bytes.unwrap_or(u64::MAX),
             streaming_stores: options.streaming_stores.unwrap_or(false),
+            merkle_levels,
+            spin_wait,
         })
     }
 
@@ -403,6 +483,7 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
     let mut config = BuildConfig {
         chunk_wg: pick(options.chunk_work_group, "chunk")?,
         parent_wg: pick(options.parent_work_group, "parent")?,
+        merkle_wg: pick(options.merkle_work_group, "merkle")?,
         // Direct loads: each work-item's 64-byte block reads use whole 32-byte sectors, and the L1
         // cache serves the rest of the line. Measured on an H200 (NVIDIA OpenCL, driver 580) at
         // 1 GiB: 1.51 TB/s direct against 1.29 TB/s staged through local memory (256-chunk groups).
@@ -420,6 +501,9 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
             )));
         }
         config.chunk_wg /= 2;
+    }
+    while config.merkle_wg as u64 * 48 > limits.local_mem && config.merkle_wg > 1 {
+        config.merkle_wg /= 2;
     }
     while config.parent_wg as u64 * 48 > limits.local_mem && config.parent_wg > 1 {
         config.parent_wg /= 2;
@@ -463,6 +547,19 @@ impl Backend for OpenClBackend {
             return Ok(());
         }
         self.pool.with_worker(self, |w| w.hash_blocks(self, blocks, out))
+    }
+
+    /// Uploads the leaves once and reduces them on the device, several levels per dispatch
+    /// (see `shaders/blake3.cl`); the inner levels come back only when `inner` asks for them.
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        merkle::merkle_host(self, leaves, inner)
+    }
+
+    /// Messages of up to 64 chunks: one work-item per chunk of each message, then, for messages
+    /// longer than a chunk, one per message to merge its chunks. Longer ones one at a time
+    /// through the chunk kernels.
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        merkle::hash_many_host(self, data, msg_len, Domain { key: *key, flags }, out)
     }
 }
 
