@@ -55,11 +55,16 @@ const LARGE_LEVEL: u64 = 1 << 18;
 /// Messages of at most this many chunks from host memory go through the `many_*` kernels; longer
 /// ones one at a time through the chunk kernels, which spread one message over the device.
 const MANY_MAX_CHUNKS: u64 = 64;
-/// Work-items of one `many_chunks` dispatch.
-const MANY_ITEMS: u64 = 1 << 26;
-/// Work-items of one `many_chunks` dispatch whose chaining values go to scratch (2^22 CVs are
-/// 128 MiB).
-const MANY_SCRATCH_ITEMS: u64 = 1 << 22;
+/// How many work-items one `many_chunks` dispatch has at most: `items` for messages of one chunk,
+/// `scratch_items` for longer ones, whose chunk CVs go to scratch memory.
+#[derive(Clone, Copy)]
+struct ManyCaps {
+    items: u64,
+    scratch_items: u64,
+}
+
+/// 2^26 one-chunk messages per dispatch; 2^22 chunk CVs (128 MiB) of longer ones.
+const MANY_CAPS: ManyCaps = ManyCaps { items: 1 << 26, scratch_items: 1 << 22 };
 /// Bytes of host messages uploaded at once.
 const HOST_BATCH_BYTES: usize = 64 << 20;
 
@@ -157,6 +162,7 @@ impl Worker {
         domain: Domain,
         out: &Mem,
         out_at: u64,
+        caps: ManyCaps,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Event> {
         debug_assert!(msg_len >= 1 && count >= 1);
@@ -169,7 +175,7 @@ impl Worker {
             l if l % 4 == 0 => 4,
             _ => 1,
         };
-        let per_dispatch = if chunks == 1 { MANY_ITEMS } else { (MANY_SCRATCH_ITEMS / chunks).max(1) };
+        let per_dispatch = if chunks == 1 { caps.items } else { (caps.scratch_items / chunks).max(1) };
         let cvs = if chunks == 1 {
             None
         } else {
@@ -520,7 +526,8 @@ impl OpenClBackend {
                 core::flush(&queue).map_err(|e| w.err("flushing the queue", e))?;
                 ev
             } else {
-                w.enqueue_many(&queue, data.as_core(), msg_len as u64, 0, count as u64, domain, out.as_core(), 0, prof)?
+                let (n, len) = (count as u64, msg_len as u64);
+                w.enqueue_many(&queue, data.as_core(), len, 0, n, domain, out.as_core(), 0, MANY_CAPS, prof)?
             };
             w.wait(&last)?;
             w.trim();
@@ -597,10 +604,68 @@ pub(super) fn hash_many_host(
             // SAFETY: a blocking write: `msgs` is read before the call returns.
             unsafe { core::enqueue_write_buffer(&queue, &input, true, 0, msgs, None::<&Event>, None::<&mut Event>) }
                 .map_err(|e| w.err("uploading messages", e))?;
-            w.enqueue_many(&queue, &input, msg_len as u64, 0, hashes.len() as u64, domain, &output, 0, &mut None)?;
+            let (n, len) = (hashes.len() as u64, msg_len as u64);
+            w.enqueue_many(&queue, &input, len, 0, n, domain, &output, 0, MANY_CAPS, &mut None)?;
             read_into(w, &queue, &output, hashes.as_flattened_mut())?;
         }
         w.trim();
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuBackend;
+    use crate::Backend;
+
+    /// Many dispatches per call, with tiny caps: every dispatch's messages and outputs must land
+    /// at the right offsets, for one-chunk and longer messages.
+    #[test]
+    fn many_dispatches_per_call_land_at_their_offsets() {
+        let Ok(list) = super::super::enumerate() else {
+            assert!(std::env::var("CI").is_err(), "CI=true: the OpenCL backend must have a device");
+            eprintln!("*** no OpenCL device: many_dispatches_per_call_land_at_their_offsets did NOT run ***");
+            return;
+        };
+        let domain = Domain::keyed(&[7; 32]);
+        for (i, info) in list.iter().enumerate() {
+            let be = OpenClBackend::open(i).unwrap();
+            for (msg_len, count) in [(64usize, 23usize), (5, 31), (1500, 9), (3000, 7)] {
+                let data: Vec<u8> = (0..msg_len * count).map(|k| (k * 31 % 251) as u8).collect();
+                let mut want = vec![[0u8; 32]; count];
+                CpuBackend::new().hash_many(&data, msg_len, &domain.key, domain.flags, &mut want).unwrap();
+                let caps = ManyCaps { items: 5, scratch_items: 7 };
+                let got = be
+                    .pool
+                    .with_worker(&be, |w| {
+                        let queue = w.compute.clone();
+                        let input = w.input.get(w.device, &w.context, data.len())?;
+                        let output = w.output.get(w.device, &w.context, (count + 3) * 32)?;
+                        // SAFETY: blocking write and read of local vectors.
+                        unsafe {
+                            core::enqueue_write_buffer(
+                                &queue,
+                                &input,
+                                true,
+                                0,
+                                &data,
+                                None::<&Event>,
+                                None::<&mut Event>,
+                            )
+                        }
+                        .unwrap();
+                        // Messages 2.. of the buffer, to nodes 3.. of the output.
+                        let (n, len) = ((count - 2) as u64, msg_len as u64);
+                        let last = w.enqueue_many(&queue, &input, len, 2, n, domain, &output, 3, caps, &mut None)?;
+                        w.wait(&last)?;
+                        let mut out = vec![[0u8; 32]; count + 1];
+                        read_into(w, &queue, &output, out.as_flattened_mut())?;
+                        Ok(out)
+                    })
+                    .unwrap();
+                assert_eq!(got[3..], want[2..], "{}: {count} x {msg_len} bytes", info.name);
+            }
+        }
+    }
 }
