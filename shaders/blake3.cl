@@ -416,7 +416,11 @@ inline void load_block(__global const uchar *p, uint len, uint align, uint m[16]
                             : (uint)p[at] | (uint)p[at + 1u] << 8 | (uint)p[at + 2u] << 16 |
                                   (uint)p[at + 3u] << 24;
         } else if (at < len) {
-            for (uint k = 0; at + k < len; k++) x |= (uint)p[at + k] << (8u * k);
+            // The last 1 to 3 bytes.
+            uint rest = len - at;
+            x = (uint)p[at];
+            if (rest > 1u) x |= (uint)p[at + 1u] << 8;
+            if (rest > 2u) x |= (uint)p[at + 2u] << 16;
         }
         m[w] = x;
     }
