@@ -16,6 +16,9 @@
 //!   --many N          hash_many of N device-resident 64-byte messages (default 2^24 = 16777216;
 //!                     0 skips), and N/16 messages of 1 KiB, checked against the CPU backend
 //!   --spin LIST       waits to compare for device-resident calls: spin, block (default both)
+//!   --merkle-configs L  with --sweep, Merkle work-group sizes and levels per dispatch to try, as
+//!                     WG:LEVELS,... (default 128:3,128:4,256:3,256:4,256:5), each also with
+//!                     every --build-options set
 //!   --json FILE       write every figure as JSON
 //! ```
 //!
@@ -97,6 +100,7 @@ mod bench {
         merkle: u32,
         many: usize,
         spin: Vec<bool>,
+        merkle_configs: Vec<(usize, u32)>,
     }
 
     fn args() -> Args {
@@ -112,6 +116,7 @@ mod bench {
             merkle: 25,
             many: 1 << 24,
             spin: vec![true, false],
+            merkle_configs: vec![(128, 3), (128, 4), (256, 3), (256, 4), (256, 5)],
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -125,7 +130,19 @@ mod bench {
                 "--host" => a.host = parse_size(&val()),
                 "--big" => a.big = parse_size(&val()),
                 "--sweep" => a.sweep = true,
-                "--wg" => a.wg = val().split(',').map(|s| s.parse().expect("--wg 64,128")).collect(),
+                "--wg" => {
+                    a.wg = val().split(',').filter(|s| !s.is_empty()).map(|s| s.parse().expect("--wg 64,128")).collect()
+                }
+                "--merkle-configs" => {
+                    a.merkle_configs = val()
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| {
+                            let (wg, levels) = s.split_once(':').expect("--merkle-configs WG:LEVELS,...");
+                            (wg.parse().expect("work-group size"), levels.parse().expect("levels"))
+                        })
+                        .collect()
+                }
                 "--json" => a.json = Some(val()),
                 "--merkle" => a.merkle = val().parse().expect("--merkle K"),
                 "--many" => a.many = val().parse().expect("--many N"),
@@ -199,8 +216,9 @@ mod bench {
     /// Where a call's wall time went, in microseconds (medians of the parts over many calls).
     fn breakdown(p: &Profile) -> String {
         format!(
-            "before {:.1} + launch {:.1} + device span {:.1} + after {:.1} = {:.1} us, {} commands",
+            "before {:.1} + enqueue {:.1} + launch {:.1} + device span {:.1} + after {:.1} = {:.1} us, {} commands",
             us(p.before_device),
+            us(p.enqueue),
             us(p.launch),
             us(p.device_span),
             us(p.after_device),
@@ -212,7 +230,7 @@ mod bench {
     fn profile_json(p: &Profile) -> Value {
         json!({
             "kernel_us": us(p.kernel), "download_us": us(p.download), "total_us": us(p.total),
-            "before_device_us": us(p.before_device), "launch_us": us(p.launch),
+            "before_device_us": us(p.before_device), "enqueue_us": us(p.enqueue), "launch_us": us(p.launch),
             "device_span_us": us(p.device_span), "after_device_us": us(p.after_device),
             "commands": p.commands,
         })
@@ -240,6 +258,7 @@ mod bench {
             download: part(|p| p.download),
             total: part(|p| p.total),
             before_device: part(|p| p.before_device),
+            enqueue: part(|p| p.enqueue),
             launch: part(|p| p.launch),
             device_span: part(|p| p.device_span),
             after_device: part(|p| p.after_device),
@@ -329,6 +348,7 @@ mod bench {
         // The same leaves from host memory through the Backend trait (upload included).
         let be = OpenClBackend::open(device).expect("open");
         let mut host_walls = Vec::new();
+        b3accel::merkle::merkle_root_with(&be, &leaves).expect("merkle from host");
         for _ in 0..3 {
             let t = Instant::now();
             let root = b3accel::merkle::merkle_root_with(&be, &leaves).expect("merkle from host");
@@ -371,12 +391,19 @@ mod bench {
             count as f64 / p.kernel.as_secs_f64() / 1e9,
             breakdown(&p)
         );
-        // From host memory through the Backend trait, for comparison.
-        let t = Instant::now();
+        // From host memory through the Backend trait, for comparison: after a first call (the
+        // worker's buffers, the output's pages), the best of three.
         let mut host_out = vec![[0u8; 32]; count];
         be.hash_many(&input_bytes, msg_len, &b3accel::IV, 0, &mut host_out).expect("hash_many from host");
-        let host = t.elapsed();
         assert!(host_out == want, "{label}: hash_many from host memory differs");
+        let host = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                be.hash_many(&input_bytes, msg_len, &b3accel::IV, 0, &mut host_out).expect("hash_many from host");
+                t.elapsed()
+            })
+            .min()
+            .expect("three runs");
         println!(
             "  hash_many {count} x {msg_len} B from host memory {label}: {:.2} ms = {:.2} G hashes/s (upload included)",
             host.as_secs_f64() * 1e3,
@@ -450,6 +477,8 @@ mod bench {
         if let Some(&spin) = a.spin.first() {
             configs[0].spin_wait = Some(spin);
         }
+        // And with results read into pageable host memory.
+        configs.push(OpenClOptions { pinned_results: Some(false), ..Default::default() });
         if !a.resident.is_empty() {
             for opt in &a.build_options {
                 configs.push(OpenClOptions { build_options: format!("{verbose} {opt}"), ..Default::default() });
@@ -487,7 +516,7 @@ mod bench {
             };
             let (cw, pw, staged) = be.kernel_config();
             let label = format!(
-                "{}wg{cw}/{pw}{}{}{}",
+                "{}wg{cw}/{pw}{}{}{}{}",
                 if i == 0 { "default:" } else { "" },
                 if staged { "-staged" } else { "-direct" },
                 match opts.spin_wait {
@@ -495,6 +524,7 @@ mod bench {
                     Some(false) => "-block",
                     None => "",
                 },
+                if opts.pinned_results == Some(false) { "-pageable" } else { "" },
                 opts.build_options.replace(&verbose, "")
             );
             if !be.build_log().trim().is_empty() && (i <= a.build_options.len() || nvidia) {
@@ -517,22 +547,20 @@ mod bench {
                 mconfigs
                     .push((format!("default-{wait}"), OpenClOptions { spin_wait: Some(spin), ..Default::default() }));
             }
+            mconfigs
+                .push(("default-pageable".into(), OpenClOptions { pinned_results: Some(false), ..Default::default() }));
             if a.sweep {
-                for wg in [128usize, 256, 512] {
-                    let span = (2 * wg).trailing_zeros();
-                    for levels in [span - 5, span - 4, span - 3, span] {
-                        mconfigs.push((
-                            format!("wg{wg}-L{levels}"),
-                            OpenClOptions {
-                                merkle_work_group: Some(wg),
-                                merkle_levels: Some(levels),
-                                ..Default::default()
-                            },
-                        ));
+                for &(wg, levels) in &a.merkle_configs {
+                    let opts = OpenClOptions {
+                        merkle_work_group: Some(wg),
+                        merkle_levels: Some(levels),
+                        ..Default::default()
+                    };
+                    mconfigs.push((format!("wg{wg}-L{levels}"), opts.clone()));
+                    for opt in &a.build_options {
+                        let with = OpenClOptions { build_options: opt.clone(), ..opts.clone() };
+                        mconfigs.push((format!("wg{wg}-L{levels} {opt}"), with));
                     }
-                }
-                for opt in &a.build_options {
-                    mconfigs.push((opt.clone(), OpenClOptions { build_options: opt.clone(), ..Default::default() }));
                 }
             }
             report["merkle"] = Value::Array(merkle(device, a.merkle, &mconfigs));

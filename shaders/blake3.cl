@@ -41,18 +41,52 @@
 #else
 #define BLOCK_LOOP
 #endif
+//   IMAD_ADDS      write G's two-input additions `c + d` as `d * one + c`, with `one` a value the
+//                  compiler cannot know (get_work_dim() of a 1-D launch): NVIDIA's compiler then
+//                  emits a multiply-add, which runs on the FMA pipe, next to the integer pipe that
+//                  every other operation of G needs. Default 0.
+//   NV_PRMT        rotate by 16 and 8 with NVIDIA's byte permute (inline PTX; NVIDIA only).
+//                  Default 0.
+#ifndef IMAD_ADDS
+#define IMAD_ADDS 0
+#endif
+#ifndef NV_PRMT
+#define NV_PRMT 0
+#endif
 
 // Rotate right; OpenCL's rotate() turns left.
 #define ROTR(x, n) rotate((x), (uint)(32u - (n)))
+#if NV_PRMT
+inline uint rotr16(uint x) {
+    uint r;
+    asm("prmt.b32 %0, %1, %1, 0x1032;" : "=r"(r) : "r"(x));
+    return r;
+}
+inline uint rotr8(uint x) {
+    uint r;
+    asm("prmt.b32 %0, %1, %1, 0x0321;" : "=r"(r) : "r"(x));
+    return r;
+}
+#define ROTR16(x) rotr16(x)
+#define ROTR8(x) rotr8(x)
+#else
+#define ROTR16(x) ROTR(x, 16u)
+#define ROTR8(x) ROTR(x, 8u)
+#endif
+#if IMAD_ADDS
+#define ADD_CD(c, d) ((d) * one + (c))
+#else
+#define ADD_CD(c, d) ((c) + (d))
+#endif
 
 #define G(a, b, c, d, x, y)       \
     a = a + b + (x);              \
-    d = ROTR(d ^ a, 16u);         \
-    c = c + d;                    \
+    d = ROTR16(d ^ a);            \
+    c = ADD_CD(c, d);             \
     b = ROTR(b ^ c, 12u);         \
     a = a + b + (y);              \
-    d = ROTR(d ^ a, 8u);          \
-    c = c + d;                    \
+    d = ROTR8(d ^ a);             \
+    c = ADD_CD(c, d);             \
     b = ROTR(b ^ c, 7u);
 
 // Round r with the schedule macros from the prelude: every message index is a constant, so `m`
@@ -71,6 +105,9 @@
 // The compression function, keeping only the first half of the output: cv = compress(cv, m,
 // counter, block_len, flags)[0..8].
 inline void compress_cv(uint cv[8], const uint m[16], ulong counter, uint block_len, uint flags) {
+#if IMAD_ADDS
+    const uint one = get_work_dim();
+#endif
     uint v0 = cv[0], v1 = cv[1], v2 = cv[2], v3 = cv[3];
     uint v4 = cv[4], v5 = cv[5], v6 = cv[6], v7 = cv[7];
     uint v8 = IV0, v9 = IV1, v10 = IV2, v11 = IV3;
@@ -426,32 +463,48 @@ inline void load_block(__global const uchar *p, uint len, uint align, uint m[16]
     }
 }
 
-// One work-item per chunk of each message: work-item g hashes chunk g % chunks of message
-// first_msg + g / chunks (messages of msg_len >= 1 bytes, each `chunks` chunks long; chunk j has
-// counter j). A message of one chunk is its own root: its hash goes to node out_at + g of `out`.
-// Otherwise that node gets the chunk's chaining value, for many_merge.
-__kernel void many_chunks(__global const uchar *data, ulong msg_len, ulong first_msg, uint n_items,
-                          uint chunks, uint align, uint8 key, uint flags, __global uint4 *out,
-                          ulong out_at) {
-    const uint g = (uint)get_global_id(0);
-    if (g >= n_items) return;
-    const uint i = chunks == 1u ? g : g / chunks;
-    const uint j = g - i * chunks;
-    const ulong skip = (ulong)j * CHUNK_LEN;
-    const ulong left = msg_len - skip;
-    const uint len = left < CHUNK_LEN ? (uint)left : CHUNK_LEN;
-    __global const uchar *p = data + (first_msg + i) * msg_len + skip;
+// The chaining value (or with ROOT in `end`, the hash) of a chunk of 1 to 1024 bytes at `p` with
+// chunk counter `counter`.
+inline void hash_chunk(__global const uchar *p, uint len, uint counter, uint align, uint8 key,
+                       uint flags, uint end, uint cv[8]) {
     const uint blocks = (len + BLOCK_LEN - 1u) / BLOCK_LEN;
-    const uint end = CHUNK_END | (chunks == 1u ? ROOT : 0u);
-    uint cv[8];
     key_words(cv, key);
     uint m[16];
     for (uint b = 0; b < blocks; b++) {
         uint block_len = min(len - b * BLOCK_LEN, BLOCK_LEN);
         load_block(p + b * BLOCK_LEN, block_len, align, m);
         uint f = flags | (b == 0 ? CHUNK_START : 0u) | (b + 1u == blocks ? end : 0u);
-        compress_cv(cv, m, j, block_len, f);
+        compress_cv(cv, m, counter, block_len, f);
     }
+}
+
+// One work-item per message of 1 to 1024 bytes, each its own root: work-item g hashes message
+// first_msg + g into node out_at + g of `out`.
+__kernel void many_one(__global const uchar *data, ulong msg_len, ulong first_msg, uint n_items,
+                       uint align, uint8 key, uint flags, __global uint4 *out, ulong out_at) {
+    const uint g = (uint)get_global_id(0);
+    if (g >= n_items) return;
+    uint cv[8];
+    hash_chunk(data + (first_msg + g) * msg_len, (uint)msg_len, 0, align, key, flags,
+               CHUNK_END | ROOT, cv);
+    store_node(out, out_at + g, cv);
+}
+
+// One work-item per chunk of each message of two or more chunks: work-item g hashes chunk
+// g % chunks of message first_msg + g / chunks (chunk j has counter j) into node out_at + g of
+// `out`: its chaining value, for many_merge.
+__kernel void many_chunks(__global const uchar *data, ulong msg_len, ulong first_msg, uint n_items,
+                          uint chunks, uint align, uint8 key, uint flags, __global uint4 *out,
+                          ulong out_at) {
+    const uint g = (uint)get_global_id(0);
+    if (g >= n_items) return;
+    const uint i = g / chunks;
+    const uint j = g - i * chunks;
+    const ulong skip = (ulong)j * CHUNK_LEN;
+    const ulong left = msg_len - skip;
+    const uint len = left < CHUNK_LEN ? (uint)left : CHUNK_LEN;
+    uint cv[8];
+    hash_chunk(data + (first_msg + i) * msg_len + skip, len, j, align, key, flags, CHUNK_END, cv);
     store_node(out, out_at + g, cv);
 }
 

@@ -320,3 +320,32 @@ fn device_resident_messages() {
         assert!(matches!(be.hash_many_buffer(&input, usize::MAX, 2, &Mode::Hash, &out), Err(Error::InvalidInput(_))));
     }
 }
+
+#[test]
+fn kernel_knobs_give_the_same_hashes() {
+    // The compression function's code-generation knobs (see shaders/blake3.cl) on every kernel:
+    // chunk subtrees, Merkle parents and batches of messages. NV_PRMT is inline PTX: NVIDIA only.
+    for i in devices() {
+        let nvidia = b3accel::backend(Device::OpenCl(i)).unwrap().info().driver.contains("NVIDIA");
+        let mut knobs = vec!["-D IMAD_ADDS=1"];
+        if nvidia {
+            knobs.extend(["-D NV_PRMT=1", "-D IMAD_ADDS=1 -D NV_PRMT=1"]);
+        }
+        for knob in knobs {
+            let be = open(i, OpenClOptions { build_options: knob.into(), ..Default::default() });
+            let data = common::pattern(300 * 1024 + 17);
+            let mut got = [0u8; 32];
+            b3accel::xof_reader_with(&be, &Mode::Keyed(KEY), &data).unwrap().fill(&mut got);
+            assert_eq!(got, *blake3::keyed_hash(&KEY, &data).as_bytes(), "{knob}: hash");
+            let leaves = random_leaves(3001, 1);
+            check_tree(&be, knob, &leaves, &reference_inner(&leaves));
+            for len in [64, 1000, 3000] {
+                let msgs = messages(len, 50, 2);
+                let got = hash_many_with(&be, &Mode::Hash, &msgs, len).unwrap();
+                for (k, h) in got.iter().enumerate() {
+                    assert_eq!(*h, blake3::hash(&msgs[k * len..(k + 1) * len]), "{knob}: {len}-byte message {k}");
+                }
+            }
+        }
+    }
+}

@@ -121,6 +121,7 @@ impl Worker {
             // them), the work-group size is the one the kernel was compiled for, and the kernel
             // reads `count` nodes of `cur`, writes `out_count` nodes of `out` and, with `keep`,
             // nodes below `n - 1` of `inner`, which the callers size so.
+            Prof::begin(prof);
             unsafe {
                 core::enqueue_kernel(
                     queue,
@@ -194,29 +195,33 @@ impl Worker {
                 None => (out, out_at + done),
             };
             let first = first_msg + done;
-            let k = &self.many_chunks;
+            // many_one for messages of one chunk; many_chunks, with one more argument (the chunk
+            // count, fourth), for longer ones.
+            let k = if chunks == 1 { &self.many_one } else { &self.many_chunks };
             let set = |i, v| core::set_kernel_arg(k, i, v);
+            let at = |i: u32| if chunks == 1 { i } else { i + 1 };
             // SAFETY (key argument): as in `enqueue_merkle`.
             let key_arg = unsafe { ArgVal::from_raw(32, domain.key.as_ptr().cast(), false) };
             set(0, ArgVal::mem(data))
                 .and_then(|_| set(1, ArgVal::scalar(&msg_len)))
                 .and_then(|_| set(2, ArgVal::scalar(&first)))
                 .and_then(|_| set(3, ArgVal::scalar(&items_arg)))
-                .and_then(|_| set(4, ArgVal::scalar(&chunks_arg)))
-                .and_then(|_| set(5, ArgVal::scalar(&align)))
-                .and_then(|_| set(6, key_arg))
-                .and_then(|_| set(7, ArgVal::scalar(&domain.flags)))
-                .and_then(|_| set(8, ArgVal::mem(dst)))
-                .and_then(|_| set(9, ArgVal::scalar(&dst_at)))
+                .and_then(|_| if chunks == 1 { Ok(()) } else { set(4, ArgVal::scalar(&chunks_arg)) })
+                .and_then(|_| set(at(4), ArgVal::scalar(&align)))
+                .and_then(|_| set(at(5), key_arg))
+                .and_then(|_| set(at(6), ArgVal::scalar(&domain.flags)))
+                .and_then(|_| set(at(7), ArgVal::mem(dst)))
+                .and_then(|_| set(at(8), ArgVal::scalar(&dst_at)))
                 .map_err(|e| self.err("setting kernel arguments", e))?;
             let mut ev = Event::null();
             // SAFETY: every argument is set; the kernel checks its index against `items`, reads
             // messages `first..first + msgs` of `data` and writes `items` nodes of `dst` from
             // `dst_at`, which the callers size so.
+            Prof::begin(prof);
             unsafe {
                 core::enqueue_kernel(
                     queue,
-                    &self.many_chunks,
+                    k,
                     1,
                     None,
                     &[(items.div_ceil(wg) * wg) as usize, 1, 1],
@@ -511,6 +516,7 @@ impl OpenClBackend {
                     std::array::from_fn(|i| u64::from_le_bytes(hash[8 * i..8 * i + 8].try_into().expect("8 bytes")));
                 let pattern = core::Ulong4::from(words);
                 let mut ev = Event::null();
+                Prof::begin(prof);
                 core::enqueue_fill_buffer(
                     &queue,
                     out.as_core(),

@@ -9,7 +9,7 @@ use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::Device;
 use crate::error::Result;
 use crate::tree::{CvStack, Domain};
-use ocl::core::{self, ArgVal, CommandQueue, Event, Kernel, Mem, MemFlags};
+use ocl::core::{self, ArgVal, CommandQueue, Event, Kernel, MapFlags, Mem, MemFlags, MemMap};
 use std::time::{Duration, Instant};
 
 /// The longest a waiting host polls a command's status before it blocks in the driver.
@@ -54,7 +54,8 @@ pub(crate) enum Stage {
 #[derive(Default)]
 pub(crate) struct Prof {
     events: Vec<(Stage, Event)>,
-    /// When the first command was enqueued, on the host's clock.
+    /// When the first command's enqueuing began and ended, on the host's clock.
+    enqueuing: Option<Instant>,
     first_enqueued: Option<Instant>,
 }
 
@@ -72,6 +73,13 @@ fn stamp(ev: &Event, what: core::ProfilingInfo) -> Option<u64> {
 }
 
 impl Prof {
+    /// Marks the start of an enqueuing call (only the first one counts).
+    pub fn begin(prof: &mut Option<&mut Prof>) {
+        if let Some(p) = prof {
+            p.enqueuing.get_or_insert_with(Instant::now);
+        }
+    }
+
     pub fn push(prof: &mut Option<&mut Prof>, stage: Stage, event: &Event) {
         if let Some(p) = prof {
             p.first_enqueued.get_or_insert_with(Instant::now);
@@ -97,7 +105,9 @@ impl Prof {
         let started = self.events.iter().filter_map(|(_, e)| stamp(e, core::ProfilingInfo::Start)).min();
         let ended = self.events.iter().filter_map(|(_, e)| stamp(e, core::ProfilingInfo::End)).max();
         if let (Some(q), Some(s), Some(e), Some(host)) = (queued, started, ended, self.first_enqueued) {
-            p.before_device = host.saturating_duration_since(start);
+            let began = self.enqueuing.unwrap_or(host);
+            p.before_device = began.saturating_duration_since(start);
+            p.enqueue = host.saturating_duration_since(began);
             p.launch = ns(s.saturating_sub(q));
             p.device_span = ns(e.saturating_sub(s));
             // The host's clock when the device finished: the first command's queuing plus the
@@ -168,6 +178,90 @@ impl Scratch {
     }
 }
 
+/// Host memory that results are read into: two slots of [`RESULT_BYTES`].
+///
+/// Pinned where the driver gives it (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once): NVIDIA's
+/// driver then copies straight into it, and a read is complete when its copy is. A read into
+/// pageable memory goes through the driver's own staging: one of its threads copies the data on
+/// and only then marks the read complete, which an H200 host saw tens to hundreds of microseconds
+/// after the copy's end, more the longer the kernels before it ran.
+enum HostResults {
+    Pinned(PinnedResults),
+    Pageable(Box<[[u8; RESULT_BYTES]; 2]>),
+}
+
+/// A mapped `CL_MEM_ALLOC_HOST_PTR` buffer of two result slots.
+struct PinnedResults {
+    mem: Mem,
+    map: MemMap<u8>,
+    /// The queue it was mapped on, to unmap it.
+    queue: CommandQueue,
+}
+
+// SAFETY: the mapping points into host memory that the buffer owns for as long as the
+// `PinnedResults` lives; only the worker holding it (one thread at a time, through the pool)
+// reads or writes it, and the device writes it only through reads that worker enqueued and waits
+// for.
+unsafe impl Send for PinnedResults {}
+
+impl Drop for PinnedResults {
+    fn drop(&mut self) {
+        let _ = core::enqueue_unmap_mem_object(&self.queue, &self.mem, &self.map, None::<&Event>, None::<&mut Event>);
+        let _ = core::finish(&self.queue);
+    }
+}
+
+impl HostResults {
+    fn pageable() -> HostResults {
+        HostResults::Pageable(Box::new([[0; RESULT_BYTES]; 2]))
+    }
+
+    /// Pinned slots, or `None` where the driver has no such memory to give.
+    fn pinned(context: &core::Context, queue: &CommandQueue) -> Option<HostResults> {
+        let len = 2 * RESULT_BYTES;
+        // SAFETY: a plain allocation with no host pointer.
+        let mem = unsafe {
+            core::create_buffer::<_, u8>(context, MemFlags::READ_WRITE | MemFlags::ALLOC_HOST_PTR, len, None)
+        }
+        .ok()?;
+        // SAFETY: a blocking map of the whole buffer; it stays mapped until `drop` unmaps it.
+        let map = unsafe {
+            core::enqueue_map_buffer::<u8, _, _, _>(
+                queue,
+                &mem,
+                true,
+                MapFlags::READ | MapFlags::WRITE,
+                0,
+                len,
+                None::<&Event>,
+                None::<&mut Event>,
+            )
+        }
+        .ok()?;
+        Some(HostResults::Pinned(PinnedResults { mem, map, queue: queue.clone() }))
+    }
+
+    fn slot(&self, slot: usize) -> &[u8] {
+        match self {
+            // SAFETY: the mapping is 2 * RESULT_BYTES bytes long and lives as long as `self`.
+            HostResults::Pinned(p) => unsafe {
+                &p.map.as_slice(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+            },
+            HostResults::Pageable(b) => &b[slot][..],
+        }
+    }
+
+    fn slot_mut(&mut self, slot: usize) -> &mut [u8] {
+        match self {
+            // SAFETY: as above, and `&mut self` makes the borrow unique.
+            HostResults::Pinned(p) => unsafe {
+                &mut p.map.as_slice_mut(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+            },
+            HostResults::Pageable(b) => &mut b[slot][..],
+        }
+    }
+}
+
 pub(crate) struct Worker {
     pub device: Device,
     pub context: core::Context,
@@ -182,13 +276,14 @@ pub(crate) struct Worker {
     parent: Kernel,
     blocks: Kernel,
     pub merkle: Kernel,
+    pub many_one: Kernel,
     pub many_chunks: Kernel,
     pub many_merge: Kernel,
     pub levels: [Scratch; 2],
     pieces: Mem,
     /// Two host buffers for results, so that a streamed segment's results can arrive while the
     /// previous one's are read.
-    host_pieces: Box<[[u8; RESULT_BYTES]; 2]>,
+    host_pieces: HostResults,
     pub input: Scratch,
     pub output: Scratch,
     /// Poll events rather than block on them (`OpenClOptions::spin_wait`).
@@ -212,11 +307,17 @@ impl Worker {
             .map_err(|e| cl_err(device, "creating a command queue", e))?;
         let kernel =
             |name: &str| core::create_kernel(&be.program, name).map_err(|e| cl_err(device, "creating a kernel", e));
+        let host_pieces = if be.pinned_results {
+            HostResults::pinned(&context, &transfer).unwrap_or_else(HostResults::pageable)
+        } else {
+            HostResults::pageable()
+        };
+        let many_one = kernel("many_one")?;
         let many_chunks = kernel("many_chunks")?;
         let many_merge = kernel("many_merge")?;
-        // At most 256 work-items per group, and no more than both kernels allow.
+        // At most 256 work-items per group, and no more than the kernels allow.
         let mut many_wg = 256usize;
-        for k in [&many_chunks, &many_merge] {
+        for k in [&many_one, &many_chunks, &many_merge] {
             if let Ok(core::KernelWorkGroupInfoResult::WorkGroupSize(n)) =
                 core::get_kernel_work_group_info(k, be.device_id, core::KernelWorkGroupInfo::WorkGroupSize)
             {
@@ -233,6 +334,7 @@ impl Worker {
             parent: kernel("parent_cvs")?,
             blocks: kernel("hash_blocks")?,
             merkle: kernel("merkle_levels")?,
+            many_one,
             many_chunks,
             many_merge,
             many_wg,
@@ -243,7 +345,7 @@ impl Worker {
             main: be.queue.as_core().clone(),
             levels: [Scratch::new(MemFlags::READ_WRITE), Scratch::new(MemFlags::READ_WRITE)],
             pieces,
-            host_pieces: Box::new([[0; RESULT_BYTES]; 2]),
+            host_pieces,
             input: Scratch::new(MemFlags::READ_ONLY),
             output: Scratch::new(MemFlags::WRITE_ONLY),
             stream: None,
@@ -329,6 +431,7 @@ impl Worker {
         let mut chunk_kernel = Event::null();
         // SAFETY: every argument is set, the buffers outlive the command (OpenCL retains them),
         // and the work-group size is the one the kernel was compiled for.
+        Prof::begin(prof);
         unsafe {
             core::enqueue_kernel(
                 queue,
@@ -395,7 +498,7 @@ impl Worker {
                 &self.pieces,
                 false,
                 0,
-                &mut self.host_pieces[slot][..read_len],
+                &mut self.host_pieces.slot_mut(slot)[..read_len],
                 None::<&Event>,
                 Some(&mut read),
             )
@@ -409,7 +512,7 @@ impl Worker {
     /// The subtree CVs of the `n` chunks last dispatched into host buffer `slot`, largest first:
     /// one per set bit of `n`. Only once that dispatch's read event is complete.
     pub fn take_pieces(&self, slot: usize, n: u64, out: &mut [Cv]) {
-        let host = &self.host_pieces[slot];
+        let host = self.host_pieces.slot(slot);
         for (cv, b) in out.iter_mut().zip((0..PIECE_SLOTS).rev().filter(|b| n >> b & 1 == 1)) {
             // The kernels store little-endian words: the CV's bytes as they are.
             cv.copy_from_slice(&host[b * 32..b * 32 + 32]);
@@ -430,6 +533,7 @@ impl Worker {
     ) -> Result<Event> {
         debug_assert!(len <= CHUNK_LEN);
         let mut read = Event::null();
+        Prof::begin(prof);
         // SAFETY: the host buffer lives in this worker, which waits for the read (or finishes its
         // queues on failure) before the buffer can go away.
         unsafe {
@@ -438,7 +542,7 @@ impl Worker {
                 mem,
                 false,
                 offset,
-                &mut self.host_pieces[slot][..len],
+                &mut self.host_pieces.slot_mut(slot)[..len],
                 None::<&Event>,
                 Some(&mut read),
             )
@@ -451,12 +555,12 @@ impl Worker {
 
     /// The first `len` bytes of host buffer `slot`, as [`enqueue_read_small`](Self::enqueue_read_small) left them.
     pub fn result(&self, slot: usize, len: usize) -> &[u8] {
-        &self.host_pieces[slot][..len]
+        &self.host_pieces.slot(slot)[..len]
     }
 
     /// The `len` bytes a dispatch with a `tail` fetched into host buffer `slot`.
     pub fn tail(&self, slot: usize, len: usize) -> &[u8] {
-        &self.host_pieces[slot][PIECES_BYTES..PIECES_BYTES + len]
+        &self.host_pieces.slot(slot)[PIECES_BYTES..PIECES_BYTES + len]
     }
 
     /// Waits for a command (a dispatch's results): by polling its status where the backend
