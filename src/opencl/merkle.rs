@@ -3,7 +3,10 @@
 //! [`Backend`](crate::Backend) overrides) and for data already in device buffers.
 //!
 //! A Merkle tree takes a few dispatches, each reducing several levels inside its work-groups
-//! (four for 2^25 leaves), and only the root comes back unless the inner levels are asked for.
+//! (five for 2^25 leaves: 3 levels each while a level has 2^18 nodes or more, then 8), and only
+//! the root comes back unless the inner levels are asked for. On an H200 the root of 2^25
+//! device-resident leaves took 1.315 ms per call (kernels 1.287 ms), and 2^24 device-resident
+//! 64-byte messages 676 us (24.8 G hashes/s; kernels 662 us).
 //! Messages of one chunk or less take one work-item each and one dispatch; longer messages one
 //! work-item per chunk, then one per message merging its chunks.
 

@@ -11,14 +11,24 @@
 //!   queue of its own) and the device hashes segment k-1. The segments' CVs merge by the crate's
 //!   one tree code. A device short of memory gets smaller segments, down to 64 KiB, then
 //!   [`Error::OutOfMemory`].
-//! - Data already on the device ([`OpenClBackend::hash_buffer`]) is hashed where it lies; only
-//!   the last chunk (at most 1024 bytes) and a few CVs come back, in one read.
+//! - Data already on the device ([`OpenClBackend::hash_buffer`]) is hashed where it lies, on the
+//!   backend's own queue: the chunk kernel also copies the last chunk (at most 1024 bytes) next to
+//!   the subtree CVs, and one read into pinned host memory brings both back.
+//! - Merkle trees of 32-byte leaves ([`Backend::merkle`], [`OpenClBackend::merkle_buffer`]): a
+//!   few dispatches, each reducing several levels inside its work-groups in local memory; inner
+//!   levels leave the device only when asked for. Batches of equal-length messages
+//!   ([`Backend::hash_many`], [`OpenClBackend::hash_many_buffer`]): one work-item per message of
+//!   up to a chunk, one per chunk of longer ones and then one per message to merge its chunks.
 //!
-//! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`:
-//! device-resident 1 GiB in 0.70 ms of kernel time (1.53 TB/s; 0.96 ms per call from the host,
-//! 1.11 TB/s), 64 MiB in 66 us of kernel time (1.02 TB/s; 126 us per call); 1 GiB from host
-//! memory end to end in 22.2 ms (48 GB/s), of which the upload takes 19.8 ms and the kernels
-//! 1.4 ms.
+//! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`,
+//! wall time per call with everything in it, kernel time from profiling events:
+//! - device-resident 1 GiB: 730 us per call (1.47 TB/s), of which kernels 702 us (1.53 TB/s);
+//!   64 MiB: 93 us (0.72 TB/s), kernels 66 us. The rest is the driver's enqueue call (11 us),
+//!   the first kernel's start (7 us) and the gaps between the few commands (10 us);
+//! - Merkle root of 2^25 device-resident leaves: 1.315 ms per call, kernels 1.287 ms;
+//! - 2^24 device-resident 64-byte messages: 676 us per call (24.8 G hashes/s), kernels 662 us;
+//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s), of which the upload
+//!   takes 20 to 21 ms and the kernels 1.3 ms.
 //!
 //! ```no_run
 //! use b3accel::opencl::OpenClBackend;
@@ -86,23 +96,31 @@ pub struct OpenClOptions {
     pub parent_work_group: Option<usize>,
     /// Work-items per work-group of the Merkle kernel, a power of two; each takes a pair of nodes,
     /// so a group reduces up to `2 * merkle_work_group` nodes by up to `log2` of that many levels.
-    /// Default: 256 on a GPU, 64 on a CPU device, lowered to what the device allows.
+    /// Default: 128 on a GPU (the fastest measured on an H200, see `merkle_levels`), 64 on a CPU
+    /// device, lowered to what the device allows.
     pub merkle_work_group: Option<usize>,
     /// How many levels the Merkle kernel reduces per dispatch while a level still has many groups'
-    /// worth of nodes (at least 1, at most `log2(2 * merkle_work_group)`). Default: so many that
-    /// the group's last level still has 32 work-items at work (a whole NVIDIA warp): levels with
-    /// fewer leave most of a SIMD unit idle, which costs more than one more dispatch. Small levels
-    /// are always reduced as far as a group goes.
+    /// worth of nodes (at least 1, at most `log2(2 * merkle_work_group)`). Default on a GPU: so
+    /// many that the group's last level still has 32 work-items at work (a whole NVIDIA warp), 3
+    /// with 128 work-items: levels with fewer leave most of a SIMD unit idle, which costs more
+    /// than one more dispatch (on an H200, 2^25 leaves: 1.29 ms of kernel time with 128 work-items
+    /// and 3 levels, 1.49 ms with 5, 1.94 ms with all 8). On a CPU device, all levels a group
+    /// holds. Small levels are always reduced as far as a group goes.
     pub merkle_levels: Option<u32>,
     /// How the host waits for the device to finish a call: `Some(true)` polls the command's
-    /// status in a loop (lowest latency, one core busy while it waits), `Some(false)` blocks in
-    /// the driver (`clWaitForEvents`). Default: polling on GPUs, blocking on CPU devices, whose
-    /// cores do the work being waited for.
+    /// status in a loop (one core busy while it waits, at most 50 ms, then it blocks),
+    /// `Some(false)` or `None` blocks in the driver (`clWaitForEvents`). On an H200 both came
+    /// within a microsecond of each other for every device-resident call measured (hash of 1 GiB,
+    /// Merkle root of 2^25 leaves, 2^24 messages), once results land in pinned memory
+    /// (`pinned_results`); polling is there for drivers whose blocking wait wakes up late.
     pub spin_wait: Option<bool>,
-    /// Read results (subtree CVs, Merkle roots) into pinned host memory (`Some(true)`, the
-    /// default, where the driver gives it) or into ordinary pageable memory (`Some(false)`).
-    /// NVIDIA's driver completes a read into pageable memory only after a thread of its own has
-    /// copied the data on, which an H200 host saw add 20 to 300 microseconds to a call.
+    /// Read results (subtree CVs, the last chunk, Merkle roots) into pinned host memory
+    /// (`Some(true)`, the default, where the driver gives it) or into ordinary pageable memory
+    /// (`Some(false)`). NVIDIA's driver completes a read into pageable memory only after a thread
+    /// of its own has copied the data on, and that thread wakes up later the longer the read
+    /// waited behind the kernels: on an H200, device-resident 1 GiB took 930 us per call with
+    /// pageable results against 730 us pinned (kernels 702 us), 64 MiB 118 against 93 us, and
+    /// the Merkle root of 2^25 leaves 1662 against 1347 us.
     pub pinned_results: Option<bool>,
     /// Stage the chunk kernel's loads through local memory (`true`) or let each work-item read its
     /// own chunk (`false`). Default: chosen per device type from measurements.
@@ -338,7 +356,7 @@ impl OpenClBackend {
             // The last level a group makes keeps 32 work-items busy.
             None => merkle_span.saturating_sub(5).max(1),
         };
-        let spin_wait = options.spin_wait.unwrap_or(!limits.is_cpu);
+        let spin_wait = options.spin_wait.unwrap_or(false);
         Ok(OpenClBackend {
             pool: Pool::new(max_workers),
             info,
@@ -477,7 +495,7 @@ impl OpenClBackend {
 }
 
 fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> Result<BuildConfig> {
-    let pick = |asked: Option<usize>, what: &str| -> Result<usize> {
+    let pick = |asked: Option<usize>, what: &str, gpu_default: usize| -> Result<usize> {
         match asked {
             Some(n) if n.is_power_of_two() && n <= limits.max_work_group => Ok(n),
             Some(n) => Err(Error::InvalidInput(format!(
@@ -485,16 +503,19 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
                 limits.max_work_group
             ))),
             None => {
-                let want = if limits.is_cpu { 64 } else { 256 };
+                let want = if limits.is_cpu { 64 } else { gpu_default };
                 let cap = limits.max_work_group.max(1);
                 Ok(want.min(1 << cap.ilog2()))
             }
         }
     };
     let mut config = BuildConfig {
-        chunk_wg: pick(options.chunk_work_group, "chunk")?,
-        parent_wg: pick(options.parent_work_group, "parent")?,
-        merkle_wg: pick(options.merkle_work_group, "merkle")?,
+        chunk_wg: pick(options.chunk_work_group, "chunk", 256)?,
+        parent_wg: pick(options.parent_work_group, "parent", 256)?,
+        // 128 work-items (256 nodes) and 3 levels per dispatch on large levels: on an H200 the root
+        // of 2^25 device-resident leaves took 1.287 ms of kernel time, against 1.306 ms with 256
+        // work-items and 3 levels, 1.319 ms with 256 and 4, and 1.681 ms with 64 and 2.
+        merkle_wg: pick(options.merkle_work_group, "merkle", 128)?,
         // Direct loads: each work-item's 64-byte block reads use whole 32-byte sectors, and the L1
         // cache serves the rest of the line. Measured on an H200 (NVIDIA OpenCL, driver 580) at
         // 1 GiB: 1.51 TB/s direct against 1.29 TB/s staged through local memory (256-chunk groups).
