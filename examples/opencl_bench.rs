@@ -11,18 +11,28 @@
 //!   --wg LIST         chunk work-group sizes the sweep tries (default 64,128,256,512)
 //!   --build-options L extra compiler option sets the sweep tries with the default work-groups,
 //!                     separated by ';' (e.g. "-cl-nv-maxrregcount=64;-cl-mad-enable")
+//!   --merkle K        Merkle root of 2^K device-resident leaves (default 25; 0 skips), checked
+//!                     against the CPU backend; with --sweep, other work-groups and levels too
+//!   --many N          hash_many of N device-resident 64-byte messages (default 2^24 = 16777216;
+//!                     0 skips), and N/16 messages of 1 KiB, checked against the CPU backend
+//!   --spin LIST       waits to compare for device-resident calls: spin, block (default both)
+//!   --merkle-configs L  with --sweep, Merkle work-group sizes and levels per dispatch to try, as
+//!                     WG:LEVELS,... (default 128:3,128:4,256:3,256:4,256:5), each also with
+//!                     every --build-options set
 //!   --json FILE       write every figure as JSON
 //! ```
 //!
-//! Device-resident figures: the wall time of `hash_buffer` (median of many calls, everything
-//! included: launches, the read-back of the last chunk and the CVs, the root on the host) and the
-//! kernels' own time from profiling events. Host figures: `hash_timed` end to end, with upload,
-//! kernel and download time apart.
+//! Device-resident figures: the wall time of `hash_buffer`, `merkle_buffer` and
+//! `hash_many_buffer` (median of many calls, everything included: launches, the read-back of the
+//! results, the root on the host) and the kernels' own time from profiling events, apart; then
+//! where the rest of the wall time went (`opencl::Profile`: before the first command, its wait to
+//! start, the device's span from first start to last end, after the device finished). Host
+//! figures: `hash_timed` end to end, with upload, kernel and download time apart.
 
 #[cfg(feature = "opencl")]
 mod bench {
-    use b3accel::opencl::{OpenClBackend, OpenClOptions};
-    use b3accel::{Device, Mode};
+    use b3accel::opencl::{MerkleInner, OpenClBackend, OpenClOptions, Profile};
+    use b3accel::{Backend, Device, Mode};
     use rayon::prelude::*;
     use serde_json::{json, Value};
     use std::time::{Duration, Instant};
@@ -87,6 +97,10 @@ mod bench {
         sweep: bool,
         wg: Vec<usize>,
         json: Option<String>,
+        merkle: u32,
+        many: usize,
+        spin: Vec<bool>,
+        merkle_configs: Vec<(usize, u32)>,
     }
 
     fn args() -> Args {
@@ -99,6 +113,10 @@ mod bench {
             sweep: false,
             wg: vec![64, 128, 256, 512],
             json: None,
+            merkle: 25,
+            many: 1 << 24,
+            spin: vec![true, false],
+            merkle_configs: vec![(128, 3), (128, 4), (256, 3), (256, 4), (256, 5)],
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -112,8 +130,32 @@ mod bench {
                 "--host" => a.host = parse_size(&val()),
                 "--big" => a.big = parse_size(&val()),
                 "--sweep" => a.sweep = true,
-                "--wg" => a.wg = val().split(',').map(|s| s.parse().expect("--wg 64,128")).collect(),
+                "--wg" => {
+                    a.wg = val().split(',').filter(|s| !s.is_empty()).map(|s| s.parse().expect("--wg 64,128")).collect()
+                }
+                "--merkle-configs" => {
+                    a.merkle_configs = val()
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| {
+                            let (wg, levels) = s.split_once(':').expect("--merkle-configs WG:LEVELS,...");
+                            (wg.parse().expect("work-group size"), levels.parse().expect("levels"))
+                        })
+                        .collect()
+                }
                 "--json" => a.json = Some(val()),
+                "--merkle" => a.merkle = val().parse().expect("--merkle K"),
+                "--many" => a.many = val().parse().expect("--many N"),
+                "--spin" => {
+                    a.spin = val()
+                        .split(',')
+                        .map(|s| match s.trim() {
+                            "spin" => true,
+                            "block" => false,
+                            other => panic!("--spin takes spin,block; got {other}"),
+                        })
+                        .collect()
+                }
                 "--bench" => {} // passed by `cargo bench`
                 other => panic!("unknown argument {other}; see the file's header"),
             }
@@ -137,33 +179,243 @@ mod bench {
                 let h = be.hash_buffer(&buf, &Mode::Hash).expect("hash_buffer");
                 assert_eq!(h, *expected, "{label}: wrong hash at {}", human(size));
             }
-            let budget = Duration::from_millis(400);
-            let (mut walls, mut kernels) = (Vec::new(), Vec::new());
-            let start = Instant::now();
-            while walls.len() < 10 || (start.elapsed() < budget && walls.len() < 500) {
-                let t = Instant::now();
-                let h = be.hash_buffer(&buf, &Mode::Hash).expect("hash_buffer");
-                walls.push(t.elapsed());
-                assert_eq!(h, *expected);
-                let (_, timings) = be.hash_buffer_timed(&buf, &Mode::Hash).expect("timed");
-                kernels.push(timings.kernel);
-            }
-            let (wall, kernel) = (median(walls), median(kernels));
+            let (wall, p) = time_calls(
+                || {
+                    let h = be.hash_buffer(&buf, &Mode::Hash).expect("hash_buffer");
+                    assert_eq!(h, *expected);
+                },
+                || {
+                    let (h, p) = be.hash_buffer_profiled(&buf, &Mode::Hash).expect("profiled");
+                    assert_eq!(h, *expected);
+                    p
+                },
+            );
             println!(
-                "  resident {:>8} {label}: {:8.1} us wall = {:7.3} TB/s | kernels {:8.1} us = {:7.3} TB/s",
+                "  resident {:>8} {label}: {:8.1} us wall = {:7.3} TB/s | kernels {:8.1} us = {:7.3} TB/s | {}",
                 human(size),
                 wall.as_secs_f64() * 1e6,
                 rate(size, wall) / 1e12,
-                kernel.as_secs_f64() * 1e6,
-                rate(size, kernel) / 1e12
+                p.kernel.as_secs_f64() * 1e6,
+                rate(size, p.kernel) / 1e12,
+                breakdown(&p)
             );
             out.push(json!({
                 "config": label, "bytes": size,
                 "wall_us": wall.as_secs_f64() * 1e6, "wall_tb_s": rate(size, wall) / 1e12,
-                "kernel_us": kernel.as_secs_f64() * 1e6, "kernel_tb_s": rate(size, kernel) / 1e12,
+                "kernel_us": p.kernel.as_secs_f64() * 1e6, "kernel_tb_s": rate(size, p.kernel) / 1e12,
+                "profile": profile_json(&p),
             }));
         }
         out
+    }
+
+    fn us(d: Duration) -> f64 {
+        d.as_secs_f64() * 1e6
+    }
+
+    /// Where a call's wall time went, in microseconds (medians of the parts over many calls).
+    fn breakdown(p: &Profile) -> String {
+        format!(
+            "before {:.1} + enqueue {:.1} + launch {:.1} + device span {:.1} + after {:.1} = {:.1} us, {} commands",
+            us(p.before_device),
+            us(p.enqueue),
+            us(p.launch),
+            us(p.device_span),
+            us(p.after_device),
+            us(p.total),
+            p.commands
+        )
+    }
+
+    fn profile_json(p: &Profile) -> Value {
+        json!({
+            "kernel_us": us(p.kernel), "download_us": us(p.download), "total_us": us(p.total),
+            "before_device_us": us(p.before_device), "enqueue_us": us(p.enqueue), "launch_us": us(p.launch),
+            "device_span_us": us(p.device_span), "after_device_us": us(p.after_device),
+            "commands": p.commands,
+        })
+    }
+
+    /// Times a device-resident call: `plain` (the wall time, median over many calls) and, in
+    /// turn, `profiled` (the profile's parts, each its median).
+    fn time_calls(mut plain: impl FnMut(), mut profiled: impl FnMut() -> Profile) -> (Duration, Profile) {
+        for _ in 0..3 {
+            plain();
+        }
+        let budget = Duration::from_millis(400);
+        let (mut walls, mut profiles) = (Vec::new(), Vec::new());
+        let start = Instant::now();
+        while walls.len() < 10 || (start.elapsed() < budget && walls.len() < 500) {
+            let t = Instant::now();
+            plain();
+            walls.push(t.elapsed());
+            profiles.push(profiled());
+        }
+        let part = |f: fn(&Profile) -> Duration| median(profiles.iter().map(f).collect());
+        let p = Profile {
+            upload: part(|p| p.upload),
+            kernel: part(|p| p.kernel),
+            download: part(|p| p.download),
+            total: part(|p| p.total),
+            before_device: part(|p| p.before_device),
+            enqueue: part(|p| p.enqueue),
+            launch: part(|p| p.launch),
+            device_span: part(|p| p.device_span),
+            after_device: part(|p| p.after_device),
+            commands: profiles[0].commands,
+        };
+        (median(walls), p)
+    }
+
+    /// Merkle roots of 2^k device-resident leaves, for each configuration: root only, and the
+    /// whole tree kept on the device; checked against the CPU backend.
+    fn merkle(device: usize, k: u32, configs: &[(String, OpenClOptions)]) -> Vec<Value> {
+        let n = 1usize << k;
+        let bytes = data(32 * n);
+        let leaves: Vec<[u8; 32]> = bytes.as_chunks::<32>().0.to_vec();
+        let t = Instant::now();
+        let cpu_tree = b3accel::merkle_tree(Device::Cpu, &leaves).expect("cpu tree");
+        let cpu = cpu_tree.root();
+        println!(
+            "  merkle 2^{k} leaves: CPU backend (all cores) builds the tree in {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let mut rows = Vec::new();
+        let mut checked_tree = false;
+        for (label, opts) in configs {
+            let be = match OpenClBackend::with_options(device, opts) {
+                Ok(be) => be,
+                Err(e) => {
+                    println!("  merkle config {label}: {e}");
+                    continue;
+                }
+            };
+            let buf = ocl::Buffer::<u8>::builder()
+                .queue(be.queue().clone())
+                .len(bytes.len())
+                .copy_host_slice(&bytes)
+                .build()
+                .expect("leaves buffer");
+            let (wall, p) = time_calls(
+                || assert_eq!(be.merkle_buffer(&buf, n, MerkleInner::None).expect("merkle"), cpu),
+                || {
+                    let (root, p) = be.merkle_buffer_profiled(&buf, n, MerkleInner::None).expect("merkle");
+                    assert_eq!(root, cpu);
+                    p
+                },
+            );
+            println!(
+                "  merkle 2^{k} resident {label}: {:8.1} us wall = {:6.2} G parents/s | kernels {:8.1} us | {}",
+                us(wall),
+                (n - 1) as f64 / wall.as_secs_f64() / 1e9,
+                us(p.kernel),
+                breakdown(&p)
+            );
+            let mut row = json!({
+                "config": label, "leaves": n, "wall_us": us(wall), "kernel_us": us(p.kernel),
+                "profile": profile_json(&p),
+            });
+            if !checked_tree {
+                // The whole tree on the device, then once into host memory, checked node by node.
+                let inner = ocl::Buffer::<u8>::builder()
+                    .queue(be.queue().clone())
+                    .len(32 * (n - 1))
+                    .build()
+                    .expect("inner buffer");
+                let (wall_tree, pt) = time_calls(
+                    || assert_eq!(be.merkle_buffer(&buf, n, MerkleInner::Device(&inner)).expect("tree"), cpu),
+                    || be.merkle_buffer_profiled(&buf, n, MerkleInner::Device(&inner)).expect("tree").1,
+                );
+                let mut host_inner = vec![[0u8; 32]; n - 1];
+                let t = Instant::now();
+                let root = be.merkle_buffer(&buf, n, MerkleInner::Host(&mut host_inner)).expect("tree to host");
+                let wall_host = t.elapsed();
+                assert_eq!(root, cpu);
+                assert!(host_inner == cpu_tree.inner_nodes(), "the device's tree differs from the CPU's");
+                println!(
+                    "  merkle 2^{k} resident {label}, whole tree: {:8.1} us wall kept on the device (kernels {:8.1} us); {:8.1} us with the copy to host memory; matches the CPU's tree",
+                    us(wall_tree),
+                    us(pt.kernel),
+                    us(wall_host)
+                );
+                row["tree_on_device_wall_us"] = json!(us(wall_tree));
+                row["tree_on_device_kernel_us"] = json!(us(pt.kernel));
+                row["tree_to_host_wall_us"] = json!(us(wall_host));
+                checked_tree = true;
+            }
+            rows.push(row);
+        }
+        // The same leaves from host memory through the Backend trait (upload included).
+        let be = OpenClBackend::open(device).expect("open");
+        let mut host_walls = Vec::new();
+        b3accel::merkle::merkle_root_with(&be, &leaves).expect("merkle from host");
+        for _ in 0..3 {
+            let t = Instant::now();
+            let root = b3accel::merkle::merkle_root_with(&be, &leaves).expect("merkle from host");
+            host_walls.push(t.elapsed());
+            assert_eq!(root, cpu);
+        }
+        let host = median(host_walls);
+        println!("  merkle 2^{k} from host memory (upload included): {:.2} ms", host.as_secs_f64() * 1e3);
+        rows.push(json!({ "config": "host memory", "leaves": n, "wall_us": us(host) }));
+        rows
+    }
+
+    /// hash_many of `count` device-resident messages of `msg_len` bytes, checked against the CPU
+    /// backend.
+    fn many(be: &OpenClBackend, label: &str, count: usize, msg_len: usize) -> Value {
+        let input_bytes = data(count * msg_len);
+        let mut want = vec![[0u8; 32]; count];
+        let cpu = b3accel::backend(Device::Cpu).expect("cpu");
+        cpu.hash_many(&input_bytes, msg_len, &b3accel::IV, 0, &mut want).expect("cpu hash_many");
+        let input = ocl::Buffer::<u8>::builder()
+            .queue(be.queue().clone())
+            .len(input_bytes.len())
+            .copy_host_slice(&input_bytes)
+            .build()
+            .expect("messages buffer");
+        let out = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * count).build().expect("out buffer");
+        be.hash_many_buffer(&input, msg_len, count, &Mode::Hash, &out).expect("hash_many_buffer");
+        let mut got = vec![0u8; 32 * count];
+        out.read(&mut got).queue(be.queue()).enq().expect("read hashes");
+        assert!(got == want.as_flattened(), "{label}: device hashes differ from the CPU's");
+        let (wall, p) = time_calls(
+            || be.hash_many_buffer(&input, msg_len, count, &Mode::Hash, &out).expect("hash_many_buffer"),
+            || be.hash_many_buffer_profiled(&input, msg_len, count, &Mode::Hash, &out).expect("profiled"),
+        );
+        println!(
+            "  hash_many {count} x {msg_len} B resident {label}: {:8.1} us wall = {:6.2} G hashes/s | kernels {:8.1} us = {:6.2} G hashes/s | {}",
+            us(wall),
+            count as f64 / wall.as_secs_f64() / 1e9,
+            us(p.kernel),
+            count as f64 / p.kernel.as_secs_f64() / 1e9,
+            breakdown(&p)
+        );
+        // From host memory through the Backend trait, for comparison: after a first call (the
+        // worker's buffers, the output's pages), the best of three.
+        let mut host_out = vec![[0u8; 32]; count];
+        be.hash_many(&input_bytes, msg_len, &b3accel::IV, 0, &mut host_out).expect("hash_many from host");
+        assert!(host_out == want, "{label}: hash_many from host memory differs");
+        let host = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                be.hash_many(&input_bytes, msg_len, &b3accel::IV, 0, &mut host_out).expect("hash_many from host");
+                t.elapsed()
+            })
+            .min()
+            .expect("three runs");
+        println!(
+            "  hash_many {count} x {msg_len} B from host memory {label}: {:.2} ms = {:.2} G hashes/s (upload included)",
+            host.as_secs_f64() * 1e3,
+            count as f64 / host.as_secs_f64() / 1e9
+        );
+        json!({
+            "config": label, "count": count, "msg_len": msg_len,
+            "wall_us": us(wall), "kernel_us": us(p.kernel),
+            "wall_g_hashes_s": count as f64 / wall.as_secs_f64() / 1e9,
+            "kernel_g_hashes_s": count as f64 / p.kernel.as_secs_f64() / 1e9,
+            "profile": profile_json(&p), "host_ms": host.as_secs_f64() * 1e3,
+        })
     }
 
     fn host(be: &OpenClBackend, label: &str, data: &[u8], expected: blake3::Hash, runs: usize) -> Value {
@@ -218,10 +470,21 @@ mod bench {
         // The default configuration first; on NVIDIA, with the compiler's register report.
         let verbose = if nvidia { "-cl-nv-verbose".to_string() } else { String::new() };
         let mut configs = vec![OpenClOptions { build_options: verbose.clone(), ..Default::default() }];
-        for opt in &a.build_options {
-            configs.push(OpenClOptions { build_options: format!("{verbose} {opt}"), ..Default::default() });
+        // The default configuration with the other ways of waiting.
+        for &spin in a.spin.iter().skip(1) {
+            configs.push(OpenClOptions { spin_wait: Some(spin), ..Default::default() });
         }
-        if a.sweep {
+        if let Some(&spin) = a.spin.first() {
+            configs[0].spin_wait = Some(spin);
+        }
+        // And with results read into pageable host memory.
+        configs.push(OpenClOptions { pinned_results: Some(false), ..Default::default() });
+        if !a.resident.is_empty() {
+            for opt in &a.build_options {
+                configs.push(OpenClOptions { build_options: format!("{verbose} {opt}"), ..Default::default() });
+            }
+        }
+        if a.sweep && !a.resident.is_empty() {
             for &wg in &a.wg {
                 for staged in [false, true] {
                     configs.push(OpenClOptions {
@@ -253,9 +516,15 @@ mod bench {
             };
             let (cw, pw, staged) = be.kernel_config();
             let label = format!(
-                "{}wg{cw}/{pw}{}{}",
+                "{}wg{cw}/{pw}{}{}{}{}",
                 if i == 0 { "default:" } else { "" },
                 if staged { "-staged" } else { "-direct" },
+                match opts.spin_wait {
+                    Some(true) => "-spin",
+                    Some(false) => "-block",
+                    None => "",
+                },
+                if opts.pinned_results == Some(false) { "-pageable" } else { "" },
                 opts.build_options.replace(&verbose, "")
             );
             if !be.build_log().trim().is_empty() && (i <= a.build_options.len() || nvidia) {
@@ -270,6 +539,57 @@ mod bench {
         }
         drop(inputs);
         report["resident"] = Value::Array(resident_rows);
+
+        if a.merkle > 0 {
+            let mut mconfigs: Vec<(String, OpenClOptions)> = Vec::new();
+            for &spin in &a.spin {
+                let wait = if spin { "spin" } else { "block" };
+                mconfigs
+                    .push((format!("default-{wait}"), OpenClOptions { spin_wait: Some(spin), ..Default::default() }));
+            }
+            mconfigs
+                .push(("default-pageable".into(), OpenClOptions { pinned_results: Some(false), ..Default::default() }));
+            if a.sweep {
+                for &(wg, levels) in &a.merkle_configs {
+                    let opts = OpenClOptions {
+                        merkle_work_group: Some(wg),
+                        merkle_levels: Some(levels),
+                        ..Default::default()
+                    };
+                    mconfigs.push((format!("wg{wg}-L{levels}"), opts.clone()));
+                    for opt in &a.build_options {
+                        let with = OpenClOptions { build_options: opt.clone(), ..opts.clone() };
+                        mconfigs.push((format!("wg{wg}-L{levels} {opt}"), with));
+                    }
+                }
+            }
+            report["merkle"] = Value::Array(merkle(device, a.merkle, &mconfigs));
+        }
+        if a.many > 0 {
+            let mut rows = Vec::new();
+            for &spin in &a.spin {
+                let be =
+                    OpenClBackend::with_options(device, &OpenClOptions { spin_wait: Some(spin), ..Default::default() })
+                        .expect("open");
+                let wait = if spin { "spin" } else { "block" };
+                rows.push(many(&be, wait, a.many, 64));
+                if spin == a.spin[0] {
+                    rows.push(many(&be, wait, (a.many / 16).max(1), 1024));
+                    rows.push(many(&be, wait, (a.many / 64).max(1), 3000));
+                }
+            }
+            if a.sweep {
+                for opt in &a.build_options {
+                    if let Ok(be) = OpenClBackend::with_options(
+                        device,
+                        &OpenClOptions { build_options: opt.clone(), ..Default::default() },
+                    ) {
+                        rows.push(many(&be, opt, a.many, 64));
+                    }
+                }
+            }
+            report["many"] = Value::Array(rows);
+        }
 
         if a.host > 0 {
             // The host's own copy rate: what feeding pinned staging memory can reach at best.

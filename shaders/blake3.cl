@@ -7,6 +7,7 @@
 //   CHUNK_WG   work-items per work-group of `chunk_cvs` (a power of two): one chunk each
 //   PARENT_WG  work-items per work-group of `parent_cvs` (a power of two): one CV each
 //   STAGED     1 to stage chunk loads through local memory, 0 to load straight from global memory
+//   MERKLE_WG  work-items per work-group of `merkle_levels` (a power of two): two nodes each
 //
 // The tree a dispatch computes. Work-group g of `chunk_cvs` hashes chunks [g*W, g*W + W) of its
 // input (W = CHUNK_WG). A full group reduces its W chunk CVs to the CV of one complete subtree of
@@ -16,10 +17,12 @@
 // group writes the CV of the subtree of 2^l nodes to `pieces[piece_level + l]`, where piece_level
 // is log2 of the chunks one node of its input stands for. After the last dispatch `pieces[b]`
 // holds, for every set bit b of the total chunk count, the CV of the complete subtree of 2^b
-// chunks: exactly what `Backend::chunk_subtrees` returns. No node here is ever a root.
+// chunks: exactly what `Backend::chunk_subtrees` returns. No node here is ever a root. A dispatch
+// with exactly one full group (and perhaps a ragged one) is the last: its full group writes its CV
+// straight to its piece slot, so that no copy command follows.
 
-#if !defined(CHUNK_WG) || !defined(PARENT_WG) || !defined(STAGED)
-#error "the host defines CHUNK_WG, PARENT_WG and STAGED"
+#if !defined(CHUNK_WG) || !defined(PARENT_WG) || !defined(STAGED) || !defined(MERKLE_WG)
+#error "the host defines CHUNK_WG, PARENT_WG, STAGED and MERKLE_WG"
 #endif
 
 // Tuning knobs a caller may set through the build options (examples/opencl_bench.rs tries them):
@@ -38,18 +41,54 @@
 #else
 #define BLOCK_LOOP
 #endif
+//   IMAD_ADDS      write G's two-input additions `c + d` as `d * one + c`, with `one` a value the
+//                  compiler cannot know (get_work_dim() of a 1-D launch): NVIDIA's compiler then
+//                  emits a multiply-add, which runs on the FMA pipe instead of the integer pipe
+//                  that every other operation of G needs. Default 0: on an H200 it made every
+//                  kernel slower (1 GiB resident: 727 against 702 us; 2^24 64-byte messages: 684
+//                  against 662 us; Merkle root of 2^25 leaves: 1321 against 1287 us).
+//   NV_PRMT        rotate by 16 and 8 with NVIDIA's byte permute (inline PTX; NVIDIA only).
+//                  Default 0: on an H200 within 1 us of the funnel shift in every kernel.
+#ifndef IMAD_ADDS
+#define IMAD_ADDS 0
+#endif
+#ifndef NV_PRMT
+#define NV_PRMT 0
+#endif
 
 // Rotate right; OpenCL's rotate() turns left.
 #define ROTR(x, n) rotate((x), (uint)(32u - (n)))
+#if NV_PRMT
+inline uint rotr16(uint x) {
+    uint r;
+    asm("prmt.b32 %0, %1, %1, 0x1032;" : "=r"(r) : "r"(x));
+    return r;
+}
+inline uint rotr8(uint x) {
+    uint r;
+    asm("prmt.b32 %0, %1, %1, 0x0321;" : "=r"(r) : "r"(x));
+    return r;
+}
+#define ROTR16(x) rotr16(x)
+#define ROTR8(x) rotr8(x)
+#else
+#define ROTR16(x) ROTR(x, 16u)
+#define ROTR8(x) ROTR(x, 8u)
+#endif
+#if IMAD_ADDS
+#define ADD_CD(c, d) ((d) * one + (c))
+#else
+#define ADD_CD(c, d) ((c) + (d))
+#endif
 
 #define G(a, b, c, d, x, y)       \
     a = a + b + (x);              \
-    d = ROTR(d ^ a, 16u);         \
-    c = c + d;                    \
+    d = ROTR16(d ^ a);            \
+    c = ADD_CD(c, d);             \
     b = ROTR(b ^ c, 12u);         \
     a = a + b + (y);              \
-    d = ROTR(d ^ a, 8u);          \
-    c = c + d;                    \
+    d = ROTR8(d ^ a);             \
+    c = ADD_CD(c, d);             \
     b = ROTR(b ^ c, 7u);
 
 // Round r with the schedule macros from the prelude: every message index is a constant, so `m`
@@ -68,6 +107,9 @@
 // The compression function, keeping only the first half of the output: cv = compress(cv, m,
 // counter, block_len, flags)[0..8].
 inline void compress_cv(uint cv[8], const uint m[16], ulong counter, uint block_len, uint flags) {
+#if IMAD_ADDS
+    const uint one = get_work_dim();
+#endif
     uint v0 = cv[0], v1 = cv[1], v2 = cv[2], v3 = cv[3];
     uint v4 = cv[4], v5 = cv[5], v6 = cv[6], v7 = cv[7];
     uint v8 = IV0, v9 = IV1, v10 = IV2, v11 = IV3;
@@ -92,7 +134,7 @@ inline void put4(uint m[16], uint i, uint4 w) {
 // (it has barriers); `valid` is how many nodes are real.
 inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, uint lid,
                          uint valid, uint8 key, uint flags, __global uint *group_cvs,
-                         size_t group, __global uint *pieces, uint piece_level) {
+                         size_t group, __global uint *pieces, uint piece_level, bool top) {
     __local uint *src = nodes;
     __local uint *dst = spare;
     uint count = valid;  // complete nodes at this level
@@ -124,16 +166,23 @@ inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, u
         level++;
     }
     if (lid == 0 && count == 1u) {
-        for (uint i = 0; i < 8u; i++) group_cvs[group * 8u + i] = src[i];
+        __global uint *dst = top ? pieces + level * 8u : group_cvs + group * 8u;
+        for (uint i = 0; i < 8u; i++) dst[i] = src[i];
     }
 }
 
+// Byte offset in the pieces buffer where a dispatch sequence leaves an input's last chunk: after
+// one CV slot per possible bit of a chunk count.
+#define TAIL_AT (64u * 32u)
+
 // One work-item per chunk: n_chunks full chunks starting `chunk_offset` chunks into `data`; the
-// first has chunk counter `first_counter`.
+// first has chunk counter `first_counter`. Work-group 0 also copies `tail_len` bytes of `data` from
+// byte `tail_at` (an input's last chunk) to byte TAIL_AT of `pieces`, so that one read brings the
+// CVs and the last chunk back with no copy command in between.
 __kernel __attribute__((reqd_work_group_size(CHUNK_WG, 1, 1)))
 void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
                ulong first_counter, uint8 key, uint flags, __global uint *group_cvs,
-               __global uint *pieces) {
+               __global uint *pieces, ulong tail_at, uint tail_len) {
     // Local memory: the CV tree (CHUNK_WG nodes + half as many); with STAGED, first two tiles of
     // one block per chunk, 20 words apart so that a quarter-warp's 16-byte reads hit distinct
     // banks. The tree reuses the tiles once the chunks are done.
@@ -152,6 +201,11 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
     const uint valid = remaining < CHUNK_WG ? (uint)remaining : CHUNK_WG;
     const ulong chunk = group_first + lid;
     __global const uint4 *base = data + (chunk_offset + group_first) * (CHUNK_LEN / 16u);
+    if (group == 0) {
+        __global const uchar *from = (__global const uchar *)data + tail_at;
+        __global uchar *to = (__global uchar *)pieces + TAIL_AT;
+        for (uint i = lid; i < tail_len; i += CHUNK_WG) to[i] = from[i];
+    }
 
     uint cv[8];
     key_words(cv, key);
@@ -237,7 +291,7 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
 #endif
     for (uint i = 0; i < 8u; i++) tree[i * CHUNK_WG + lid] = cv[i];
     reduce_group(tree, tree + CHUNK_WG * 8, CHUNK_WG, lid, valid, key, flags, group_cvs, group,
-                 pieces, 0);
+                 pieces, 0, n_chunks / CHUNK_WG == 1);
 }
 
 // One work-item per node of the level below: n_nodes CVs (8 words each), each standing for
@@ -264,7 +318,7 @@ void parent_cvs(__global const uint4 *nodes, ulong n_nodes, uint8 key, uint flag
         tree[7 * PARENT_WG + lid] = hi.w;
     }
     reduce_group(tree, tree + PARENT_WG * 8, PARENT_WG, lid, valid, key, flags, group_cvs, group,
-                 pieces, piece_level);
+                 pieces, piece_level, n_nodes / PARENT_WG == 1);
 }
 
 // One work-item per 64-byte block, each hashed as a complete one-block message: hash(block).
@@ -280,4 +334,213 @@ __kernel void hash_blocks(__global const uint4 *blocks, ulong n_blocks, __global
     compress_cv(cv, m, 0, BLOCK_LEN, CHUNK_START | CHUNK_END | ROOT);
     out[i * 2u] = (uint4)(cv[0], cv[1], cv[2], cv[3]);
     out[i * 2u + 1u] = (uint4)(cv[4], cv[5], cv[6], cv[7]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Binary Merkle trees of 32-byte nodes (src/merkle.rs). A parent is compress_cv(key, left ||
+// right, counter 0, 64 bytes, flags); the merkle module's trees use the IV and CHUNK_START |
+// CHUNK_END | ROOT, which makes a parent the plain BLAKE3 hash of the 64 bytes. A level pairs nodes
+// 0 and 1, 2 and 3, ...; an odd last node is carried up unchanged (neither hashed nor stored).
+//
+// With that rule node i of level j (level 0: the n leaves) is the root over leaves
+// [i * 2^j, min((i + 1) * 2^j, n)), so a work-group that holds 2 * MERKLE_WG consecutive nodes of
+// a level, from a multiple of 2 * MERKLE_WG, computes the next `levels` levels of its part of the
+// tree on its own (the ragged last group too, by the same rule applied to its own count). A level
+// stores floor(c / 2) nodes for the c nodes below it, and since every group but the last holds an
+// even number of nodes on each of its levels, the nodes a group hashes are exactly the stored ones,
+// at its first node's index on that level plus the local index.
+
+// Node k of a level: uint4 words 2k and 2k + 1.
+inline void load_node(__global const uint4 *nodes, ulong k, uint m[16], uint at) {
+    put4(m, at, nodes[2u * k]);
+    put4(m, at + 4u, nodes[2u * k + 1u]);
+}
+
+inline void store_node(__global uint4 *nodes, ulong k, const uint cv[8]) {
+    nodes[2u * k] = (uint4)(cv[0], cv[1], cv[2], cv[3]);
+    nodes[2u * k + 1u] = (uint4)(cv[4], cv[5], cv[6], cv[7]);
+}
+
+// Reduces `levels` (1 to log2(2 * MERKLE_WG)) levels of a level of `n_in` nodes in `in`: writes
+// the resulting level (ceil(n_in / 2^levels) nodes) to `out`, and with `keep` every node hashed on
+// the way to `inner`, the level produced first starting at node `inner_at`, each following level
+// right after the one before (the layout of merkle::level_sizes).
+__kernel __attribute__((reqd_work_group_size(MERKLE_WG, 1, 1)))
+void merkle_levels(__global const uint4 *in, ulong n_in, uint levels, uint8 key, uint flags,
+                   __global uint4 *out, __global uint4 *inner, ulong inner_at, uint keep) {
+    // Word-major (word i of slot s at i * width + s): MERKLE_WG slots of the first level kept
+    // here, and half as many for the next; the two take turns.
+    __local uint slots[MERKLE_WG * 8 + MERKLE_WG * 4];
+    const uint lid = (uint)get_local_id(0);
+    const ulong first = (ulong)get_group_id(0) * (2u * MERKLE_WG);
+    const ulong rest = n_in - first;
+    uint count = rest < 2u * MERKLE_WG ? (uint)rest : 2u * MERKLE_WG;  // this group's nodes
+    ulong total = n_in;       // the whole level's nodes
+    ulong level_at = inner_at;  // where the level being made starts in `inner`
+
+    // The first level: a pair straight from global memory, in registers.
+    uint m[16];
+    uint cv[8];
+    uint pairs = count >> 1;
+    if (lid < pairs) {
+        load_node(in, first + 2u * lid, m, 0);
+        load_node(in, first + 2u * lid + 1u, m, 8);
+        key_words(cv, key);
+        compress_cv(cv, m, 0, BLOCK_LEN, flags);
+        if (keep) store_node(inner, level_at + (first >> 1) + lid, cv);
+    } else if (lid == pairs && (count & 1u)) {
+        load_node(in, first + 2u * lid, m, 0);
+        for (uint i = 0; i < 8u; i++) cv[i] = m[i];
+    }
+    level_at += total >> 1;
+    total = (total + 1u) >> 1;
+    count = (count + 1u) >> 1;
+
+    __local uint *src = slots;
+    __local uint *dst = slots + MERKLE_WG * 8;
+    uint width = MERKLE_WG;
+    if (levels > 1u && lid < count) {
+        for (uint i = 0; i < 8u; i++) src[i * width + lid] = cv[i];
+    }
+    for (uint level = 2; level <= levels; level++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint next_width = width >> 1;
+        pairs = count >> 1;
+        if (lid < pairs) {
+            for (uint i = 0; i < 8u; i++) {
+                m[i] = src[i * width + 2u * lid];
+                m[i + 8u] = src[i * width + 2u * lid + 1u];
+            }
+            key_words(cv, key);
+            compress_cv(cv, m, 0, BLOCK_LEN, flags);
+            if (keep) store_node(inner, level_at + (first >> level) + lid, cv);
+        } else if (lid == pairs && (count & 1u)) {
+            for (uint i = 0; i < 8u; i++) cv[i] = src[i * width + 2u * lid];
+        }
+        level_at += total >> 1;
+        total = (total + 1u) >> 1;
+        count = (count + 1u) >> 1;
+        if (level < levels && lid < count) {
+            for (uint i = 0; i < 8u; i++) dst[i * next_width + lid] = cv[i];
+        }
+        __local uint *t = src;
+        src = dst;
+        dst = t;
+        width = next_width;
+    }
+    // The last level made: work-item t holds node t of it, in registers.
+    if (lid < count) store_node(out, (first >> levels) + lid, cv);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Many equal-length messages laid end to end (Backend::hash_many).
+
+// Loads `len` bytes (at most 64) from `p` as little-endian words into m, zero-padded. `align` is
+// what the host guarantees for `p`: 16, 4 or 1 bytes.
+inline void load_block(__global const uchar *p, uint len, uint align, uint m[16]) {
+    if (len == BLOCK_LEN && align == 16u) {
+        __global const uint4 *q = (__global const uint4 *)p;
+        put4(m, 0, q[0]);
+        put4(m, 4, q[1]);
+        put4(m, 8, q[2]);
+        put4(m, 12, q[3]);
+        return;
+    }
+#pragma unroll
+    for (uint w = 0; w < 16u; w++) {
+        uint at = 4u * w;
+        uint x = 0;
+        if (at + 4u <= len) {
+            x = align >= 4u ? ((__global const uint *)p)[w]
+                            : (uint)p[at] | (uint)p[at + 1u] << 8 | (uint)p[at + 2u] << 16 |
+                                  (uint)p[at + 3u] << 24;
+        } else if (at < len) {
+            // The last 1 to 3 bytes.
+            uint rest = len - at;
+            x = (uint)p[at];
+            if (rest > 1u) x |= (uint)p[at + 1u] << 8;
+            if (rest > 2u) x |= (uint)p[at + 2u] << 16;
+        }
+        m[w] = x;
+    }
+}
+
+// The chaining value (or with ROOT in `end`, the hash) of a chunk of 1 to 1024 bytes at `p` with
+// chunk counter `counter`.
+inline void hash_chunk(__global const uchar *p, uint len, uint counter, uint align, uint8 key,
+                       uint flags, uint end, uint cv[8]) {
+    const uint blocks = (len + BLOCK_LEN - 1u) / BLOCK_LEN;
+    key_words(cv, key);
+    uint m[16];
+    for (uint b = 0; b < blocks; b++) {
+        uint block_len = min(len - b * BLOCK_LEN, BLOCK_LEN);
+        load_block(p + b * BLOCK_LEN, block_len, align, m);
+        uint f = flags | (b == 0 ? CHUNK_START : 0u) | (b + 1u == blocks ? end : 0u);
+        compress_cv(cv, m, counter, block_len, f);
+    }
+}
+
+// One work-item per message of 1 to 1024 bytes, each its own root: work-item g hashes message
+// first_msg + g into node out_at + g of `out`.
+__kernel void many_one(__global const uchar *data, ulong msg_len, ulong first_msg, uint n_items,
+                       uint align, uint8 key, uint flags, __global uint4 *out, ulong out_at) {
+    const uint g = (uint)get_global_id(0);
+    if (g >= n_items) return;
+    uint cv[8];
+    hash_chunk(data + (first_msg + g) * msg_len, (uint)msg_len, 0, align, key, flags,
+               CHUNK_END | ROOT, cv);
+    store_node(out, out_at + g, cv);
+}
+
+// One work-item per chunk of each message of two or more chunks: work-item g hashes chunk
+// g % chunks of message first_msg + g / chunks (chunk j has counter j) into node out_at + g of
+// `out`: its chaining value, for many_merge.
+__kernel void many_chunks(__global const uchar *data, ulong msg_len, ulong first_msg, uint n_items,
+                          uint chunks, uint align, uint8 key, uint flags, __global uint4 *out,
+                          ulong out_at) {
+    const uint g = (uint)get_global_id(0);
+    if (g >= n_items) return;
+    const uint i = g / chunks;
+    const uint j = g - i * chunks;
+    const ulong skip = (ulong)j * CHUNK_LEN;
+    const ulong left = msg_len - skip;
+    const uint len = left < CHUNK_LEN ? (uint)left : CHUNK_LEN;
+    uint cv[8];
+    hash_chunk(data + (first_msg + i) * msg_len + skip, len, j, align, key, flags, CHUNK_END, cv);
+    store_node(out, out_at + g, cv);
+}
+
+// One work-item per message of `chunks` >= 2 chunks: merges its chunks' chaining values, which
+// many_chunks left side by side in `cvs`, into the message's hash. BLAKE3's tree gives a node's
+// left subtree the largest power of two of chunks below its count, which is the shape the Merkle
+// rule above (pairs, the odd last node carried up) gives too: so the CVs are reduced that way, in
+// place, with parent compressions, the last one as the root.
+__kernel void many_merge(__global uint4 *cvs, uint n_msgs, uint chunks, uint8 key, uint flags,
+                         __global uint4 *out, ulong out_at) {
+    const uint i = (uint)get_global_id(0);
+    if (i >= n_msgs) return;
+    __global uint4 *mine = cvs + (size_t)i * chunks * 2u;
+    uint m[16];
+    uint cv[8];
+    uint n = chunks;
+    while (n > 2u) {
+        uint pairs = n >> 1;
+        for (uint k = 0; k < pairs; k++) {
+            load_node(mine, 2u * k, m, 0);
+            load_node(mine, 2u * k + 1u, m, 8);
+            key_words(cv, key);
+            compress_cv(cv, m, 0, BLOCK_LEN, flags | PARENT);
+            store_node(mine, k, cv);
+        }
+        if (n & 1u) {
+            mine[2u * pairs] = mine[2u * (n - 1u)];
+            mine[2u * pairs + 1u] = mine[2u * (n - 1u) + 1u];
+        }
+        n = pairs + (n & 1u);
+    }
+    load_node(mine, 0, m, 0);
+    load_node(mine, 1, m, 8);
+    key_words(cv, key);
+    compress_cv(cv, m, 0, BLOCK_LEN, flags | PARENT | ROOT);
+    store_node(out, out_at + i, cv);
 }

@@ -147,6 +147,7 @@ pub(crate) fn describe(index: usize, p: PlatformId, d: DeviceId) -> DeviceInfo {
 pub(crate) struct BuildConfig {
     pub chunk_wg: usize,
     pub parent_wg: usize,
+    pub merkle_wg: usize,
     pub staged: bool,
     pub extra_options: String,
 }
@@ -154,8 +155,8 @@ pub(crate) struct BuildConfig {
 impl BuildConfig {
     pub fn options(&self) -> String {
         format!(
-            "-cl-std=CL1.2 -D CHUNK_WG={} -D PARENT_WG={} -D STAGED={} {}",
-            self.chunk_wg, self.parent_wg, self.staged as u32, self.extra_options
+            "-cl-std=CL1.2 -D CHUNK_WG={} -D PARENT_WG={} -D MERKLE_WG={} -D STAGED={} {}",
+            self.chunk_wg, self.parent_wg, self.merkle_wg, self.staged as u32, self.extra_options
         )
     }
 

@@ -11,14 +11,24 @@
 //!   queue of its own) and the device hashes segment k-1. The segments' CVs merge by the crate's
 //!   one tree code. A device short of memory gets smaller segments, down to 64 KiB, then
 //!   [`Error::OutOfMemory`].
-//! - Data already on the device ([`OpenClBackend::hash_buffer`]) is hashed where it lies; only
-//!   the last chunk (at most 1024 bytes) and a few CVs come back, in one read.
+//! - Data already on the device ([`OpenClBackend::hash_buffer`]) is hashed where it lies, on the
+//!   backend's own queue: the chunk kernel also copies the last chunk (at most 1024 bytes) next to
+//!   the subtree CVs, and one read into pinned host memory brings both back.
+//! - Merkle trees of 32-byte leaves ([`Backend::merkle`], [`OpenClBackend::merkle_buffer`]): a
+//!   few dispatches, each reducing several levels inside its work-groups in local memory; inner
+//!   levels leave the device only when asked for. Batches of equal-length messages
+//!   ([`Backend::hash_many`], [`OpenClBackend::hash_many_buffer`]): one work-item per message of
+//!   up to a chunk, one per chunk of longer ones and then one per message to merge its chunks.
 //!
-//! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`:
-//! device-resident 1 GiB in 0.70 ms of kernel time (1.53 TB/s; 0.96 ms per call from the host,
-//! 1.11 TB/s), 64 MiB in 66 us of kernel time (1.02 TB/s; 126 us per call); 1 GiB from host
-//! memory end to end in 22.2 ms (48 GB/s), of which the upload takes 19.8 ms and the kernels
-//! 1.4 ms.
+//! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`,
+//! wall time per call with everything in it, kernel time from profiling events:
+//! - device-resident 1 GiB: 730 us per call (1.47 TB/s), of which kernels 702 us (1.53 TB/s);
+//!   64 MiB: 93 us (0.72 TB/s), kernels 66 us. The rest is the driver's enqueue call (11 us),
+//!   the first kernel's start (7 us) and the gaps between the few commands (10 us);
+//! - Merkle root of 2^25 device-resident leaves: 1.315 ms per call, kernels 1.287 ms;
+//! - 2^24 device-resident 64-byte messages: 676 us per call (24.8 G hashes/s), kernels 662 us;
+//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s), of which the upload
+//!   takes 20 to 21 ms and the kernels 1.3 ms.
 //!
 //! ```no_run
 //! use b3accel::opencl::OpenClBackend;
@@ -32,9 +42,12 @@
 //! ```
 
 mod context;
+mod merkle;
 mod resident;
 mod stream;
 mod worker;
+
+pub use merkle::MerkleInner;
 
 use crate::backend::{check_blocks_args, check_subtree_args, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
@@ -45,7 +58,7 @@ use crate::{Hash, Mode};
 use context::{BuildConfig, Limits};
 use ocl::core;
 use std::sync::{Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use worker::{Prof, Worker};
 
 /// Every OpenCL device of every platform, in order: the N-th is `Device::OpenCl(N)`.
@@ -81,6 +94,34 @@ pub struct OpenClOptions {
     pub chunk_work_group: Option<usize>,
     /// Work-items (= CVs) per work-group of the parent kernel, a power of two. Default as above.
     pub parent_work_group: Option<usize>,
+    /// Work-items per work-group of the Merkle kernel, a power of two; each takes a pair of nodes,
+    /// so a group reduces up to `2 * merkle_work_group` nodes by up to `log2` of that many levels.
+    /// Default: 128 on a GPU (the fastest measured on an H200, see `merkle_levels`), 64 on a CPU
+    /// device, lowered to what the device allows.
+    pub merkle_work_group: Option<usize>,
+    /// How many levels the Merkle kernel reduces per dispatch while a level still has many groups'
+    /// worth of nodes (at least 1, at most `log2(2 * merkle_work_group)`). Default on a GPU: so
+    /// many that the group's last level still has 32 work-items at work (a whole NVIDIA warp), 3
+    /// with 128 work-items: levels with fewer leave most of a SIMD unit idle, which costs more
+    /// than one more dispatch (on an H200, 2^25 leaves: 1.29 ms of kernel time with 128 work-items
+    /// and 3 levels, 1.49 ms with 5, 1.94 ms with all 8). On a CPU device, all levels a group
+    /// holds. Small levels are always reduced as far as a group goes.
+    pub merkle_levels: Option<u32>,
+    /// How the host waits for the device to finish a call: `Some(true)` polls the command's
+    /// status in a loop (one core busy while it waits, at most 50 ms, then it blocks),
+    /// `Some(false)` or `None` blocks in the driver (`clWaitForEvents`). On an H200 both came
+    /// within a microsecond of each other for every device-resident call measured (hash of 1 GiB,
+    /// Merkle root of 2^25 leaves, 2^24 messages), once results land in pinned memory
+    /// (`pinned_results`); polling is there for drivers whose blocking wait wakes up late.
+    pub spin_wait: Option<bool>,
+    /// Read results (subtree CVs, the last chunk, Merkle roots) into pinned host memory
+    /// (`Some(true)`, the default, where the driver gives it) or into ordinary pageable memory
+    /// (`Some(false)`). NVIDIA's driver completes a read into pageable memory only after a thread
+    /// of its own has copied the data on, and that thread wakes up later the longer the read
+    /// waited behind the kernels: on an H200, device-resident 1 GiB took 930 us per call with
+    /// pageable results against 730 us pinned (kernels 702 us), 64 MiB 118 against 93 us, and
+    /// the Merkle root of 2^25 leaves 1662 against 1347 us.
+    pub pinned_results: Option<bool>,
     /// Stage the chunk kernel's loads through local memory (`true`) or let each work-item read its
     /// own chunk (`false`). Default: chosen per device type from measurements.
     pub staged_loads: Option<bool>,
@@ -131,6 +172,12 @@ pub struct OpenClBackend {
     streaming_stores: bool,
     /// PoCL: calls are serialised, see [`Pool::with_worker`].
     serialize: bool,
+    /// Levels per Merkle dispatch while levels are large.
+    merkle_levels: u32,
+    /// Poll events instead of blocking on them.
+    spin_wait: bool,
+    /// Read results into pinned host memory.
+    pinned_results: bool,
 }
 
 impl std::fmt::Debug for OpenClBackend {
@@ -140,10 +187,49 @@ impl std::fmt::Debug for OpenClBackend {
             .field("name", &self.info.name)
             .field("chunk_work_group", &self.config.chunk_wg)
             .field("parent_work_group", &self.config.parent_wg)
+            .field("merkle_work_group", &self.config.merkle_wg)
             .field("staged_loads", &self.config.staged)
             .field("segment_bytes", &self.segment_bytes)
             .finish()
     }
+}
+
+/// Where the wall time of one call on device-resident data went, from the driver's profiling
+/// events and the host's clock (the `*_profiled` methods of [`OpenClBackend`]). The parts of
+/// `total` are `before_device` (the host's work up to the first command), `enqueue` (the driver
+/// call that enqueued it), `launch` (from its queuing to its start on the device), `device_span`
+/// (from the first command's start to the last one's end: the kernels, and the gaps between
+/// commands) and `after_device` (from the device's last command to the return: the host noticing,
+/// and its own finishing). The driver stamps the first command as queued somewhere inside the
+/// enqueuing call, and the last part relates the device's clock to the host's at the end of that
+/// call, so `enqueue`, `launch` and `after_device` overlap by up to the enqueuing call's length.
+///
+/// ```
+/// let p = b3accel::opencl::Profile::default();
+/// assert_eq!(p.kernel, std::time::Duration::ZERO);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// Host-to-device copies, summed.
+    pub upload: Duration,
+    /// Kernel execution, summed over dispatches.
+    pub kernel: Duration,
+    /// Device-to-host copies, summed.
+    pub download: Duration,
+    /// Wall time of the whole call.
+    pub total: Duration,
+    /// From the call's start to the first command's enqueuing: the host's own work.
+    pub before_device: Duration,
+    /// The driver call that enqueued the first command.
+    pub enqueue: Duration,
+    /// From the first command's queuing to its start on the device.
+    pub launch: Duration,
+    /// From the first command's start to the last command's end, on the device.
+    pub device_span: Duration,
+    /// From the last command's end to the call's return.
+    pub after_device: Duration,
+    /// How many commands the call enqueued.
+    pub commands: usize,
 }
 
 /// The converse of a driver error: out of memory where the driver says so, else a device error.
@@ -211,7 +297,9 @@ impl OpenClBackend {
         .map_err(|e| Error::Device { device, detail: format!("creating a command queue: {e}") })?;
 
         let mut config = initial_config(device, &limits, options)?;
-        let user_sized = options.chunk_work_group.is_some() || options.parent_work_group.is_some();
+        let user_sized = options.chunk_work_group.is_some()
+            || options.parent_work_group.is_some()
+            || options.merkle_work_group.is_some();
         let (program, build_log) = loop {
             let (program, log) = context::build(device, context.as_core(), device_id, &config)?;
             // The compiler may allow fewer work-items per group than the device (registers).
@@ -224,13 +312,14 @@ impl OpenClBackend {
             };
             let chunk_fits = fits("chunk_cvs", config.chunk_wg)?;
             let parent_fits = fits("parent_cvs", config.parent_wg)?;
-            if chunk_fits && parent_fits {
+            let merkle_fits = fits("merkle_levels", config.merkle_wg)?;
+            if chunk_fits && parent_fits && merkle_fits {
                 break (program, log);
             }
-            if user_sized || (config.chunk_wg == 1 && config.parent_wg == 1) {
+            if user_sized || (config.chunk_wg == 1 && config.parent_wg == 1 && config.merkle_wg == 1) {
                 return Err(Error::InvalidInput(format!(
-                    "{device}: the kernels cannot run {} x {} work-items per group on {}",
-                    config.chunk_wg, config.parent_wg, info.name
+                    "{device}: the kernels cannot run {} / {} / {} work-items per group on {}",
+                    config.chunk_wg, config.parent_wg, config.merkle_wg, info.name
                 )));
             }
             if !chunk_fits {
@@ -238,6 +327,9 @@ impl OpenClBackend {
             }
             if !parent_fits {
                 config.parent_wg = (config.parent_wg / 2).max(1);
+            }
+            if !merkle_fits {
+                config.merkle_wg = (config.merkle_wg / 2).max(1);
             }
         };
 
@@ -251,6 +343,20 @@ impl OpenClBackend {
             None => default_segment(&limits),
         };
         let max_workers = if options.max_workers == 0 { 4 } else { options.max_workers };
+        let merkle_span = (2 * config.merkle_wg).trailing_zeros();
+        let merkle_levels = match options.merkle_levels {
+            Some(l) if (1..=merkle_span).contains(&l) => l,
+            Some(l) => {
+                return Err(Error::InvalidInput(format!(
+                    "{device}: {l} Merkle levels per dispatch is not between 1 and {merkle_span}"
+                )))
+            }
+            // On a CPU device idle work-items cost next to nothing: a group goes as far as it can.
+            None if limits.is_cpu => merkle_span,
+            // The last level a group makes keeps 32 work-items busy.
+            None => merkle_span.saturating_sub(5).max(1),
+        };
+        let spin_wait = options.spin_wait.unwrap_or(false);
         Ok(OpenClBackend {
             pool: Pool::new(max_workers),
             info,
@@ -265,6 +371,9 @@ impl OpenClBackend {
             segment_bytes,
             max_alloc_bytes: options.max_alloc_bytes.unwrap_or(u64::MAX),
             streaming_stores: options.streaming_stores.unwrap_or(false),
+            merkle_levels,
+            spin_wait,
+            pinned_results: options.pinned_results.unwrap_or(true),
         })
     }
 
@@ -386,7 +495,7 @@ impl OpenClBackend {
 }
 
 fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> Result<BuildConfig> {
-    let pick = |asked: Option<usize>, what: &str| -> Result<usize> {
+    let pick = |asked: Option<usize>, what: &str, gpu_default: usize| -> Result<usize> {
         match asked {
             Some(n) if n.is_power_of_two() && n <= limits.max_work_group => Ok(n),
             Some(n) => Err(Error::InvalidInput(format!(
@@ -394,15 +503,19 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
                 limits.max_work_group
             ))),
             None => {
-                let want = if limits.is_cpu { 64 } else { 256 };
+                let want = if limits.is_cpu { 64 } else { gpu_default };
                 let cap = limits.max_work_group.max(1);
                 Ok(want.min(1 << cap.ilog2()))
             }
         }
     };
     let mut config = BuildConfig {
-        chunk_wg: pick(options.chunk_work_group, "chunk")?,
-        parent_wg: pick(options.parent_work_group, "parent")?,
+        chunk_wg: pick(options.chunk_work_group, "chunk", 256)?,
+        parent_wg: pick(options.parent_work_group, "parent", 256)?,
+        // 128 work-items (256 nodes) and 3 levels per dispatch on large levels: on an H200 the root
+        // of 2^25 device-resident leaves took 1.287 ms of kernel time, against 1.306 ms with 256
+        // work-items and 3 levels, 1.319 ms with 256 and 4, and 1.681 ms with 64 and 2.
+        merkle_wg: pick(options.merkle_work_group, "merkle", 128)?,
         // Direct loads: each work-item's 64-byte block reads use whole 32-byte sectors, and the L1
         // cache serves the rest of the line. Measured on an H200 (NVIDIA OpenCL, driver 580) at
         // 1 GiB: 1.51 TB/s direct against 1.29 TB/s staged through local memory (256-chunk groups).
@@ -420,6 +533,9 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
             )));
         }
         config.chunk_wg /= 2;
+    }
+    while config.merkle_wg as u64 * 48 > limits.local_mem && config.merkle_wg > 1 {
+        config.merkle_wg /= 2;
     }
     while config.parent_wg as u64 * 48 > limits.local_mem && config.parent_wg > 1 {
         config.parent_wg /= 2;
@@ -463,6 +579,19 @@ impl Backend for OpenClBackend {
             return Ok(());
         }
         self.pool.with_worker(self, |w| w.hash_blocks(self, blocks, out))
+    }
+
+    /// Uploads the leaves once and reduces them on the device, several levels per dispatch
+    /// (see `shaders/blake3.cl`); the inner levels come back only when `inner` asks for them.
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        merkle::merkle_host(self, leaves, inner)
+    }
+
+    /// Messages of up to 64 chunks: one work-item per chunk of each message, then, for messages
+    /// longer than a chunk, one per message to merge its chunks. Longer ones one at a time
+    /// through the chunk kernels.
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        merkle::hash_many_host(self, data, msg_len, Domain { key: *key, flags }, out)
     }
 }
 

@@ -82,6 +82,39 @@ impl OpenClBackend {
         Ok((Hash::from_bytes(output.root_hash()), timings))
     }
 
+    /// [`hash_buffer`](Self::hash_buffer), reporting where the wall time of the call went:
+    /// before the first command, the command's wait to start on the device, the device's span
+    /// from the first command's start to the last one's end (kernels and the gaps between
+    /// commands), and after the device finished (the host noticing, and the root on the host).
+    ///
+    /// ```no_run
+    /// use b3accel::{opencl::OpenClBackend, Mode};
+    /// let gpu = OpenClBackend::open(0)?;
+    /// let buf = ocl::Buffer::<u8>::builder().context(gpu.context()).len(1 << 30).build().unwrap();
+    /// let (_hash, p) = gpu.hash_buffer_profiled(&buf, &Mode::Hash)?;
+    /// println!("kernels {:?} of {:?}; {:?} after the device finished", p.kernel, p.total, p.after_device);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_buffer_profiled(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<(Hash, super::Profile)> {
+        let start = Instant::now();
+        let mut prof = Prof::default();
+        let output = self.resident(buffer, buffer.len() as u64, mode.domain(), Some(&mut prof))?;
+        let hash = Hash::from_bytes(output.root_hash());
+        Ok((hash, prof.profile(start, Instant::now())))
+    }
+
+    /// Checks that `mem` belongs to this backend's context.
+    pub(crate) fn check_context(&self, mem: &core::Mem) -> Result<()> {
+        let device = self.info.device;
+        match core::get_mem_object_info(mem, core::MemInfo::Context) {
+            Ok(core::MemInfoResult::Context(c)) if c == *self.context.as_core() => Ok(()),
+            Ok(_) => Err(Error::InvalidInput(format!(
+                "{device}: the buffer belongs to another OpenCL context; create it in the backend's context()"
+            ))),
+            Err(e) => Err(self.domain_err("inspecting the buffer", e)),
+        }
+    }
+
     fn resident(&self, buffer: &ocl::Buffer<u8>, len: u64, domain: Domain, prof: Option<&mut Prof>) -> Result<Output> {
         let device = self.info.device;
         if len > buffer.len() as u64 {
@@ -91,26 +124,10 @@ impl OpenClBackend {
             )));
         }
         let mem = buffer.as_core();
-        match core::get_mem_object_info(mem, core::MemInfo::Context) {
-            Ok(core::MemInfoResult::Context(c)) if c == *self.context.as_core() => {}
-            Ok(_) => {
-                return Err(Error::InvalidInput(format!(
-                    "{device}: the buffer belongs to another OpenCL context; create it in the backend's context()"
-                )))
-            }
-            Err(e) => return Err(self.domain_err("inspecting the buffer", e)),
-        }
-        // Writes the caller enqueued on the backend's queue come first: a marker there, which the
-        // first command here waits for on the device, with no round trip through the host.
-        let mut ready = Event::null();
-        core::enqueue_marker_with_wait_list(
-            self.queue.as_core(),
-            None::<&Event>,
-            Some(&mut ready),
-            Some(&self.queue.device_version()),
-        )
-        .and_then(|_| core::flush(self.queue.as_core()))
-        .map_err(|e| Error::Device { device, detail: format!("ordering after the backend's queue: {e}") })?;
+        self.check_context(mem)?;
+        // Everything goes on the backend's own in-order queue: after whatever the caller enqueued
+        // there (writes of the buffer), with no marker or cross-queue wait in between.
+        let queue = self.queue.as_core();
         let last_len = last_chunk_len(len) as usize;
         let full_chunks = (len - last_len as u64) / CHUNK_LEN as u64;
         let mut prof = prof;
@@ -122,7 +139,7 @@ impl OpenClBackend {
             let mut whole: Vec<Cv> = vec![[0; 32]; full_chunks.count_ones() as usize];
             if full_chunks > 0 {
                 let run = Run { data: mem, chunk_offset: 0, n: full_chunks, counter: 0, domain };
-                let done = w.enqueue_subtrees(self, run, Some(&ready), 0, Some((tail_at, last_len)), &mut prof)?;
+                let done = w.enqueue_subtrees_on(queue, self, run, None, 0, Some((tail_at, last_len)), &mut prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, full_chunks, &mut whole);
                 last.copy_from_slice(w.tail(0, last_len));
@@ -130,15 +147,7 @@ impl OpenClBackend {
                 let mut ev = Event::null();
                 // SAFETY: a blocking read into a local vector of the right length.
                 unsafe {
-                    core::enqueue_read_buffer(
-                        &w.compute,
-                        mem,
-                        true,
-                        tail_at,
-                        &mut last[..],
-                        Some(&ready),
-                        Some(&mut ev),
-                    )
+                    core::enqueue_read_buffer(queue, mem, true, tail_at, &mut last[..], None::<&Event>, Some(&mut ev))
                 }
                 .map_err(|e| w.err("reading the last chunk", e))?;
                 Prof::push(&mut prof, Stage::Download, &ev);
@@ -150,7 +159,7 @@ impl OpenClBackend {
                     return Ok(());
                 }
                 let run = Run { data: mem, chunk_offset: offset, n, counter: first, domain };
-                let done = w.enqueue_subtrees(self, run, None, 0, None, &mut prof)?;
+                let done = w.enqueue_subtrees_on(queue, self, run, None, 0, None, &mut prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, n, out);
                 Ok(())

@@ -2,14 +2,18 @@
 //! and the dispatch sequence that turns a run of chunks on the device into subtree CVs.
 
 use super::stream::StreamBuffers;
+use super::Profile;
 use super::{cl_err, OpenClBackend, DIRECT_MAX};
 use crate::backend::{Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::Device;
 use crate::error::Result;
 use crate::tree::{CvStack, Domain};
-use ocl::core::{self, ArgVal, CommandQueue, Event, Kernel, Mem, MemFlags};
-use std::time::Duration;
+use ocl::core::{self, ArgVal, CommandQueue, Event, Kernel, MapFlags, Mem, MemFlags, MemMap};
+use std::time::{Duration, Instant};
+
+/// The longest a waiting host polls a command's status before it blocks in the driver.
+const SPIN_MAX: Duration = Duration::from_millis(50);
 
 /// Slots for subtree CVs: one per possible bit of a chunk count.
 const PIECE_SLOTS: usize = 64;
@@ -50,13 +54,68 @@ pub(crate) enum Stage {
 #[derive(Default)]
 pub(crate) struct Prof {
     events: Vec<(Stage, Event)>,
+    /// When the first command's enqueuing began and ended, on the host's clock.
+    enqueuing: Option<Instant>,
+    first_enqueued: Option<Instant>,
+}
+
+/// A profiling timestamp of an event, in nanoseconds of the device's clock.
+fn stamp(ev: &Event, what: core::ProfilingInfo) -> Option<u64> {
+    match core::get_event_profiling_info(ev, what) {
+        Ok(
+            core::ProfilingInfoResult::Start(v)
+            | core::ProfilingInfoResult::End(v)
+            | core::ProfilingInfoResult::Queued(v)
+            | core::ProfilingInfoResult::Submit(v),
+        ) => Some(v),
+        _ => None,
+    }
 }
 
 impl Prof {
+    /// Marks the start of an enqueuing call (only the first one counts).
+    pub fn begin(prof: &mut Option<&mut Prof>) {
+        if let Some(p) = prof {
+            p.enqueuing.get_or_insert_with(Instant::now);
+        }
+    }
+
     pub fn push(prof: &mut Option<&mut Prof>, stage: Stage, event: &Event) {
         if let Some(p) = prof {
+            p.first_enqueued.get_or_insert_with(Instant::now);
             p.events.push((stage, event.clone()));
         }
+    }
+
+    /// Where the wall time of a call went that started at `start` and ended at `end`, from the
+    /// events' timestamps. Only call once every event is complete.
+    pub fn profile(&self, start: Instant, end: Instant) -> Profile {
+        let t = self.timings();
+        let ns = Duration::from_nanos;
+        let mut p = Profile {
+            upload: t.upload,
+            kernel: t.kernel,
+            download: t.download,
+            total: end.saturating_duration_since(start),
+            commands: self.events.len(),
+            ..Profile::default()
+        };
+        let first = self.events.first().map(|(_, e)| e);
+        let queued = first.and_then(|e| stamp(e, core::ProfilingInfo::Queued));
+        let started = self.events.iter().filter_map(|(_, e)| stamp(e, core::ProfilingInfo::Start)).min();
+        let ended = self.events.iter().filter_map(|(_, e)| stamp(e, core::ProfilingInfo::End)).max();
+        if let (Some(q), Some(s), Some(e), Some(host)) = (queued, started, ended, self.first_enqueued) {
+            let began = self.enqueuing.unwrap_or(host);
+            p.before_device = began.saturating_duration_since(start);
+            p.enqueue = host.saturating_duration_since(began);
+            p.launch = ns(s.saturating_sub(q));
+            p.device_span = ns(e.saturating_sub(s));
+            // The host's clock when the device finished: the first command's queuing plus the
+            // device's time from then to its last command's end.
+            let finished = host + ns(e.saturating_sub(q));
+            p.after_device = end.saturating_duration_since(finished);
+        }
+        p
     }
 
     pub fn len(&self) -> usize {
@@ -72,16 +131,7 @@ impl Prof {
     pub fn timings(&self) -> Timings {
         let mut t = Timings::default();
         for (stage, ev) in &self.events {
-            let ns = |what| match core::get_event_profiling_info(ev, what) {
-                Ok(
-                    core::ProfilingInfoResult::Start(v)
-                    | core::ProfilingInfoResult::End(v)
-                    | core::ProfilingInfoResult::Queued(v)
-                    | core::ProfilingInfoResult::Submit(v),
-                ) => Some(v),
-                _ => None,
-            };
-            if let (Some(a), Some(b)) = (ns(core::ProfilingInfo::Start), ns(core::ProfilingInfo::End)) {
+            if let (Some(a), Some(b)) = (stamp(ev, core::ProfilingInfo::Start), stamp(ev, core::ProfilingInfo::End)) {
                 let d = Duration::from_nanos(b.saturating_sub(a));
                 match stage {
                     Stage::Upload => t.upload += d,
@@ -95,7 +145,7 @@ impl Prof {
 }
 
 /// A device buffer that grows on demand.
-struct Scratch {
+pub(crate) struct Scratch {
     mem: Option<Mem>,
     bytes: usize,
     flags: MemFlags,
@@ -106,7 +156,16 @@ impl Scratch {
         Scratch { mem: None, bytes: 0, flags }
     }
 
-    fn get(&mut self, device: Device, context: &core::Context, bytes: usize) -> Result<Mem> {
+    /// Lets a buffer over `max` bytes go (after a large call), so that an idle worker does not
+    /// hold on to it.
+    pub fn trim(&mut self, max: usize) {
+        if self.bytes > max {
+            self.mem = None;
+            self.bytes = 0;
+        }
+    }
+
+    pub fn get(&mut self, device: Device, context: &core::Context, bytes: usize) -> Result<Mem> {
         if self.bytes < bytes || self.mem.is_none() {
             let size = bytes.next_power_of_two().max(1024);
             // SAFETY: a plain allocation with no host pointer.
@@ -119,6 +178,90 @@ impl Scratch {
     }
 }
 
+/// Host memory that results are read into: two slots of [`RESULT_BYTES`].
+///
+/// Pinned where the driver gives it (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once): NVIDIA's
+/// driver then copies straight into it, and a read is complete when its copy is. A read into
+/// pageable memory goes through the driver's own staging: one of its threads copies the data on
+/// and only then marks the read complete, which an H200 host saw tens to hundreds of microseconds
+/// after the copy's end, more the longer the kernels before it ran.
+enum HostResults {
+    Pinned(PinnedResults),
+    Pageable(Box<[[u8; RESULT_BYTES]; 2]>),
+}
+
+/// A mapped `CL_MEM_ALLOC_HOST_PTR` buffer of two result slots.
+struct PinnedResults {
+    mem: Mem,
+    map: MemMap<u8>,
+    /// The queue it was mapped on, to unmap it.
+    queue: CommandQueue,
+}
+
+// SAFETY: the mapping points into host memory that the buffer owns for as long as the
+// `PinnedResults` lives; only the worker holding it (one thread at a time, through the pool)
+// reads or writes it, and the device writes it only through reads that worker enqueued and waits
+// for.
+unsafe impl Send for PinnedResults {}
+
+impl Drop for PinnedResults {
+    fn drop(&mut self) {
+        let _ = core::enqueue_unmap_mem_object(&self.queue, &self.mem, &self.map, None::<&Event>, None::<&mut Event>);
+        let _ = core::finish(&self.queue);
+    }
+}
+
+impl HostResults {
+    fn pageable() -> HostResults {
+        HostResults::Pageable(Box::new([[0; RESULT_BYTES]; 2]))
+    }
+
+    /// Pinned slots, or `None` where the driver has no such memory to give.
+    fn pinned(context: &core::Context, queue: &CommandQueue) -> Option<HostResults> {
+        let len = 2 * RESULT_BYTES;
+        // SAFETY: a plain allocation with no host pointer.
+        let mem = unsafe {
+            core::create_buffer::<_, u8>(context, MemFlags::READ_WRITE | MemFlags::ALLOC_HOST_PTR, len, None)
+        }
+        .ok()?;
+        // SAFETY: a blocking map of the whole buffer; it stays mapped until `drop` unmaps it.
+        let map = unsafe {
+            core::enqueue_map_buffer::<u8, _, _, _>(
+                queue,
+                &mem,
+                true,
+                MapFlags::READ | MapFlags::WRITE,
+                0,
+                len,
+                None::<&Event>,
+                None::<&mut Event>,
+            )
+        }
+        .ok()?;
+        Some(HostResults::Pinned(PinnedResults { mem, map, queue: queue.clone() }))
+    }
+
+    fn slot(&self, slot: usize) -> &[u8] {
+        match self {
+            // SAFETY: the mapping is 2 * RESULT_BYTES bytes long and lives as long as `self`.
+            HostResults::Pinned(p) => unsafe {
+                &p.map.as_slice(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+            },
+            HostResults::Pageable(b) => &b[slot][..],
+        }
+    }
+
+    fn slot_mut(&mut self, slot: usize) -> &mut [u8] {
+        match self {
+            // SAFETY: as above, and `&mut self` makes the borrow unique.
+            HostResults::Pinned(p) => unsafe {
+                &mut p.map.as_slice_mut(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+            },
+            HostResults::Pageable(b) => &mut b[slot][..],
+        }
+    }
+}
+
 pub(crate) struct Worker {
     pub device: Device,
     pub context: core::Context,
@@ -126,16 +269,27 @@ pub(crate) struct Worker {
     pub compute: CommandQueue,
     /// Uploads of streamed segments, so that they overlap the kernels.
     pub transfer: CommandQueue,
+    /// The backend's own queue, where calls on device-resident data run (after the commands
+    /// its user enqueued there).
+    pub main: CommandQueue,
     chunk: Kernel,
     parent: Kernel,
     blocks: Kernel,
-    levels: [Scratch; 2],
+    pub merkle: Kernel,
+    pub many_one: Kernel,
+    pub many_chunks: Kernel,
+    pub many_merge: Kernel,
+    pub levels: [Scratch; 2],
     pieces: Mem,
     /// Two host buffers for results, so that a streamed segment's results can arrive while the
     /// previous one's are read.
-    host_pieces: Box<[[u8; RESULT_BYTES]; 2]>,
-    input: Scratch,
-    output: Scratch,
+    host_pieces: HostResults,
+    pub input: Scratch,
+    pub output: Scratch,
+    /// Poll events rather than block on them (`OpenClOptions::spin_wait`).
+    spin: bool,
+    /// Work-items per group of the `many_*` kernels.
+    pub many_wg: usize,
     pub stream: Option<StreamBuffers>,
     /// The segment size this worker streams with: the backend's, or less after running short of
     /// device memory.
@@ -153,6 +307,24 @@ impl Worker {
             .map_err(|e| cl_err(device, "creating a command queue", e))?;
         let kernel =
             |name: &str| core::create_kernel(&be.program, name).map_err(|e| cl_err(device, "creating a kernel", e));
+        let host_pieces = if be.pinned_results {
+            HostResults::pinned(&context, &transfer).unwrap_or_else(HostResults::pageable)
+        } else {
+            HostResults::pageable()
+        };
+        let many_one = kernel("many_one")?;
+        let many_chunks = kernel("many_chunks")?;
+        let many_merge = kernel("many_merge")?;
+        // At most 256 work-items per group, and no more than the kernels allow.
+        let mut many_wg = 256usize;
+        for k in [&many_one, &many_chunks, &many_merge] {
+            if let Ok(core::KernelWorkGroupInfoResult::WorkGroupSize(n)) =
+                core::get_kernel_work_group_info(k, be.device_id, core::KernelWorkGroupInfo::WorkGroupSize)
+            {
+                many_wg = many_wg.min(n.max(1));
+            }
+        }
+        let many_wg = 1 << many_wg.ilog2();
         // SAFETY: a plain allocation with no host pointer.
         let pieces = unsafe { core::create_buffer::<_, u8>(&context, MemFlags::READ_WRITE, RESULT_BYTES, None) }
             .map_err(|e| cl_err(device, "allocating a device buffer", e))?;
@@ -161,12 +333,19 @@ impl Worker {
             chunk: kernel("chunk_cvs")?,
             parent: kernel("parent_cvs")?,
             blocks: kernel("hash_blocks")?,
+            merkle: kernel("merkle_levels")?,
+            many_one,
+            many_chunks,
+            many_merge,
+            many_wg,
+            spin: be.spin_wait,
             context,
             compute,
             transfer,
+            main: be.queue.as_core().clone(),
             levels: [Scratch::new(MemFlags::READ_WRITE), Scratch::new(MemFlags::READ_WRITE)],
             pieces,
-            host_pieces: Box::new([[0; RESULT_BYTES]; 2]),
+            host_pieces,
             input: Scratch::new(MemFlags::READ_ONLY),
             output: Scratch::new(MemFlags::WRITE_ONLY),
             stream: None,
@@ -179,6 +358,7 @@ impl Worker {
     pub fn quiesce(&self) {
         let _ = core::finish(&self.transfer);
         let _ = core::finish(&self.compute);
+        let _ = core::finish(&self.main);
     }
 
     pub fn err(&self, what: &str, e: ocl::core::Error) -> crate::error::Error {
@@ -202,7 +382,26 @@ impl Worker {
         tail: Option<(usize, usize)>,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
+        let queue = self.compute.clone();
+        self.enqueue_subtrees_on(&queue, be, run, wait, slot, tail, prof)
+    }
+
+    /// [`enqueue_subtrees`](Self::enqueue_subtrees) on `queue`, an in-order queue of the
+    /// worker's context (the backend's own queue, for data its user wrote there).
+    #[allow(clippy::too_many_arguments)]
+    pub fn enqueue_subtrees_on(
+        &mut self,
+        queue: &CommandQueue,
+        be: &OpenClBackend,
+        run: Run<'_>,
+        wait: Option<&Event>,
+        slot: usize,
+        tail: Option<(usize, usize)>,
+        prof: &mut Option<&mut Prof>,
+    ) -> Result<Enqueued> {
         let Run { data, chunk_offset, n, counter, domain } = run;
+        let (tail_at, tail_len) = tail.map_or((0u64, 0u32), |(at, len)| (at as u64, len as u32));
+        debug_assert!(tail_len as usize <= CHUNK_LEN);
         debug_assert!(n >= 1 && slot < 2);
         let w1 = be.config.chunk_wg as u64;
         let w2 = be.config.parent_wg as u64;
@@ -225,14 +424,17 @@ impl Worker {
             .and_then(|_| set(5, ArgVal::scalar(&flags)))
             .and_then(|_| set(6, ArgVal::mem(&level0)))
             .and_then(|_| set(7, ArgVal::mem(&self.pieces)))
+            .and_then(|_| set(8, ArgVal::scalar(&tail_at)))
+            .and_then(|_| set(9, ArgVal::scalar(&tail_len)))
             .map_err(|e| err("setting kernel arguments", e))?;
         let groups = n.div_ceil(w1);
         let mut chunk_kernel = Event::null();
         // SAFETY: every argument is set, the buffers outlive the command (OpenCL retains them),
         // and the work-group size is the one the kernel was compiled for.
+        Prof::begin(prof);
         unsafe {
             core::enqueue_kernel(
-                &self.compute,
+                queue,
                 &self.chunk,
                 1,
                 None,
@@ -245,7 +447,7 @@ impl Worker {
         .map_err(|e| err("running the chunk kernel", e))?;
         Prof::push(prof, Stage::Kernel, &chunk_kernel);
         // Let the device start while the rest is enqueued.
-        core::flush(&self.compute).map_err(|e| err("flushing the queue", e))?;
+        core::flush(queue).map_err(|e| err("flushing the queue", e))?;
 
         let mut count = q1;
         let mut level = w1.trailing_zeros();
@@ -268,7 +470,7 @@ impl Worker {
             // SAFETY: as above.
             unsafe {
                 core::enqueue_kernel(
-                    &self.compute,
+                    queue,
                     &self.parent,
                     1,
                     None,
@@ -284,74 +486,108 @@ impl Worker {
             level += w2.trailing_zeros();
             bufs.swap(0, 1);
         }
-        if count == 1 {
-            // One full group's CV is the subtree of the top set bit: move it to its slot.
-            core::enqueue_copy_buffer::<u8, _, _, _>(
-                &self.compute,
-                &bufs[0],
-                &self.pieces,
-                0,
-                level as usize * 32,
-                32,
-                None::<&Event>,
-                None::<&mut Event>,
-            )
-            .map_err(|e| err("copying a subtree CV", e))?;
-        }
-        let mut read_len = PIECES_BYTES;
-        if let Some((offset, len)) = tail {
-            debug_assert!(len <= CHUNK_LEN);
-            core::enqueue_copy_buffer::<u8, _, _, _>(
-                &self.compute,
-                data,
-                &self.pieces,
-                offset,
-                PIECES_BYTES,
-                len,
-                None::<&Event>,
-                None::<&mut Event>,
-            )
-            .map_err(|e| err("copying the last chunk", e))?;
-            read_len += len;
-        }
+        // A last dispatch with one full group wrote that group's CV (the subtree of the top set
+        // bit) to its slot itself, and the chunk kernel copied the tail: one read brings all.
+        let read_len = PIECES_BYTES + tail_len as usize;
         let mut read = Event::null();
         // SAFETY: the host buffer lives in this worker, which waits for the read (or finishes its
         // queues on failure) before the buffer can go away.
         unsafe {
             core::enqueue_read_buffer(
-                &self.compute,
+                queue,
                 &self.pieces,
                 false,
                 0,
-                &mut self.host_pieces[slot][..read_len],
+                &mut self.host_pieces.slot_mut(slot)[..read_len],
                 None::<&Event>,
                 Some(&mut read),
             )
         }
         .map_err(|e| err("reading subtree CVs", e))?;
         Prof::push(prof, Stage::Download, &read);
-        core::flush(&self.compute).map_err(|e| err("flushing the queue", e))?;
+        core::flush(queue).map_err(|e| err("flushing the queue", e))?;
         Ok(Enqueued { chunk_kernel, read })
     }
 
     /// The subtree CVs of the `n` chunks last dispatched into host buffer `slot`, largest first:
     /// one per set bit of `n`. Only once that dispatch's read event is complete.
     pub fn take_pieces(&self, slot: usize, n: u64, out: &mut [Cv]) {
-        let host = &self.host_pieces[slot];
+        let host = self.host_pieces.slot(slot);
         for (cv, b) in out.iter_mut().zip((0..PIECE_SLOTS).rev().filter(|b| n >> b & 1 == 1)) {
             // The kernels store little-endian words: the CV's bytes as they are.
             cv.copy_from_slice(&host[b * 32..b * 32 + 32]);
         }
     }
 
-    /// The `len` bytes a dispatch with a `tail` fetched into host buffer `slot`.
-    pub fn tail(&self, slot: usize, len: usize) -> &[u8] {
-        &self.host_pieces[slot][PIECES_BYTES..PIECES_BYTES + len]
+    /// Enqueues a read of `len` (at most a chunk) bytes of `mem` from byte `offset` into host
+    /// buffer `slot`, after everything before it on `queue`; once the returned event is complete,
+    /// [`result`](Self::result) gives them.
+    pub fn enqueue_read_small(
+        &mut self,
+        queue: &CommandQueue,
+        mem: &Mem,
+        offset: usize,
+        len: usize,
+        slot: usize,
+        prof: &mut Option<&mut Prof>,
+    ) -> Result<Event> {
+        debug_assert!(len <= CHUNK_LEN);
+        let mut read = Event::null();
+        Prof::begin(prof);
+        // SAFETY: the host buffer lives in this worker, which waits for the read (or finishes its
+        // queues on failure) before the buffer can go away.
+        unsafe {
+            core::enqueue_read_buffer(
+                queue,
+                mem,
+                false,
+                offset,
+                &mut self.host_pieces.slot_mut(slot)[..len],
+                None::<&Event>,
+                Some(&mut read),
+            )
+        }
+        .map_err(|e| self.err("reading results", e))?;
+        Prof::push(prof, Stage::Download, &read);
+        core::flush(queue).map_err(|e| self.err("flushing the queue", e))?;
+        Ok(read)
     }
 
-    /// Waits for a dispatch's results.
+    /// The first `len` bytes of host buffer `slot`, as [`enqueue_read_small`](Self::enqueue_read_small) left them.
+    pub fn result(&self, slot: usize, len: usize) -> &[u8] {
+        &self.host_pieces.slot(slot)[..len]
+    }
+
+    /// The `len` bytes a dispatch with a `tail` fetched into host buffer `slot`.
+    pub fn tail(&self, slot: usize, len: usize) -> &[u8] {
+        &self.host_pieces.slot(slot)[PIECES_BYTES..PIECES_BYTES + len]
+    }
+
+    /// Waits for a command (a dispatch's results): by polling its status where the backend
+    /// spins, for at most [`SPIN_MAX`], else in the driver.
     pub fn wait(&self, ev: &Event) -> Result<()> {
+        if self.spin {
+            let start = Instant::now();
+            loop {
+                match core::event_status(ev) {
+                    Ok(core::CommandExecutionStatus::Complete) => return Ok(()),
+                    // Still on its way; an error status does not convert: the driver's wait says
+                    // what it was.
+                    Ok(_) if start.elapsed() < SPIN_MAX => std::hint::spin_loop(),
+                    _ => break,
+                }
+            }
+        }
         ev.wait_for().map_err(|e| self.err("waiting for the kernels", e))
+    }
+
+    /// Lets large scratch buffers go after a call that needed them.
+    pub fn trim(&mut self) {
+        const KEEP: usize = 256 << 20;
+        let [a, b] = &mut self.levels;
+        for s in [&mut self.input, &mut self.output, a, b] {
+            s.trim(KEEP);
+        }
     }
 
     /// Hashes full chunks in host memory that continue `stack`'s input, the first with chunk
