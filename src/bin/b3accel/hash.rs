@@ -1,0 +1,461 @@
+//! The default command: hash inputs and print one line each, exactly as b3sum does (or, with
+//! `--check`, hand over to the check module).
+
+use crate::inputs::{self, Input, Listing};
+use crate::output::{self, display_name, Out};
+use crate::progress::Progress;
+use crate::{ordered, Fatal, Global, Outcome};
+use b3accel::{Backend, Device, Hasher, Mode, OutputReader, KEY_LEN};
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The hashing options: b3sum's, then b3accel's own.
+#[derive(clap::Args, Debug)]
+pub struct HashArgs {
+    /// Files to hash, or checkfiles to check
+    ///
+    /// When no file is given, or when - is given, read standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Vec<PathBuf>,
+
+    /// Use the keyed mode, reading the 32-byte key from stdin
+    #[arg(long, requires = "inputs")]
+    pub keyed: bool,
+
+    /// Use the key derivation mode, with the given context string
+    ///
+    /// Cannot be used with --keyed.
+    #[arg(long, value_name = "CONTEXT", conflicts_with = "keyed")]
+    pub derive_key: Option<String>,
+
+    /// The number of output bytes, before hex encoding
+    #[arg(short, long, default_value_t = b3accel::OUT_LEN as u64, value_name = "LEN")]
+    pub length: u64,
+
+    /// The starting output byte offset, before hex encoding
+    #[arg(long, default_value_t = 0, value_name = "SEEK")]
+    pub seek: u64,
+
+    /// Disable memory mapping
+    ///
+    /// Files are read in large buffers instead.
+    #[arg(long)]
+    pub no_mmap: bool,
+
+    /// Omit filenames in the output
+    #[arg(long, conflicts_with = "json")]
+    pub no_names: bool,
+
+    /// Write raw output bytes to stdout, rather than hex
+    ///
+    /// --no-names is implied. In this case, only a single input is allowed.
+    #[arg(long, conflicts_with_all = ["json", "zero"])]
+    pub raw: bool,
+
+    /// Output BSD-style checksums: BLAKE3 ([FILE]) = [HASH]
+    #[arg(long, conflicts_with = "json")]
+    pub tag: bool,
+
+    /// Read BLAKE3 sums from the [FILE]s and check them
+    #[arg(
+        short,
+        long,
+        conflicts_with_all = ["derive_key", "keyed", "length", "raw", "tag", "no_names", "recursive"]
+    )]
+    pub check: bool,
+
+    /// Skip printing OK for each checked file
+    ///
+    /// Must be used with --check.
+    #[arg(long, requires = "check")]
+    pub quiet: bool,
+
+    /// Hash the files below each directory FILE, in byte order of their paths
+    ///
+    /// Gives the lines b3sum gives for `find DIR -type f | LC_ALL=C sort`. Symbolic links to
+    /// files are hashed; links to directories are not followed; fifos, sockets and devices are
+    /// left out.
+    #[arg(short, long)]
+    pub recursive: bool,
+
+    /// Also take the names of the inputs from LIST, one per line (- for standard input)
+    ///
+    /// Names are taken byte for byte (only the newline ends them; with -z, a NUL); empty lines
+    /// are skipped. With --check, the names are checkfiles.
+    #[arg(long, value_name = "LIST")]
+    pub files_from: Option<PathBuf>,
+
+    /// End each output line with NUL, not newline, and print names unescaped
+    ///
+    /// With --files-from, the names in the list end with NUL; with --check, so do the lines of
+    /// the checkfiles.
+    #[arg(short, long, conflicts_with = "json")]
+    pub zero: bool,
+
+    /// With --check: skip, and do not count, lines whose file does not exist
+    ///
+    /// A checkfile in which no file was verified is still an error.
+    #[arg(long, requires = "check")]
+    pub ignore_missing: bool,
+
+    /// With --check: print nothing on standard output; the exit status tells the result
+    #[arg(long, requires = "check")]
+    pub status: bool,
+
+    /// With --check: a checkfile with no properly formatted line is an error
+    ///
+    /// (An improperly formatted line is always a failure, as in b3sum.)
+    #[arg(long, requires = "check")]
+    pub strict: bool,
+}
+
+/// How every input is hashed.
+pub struct Spec {
+    pub backend: Arc<dyn Backend>,
+    pub mode: Mode,
+    pub mmap: bool,
+    pub seek: u64,
+    /// With `--keyed`, standard input holds the key and cannot be hashed.
+    pub keyed: bool,
+}
+
+/// One hashed input.
+pub struct Hashed {
+    /// The output stream, positioned at `--seek`.
+    pub reader: OutputReader,
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+/// Regular files of at least this size are memory-mapped (b3sum maps from 16 KiB up).
+const MMAP_MIN: u64 = 16 * 1024;
+/// Read buffer for standard input, pipes, devices and `--no-mmap`.
+const READ_BUF: usize = 1024 * 1024;
+/// With a progress bar, mapped files are hashed in pieces of this size so that it moves.
+const PROGRESS_PIECE: usize = 32 * 1024 * 1024;
+/// Regular files up to this size are read whole into a per-thread buffer and hashed in one call.
+const READ_WHOLE_MAX: u64 = 4 * 1024 * 1024;
+
+thread_local! {
+    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Hashes one input on `spec`'s device.
+pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result<Hashed> {
+    let start = Instant::now();
+    let (mut reader, bytes) = match input {
+        Input::Error { msg, .. } => return Err(io::Error::other(msg.clone())),
+        Input::Stdin if spec.keyed => {
+            return Err(io::Error::other("Cannot open `-` in keyed mode"))
+        }
+        Input::Stdin => stream(io::stdin().lock(), spec, progress)?,
+        Input::Path(path) => hash_file(path, spec, progress)?,
+    };
+    reader.set_position(spec.seek);
+    Ok(Hashed {
+        reader,
+        bytes,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<(OutputReader, u64)> {
+    let file = File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        let len = meta.len();
+        if spec.mmap && len >= MMAP_MIN {
+            // SAFETY: the map is only read, and only as bytes to hash. Like every tool that maps
+            // files (b3sum included), a file truncated by another process while we read it may
+            // end the process with SIGBUS; it cannot corrupt memory.
+            if let Ok(map) = unsafe { memmap2::MmapOptions::new().map(&file) } {
+                return hash_slice(&map, spec, progress).map(|r| (r, map.len() as u64));
+            }
+        }
+        if len <= READ_WHOLE_MAX {
+            return read_whole(file, len, spec, progress);
+        }
+    }
+    stream(file, spec, progress)
+}
+
+/// A small regular file: read whole into this thread's buffer and hashed in one call.
+fn read_whole(
+    mut file: File,
+    len: u64,
+    spec: &Spec,
+    progress: &Progress,
+) -> io::Result<(OutputReader, u64)> {
+    BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        buf.clear();
+        buf.reserve(len as usize + 1);
+        file.read_to_end(&mut buf)?;
+        let result = hash_slice(&buf, spec, progress).map(|r| (r, buf.len() as u64));
+        if buf.capacity() > READ_WHOLE_MAX as usize + 1 {
+            *buf = Vec::new();
+        }
+        result
+    })
+}
+
+fn hash_slice(data: &[u8], spec: &Spec, progress: &Progress) -> io::Result<OutputReader> {
+    if progress.active() && data.len() > PROGRESS_PIECE {
+        let mut hasher = Hasher::with_backend(spec.backend.clone(), &spec.mode);
+        for piece in data.chunks(PROGRESS_PIECE) {
+            hasher.update(piece)?;
+            progress.inc(piece.len() as u64);
+        }
+        return Ok(hasher.finalize_xof()?);
+    }
+    let reader = b3accel::xof_reader_with(&*spec.backend, &spec.mode, data)?;
+    progress.inc(data.len() as u64);
+    Ok(reader)
+}
+
+/// Anything read in a loop: standard input, pipes, devices, `--no-mmap`.
+fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<(OutputReader, u64)> {
+    let mut hasher = Hasher::with_backend(spec.backend.clone(), &spec.mode);
+    let mut buf = vec![0u8; READ_BUF];
+    loop {
+        // Fill the buffer (pipes deliver 64 KiB at a time) so that the device gets large pieces.
+        let mut filled = 0;
+        while filled < buf.len() {
+            match src.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        hasher.update(&buf[..filled])?;
+        progress.inc(filled as u64);
+        if filled < buf.len() {
+            break;
+        }
+    }
+    Ok((hasher.finalize_xof()?, hasher.count()))
+}
+
+/// Reads the `--keyed` key: exactly 32 bytes on standard input.
+fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
+    let mut bytes = Vec::with_capacity(KEY_LEN + 1);
+    io::stdin()
+        .lock()
+        .take(KEY_LEN as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Fatal(format!("reading the key from stdin: {e}")))?;
+    match bytes.len() {
+        n if n < KEY_LEN => Err(Fatal(format!(
+            "expected {KEY_LEN} key bytes from stdin, found {n}"
+        ))),
+        n if n > KEY_LEN => Err(Fatal(format!(
+            "read more than {KEY_LEN} key bytes from stdin"
+        ))),
+        _ => {
+            let mut key = [0u8; KEY_LEN];
+            key.copy_from_slice(&bytes);
+            Ok(key)
+        }
+    }
+}
+
+/// Opens `device`'s backend, saying with `-v` what it is and why.
+pub fn open_device(global: &Global) -> Result<Arc<dyn Backend>, Fatal> {
+    let backend = b3accel::backend(global.backend)?;
+    if global.verbose > 0 {
+        let info = backend.info();
+        let why = match global.backend {
+            Device::Auto => {
+                "--backend auto: the CPU backend, since no measurement shows a GPU faster here"
+            }
+            _ => "asked for with --backend",
+        };
+        crate::warn(format_args!(
+            "hashing on {} ({}, {}), {} thread(s): {why}",
+            info.device,
+            info.name,
+            info.api,
+            rayon::current_num_threads()
+        ));
+    }
+    Ok(backend)
+}
+
+/// Stops the run: standard output is gone (a closed pipe) or failed.
+pub enum Stop {
+    Closed,
+    Fatal(Fatal),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Stop::Closed
+        } else {
+            Stop::Fatal(Fatal(format!("write error: {e}")))
+        }
+    }
+}
+
+/// The exit status once everything is written: 1 when anything failed. A closed standard output
+/// ends the run quietly with that status; any other write error is fatal.
+pub fn finish(result: Result<(), Stop>, out: &mut Out, failed: bool) -> Outcome {
+    let code = if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    };
+    match result.and_then(|()| out.flush().map_err(Stop::from)) {
+        Ok(()) | Err(Stop::Closed) => Ok(code),
+        Err(Stop::Fatal(e)) => Err(e),
+    }
+}
+
+/// Whether to hash `inputs` in parallel across inputs: several inputs, and at most one of them
+/// standard input (several `-` must read it in order: the first gets everything).
+pub fn parallel_ok(inputs: &[&Path]) -> bool {
+    inputs.len() > 1 && inputs.iter().filter(|p| **p == Path::new("-")).count() <= 1
+}
+
+/// A progress bar over the sizes of the regular files among `paths`, when one is wanted.
+pub fn progress_for<'a>(global: &Global, paths: impl Iterator<Item = &'a Path>) -> Progress {
+    if !Progress::wanted(global.progress) {
+        return Progress::none();
+    }
+    let total = paths
+        .filter(|p| *p != Path::new("-"))
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    Progress::new(global.progress, total)
+}
+
+pub fn run(args: HashArgs, global: &Global) -> Outcome {
+    if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
+        crate::usage_error(
+            "--keyed reads the key from standard input, so --files-from cannot read it (-)",
+        );
+    }
+    if !args.check && args.seek.checked_add(args.length).is_none() {
+        return Err(Fatal(format!(
+            "--seek {} with --length {} ends past byte 2^64 of the output stream, which this \
+             version cannot produce",
+            args.seek, args.length
+        )));
+    }
+    let backend = open_device(global)?;
+    let inputs = inputs::expand(&Listing {
+        files: &args.file,
+        files_from: args.files_from.as_deref(),
+        recursive: args.recursive,
+        zero: args.zero,
+    })?;
+    if args.raw && inputs.len() > 1 {
+        return Err(Fatal(
+            "Only one filename can be provided when using --raw".into(),
+        ));
+    }
+    let mode = if args.keyed {
+        Mode::Keyed(read_key()?)
+    } else if let Some(context) = &args.derive_key {
+        Mode::DeriveKey(context.clone())
+    } else {
+        Mode::Hash
+    };
+    let spec = Spec {
+        backend,
+        mode,
+        mmap: !args.no_mmap,
+        seek: args.seek,
+        keyed: args.keyed,
+    };
+    if args.check {
+        return crate::check::run(&args, global, &spec, &inputs);
+    }
+
+    let paths: Vec<&Path> = inputs.iter().map(Input::path).collect();
+    let progress = progress_for(global, paths.iter().copied());
+    let mut out = Out::new();
+    let mut failed = false;
+    let device = spec.backend.info().device.to_string();
+    let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
+    let mut line = Vec::with_capacity(256);
+    let result = ordered::run(
+        inputs.len(),
+        parallel_ok(&paths),
+        |i| (i, hash_input(&inputs[i], &spec, &progress)),
+        |(i, result): (usize, io::Result<Hashed>)| -> Result<(), Stop> {
+            let path = inputs[i].path();
+            line.clear();
+            match result {
+                Ok(mut h) => {
+                    if args.raw {
+                        output::write_raw(&mut out, &mut h.reader, args.length)?;
+                    } else if global.json {
+                        line.extend_from_slice(b"{\"path\":");
+                        line.extend_from_slice(
+                            output::json_string(&path.to_string_lossy()).as_bytes(),
+                        );
+                        line.extend_from_slice(b",\"hash\":\"");
+                        output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                        line.extend_from_slice(
+                            format!(
+                                "\",\"bytes\":{},\"backend\":\"{device}\",\"seconds\":{}}}\n",
+                                h.bytes, h.seconds
+                            )
+                            .as_bytes(),
+                        );
+                    } else if args.no_names {
+                        output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                        line.extend_from_slice(term);
+                    } else {
+                        let (name, escaped) = display_name(path, args.zero);
+                        if escaped {
+                            line.push(b'\\');
+                        }
+                        if args.tag {
+                            line.extend_from_slice(b"BLAKE3 (");
+                            line.extend_from_slice(name.as_bytes());
+                            line.extend_from_slice(b") = ");
+                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                        } else {
+                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                            line.extend_from_slice(b"  ");
+                            line.extend_from_slice(name.as_bytes());
+                        }
+                        line.extend_from_slice(term);
+                    }
+                }
+                Err(e) => {
+                    failed = true;
+                    out.error(format_args!("{}: {e}", path.to_string_lossy()))?;
+                    if global.json {
+                        line.extend_from_slice(
+                            format!(
+                                "{{\"path\":{},\"error\":{}}}\n",
+                                output::json_string(&path.to_string_lossy()),
+                                output::json_string(&e.to_string())
+                            )
+                            .as_bytes(),
+                        );
+                    }
+                }
+            }
+            out.write(&line)?;
+            progress.suspend(|| out.end_record())?;
+            Ok(())
+        },
+    );
+    progress.finish();
+    finish(result, &mut out, failed)
+}
