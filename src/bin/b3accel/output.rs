@@ -81,6 +81,8 @@ pub fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Output bytes are produced and written in pieces of this size, so that any `--length` runs
 /// in constant memory.
 const PIECE: usize = 16 * 1024;
+/// Outputs up to this many bytes are produced on the stack.
+const SHORT: usize = 128;
 
 /// Writes `len` output bytes from `reader` as lowercase hex. Short outputs (the usual 32 bytes)
 /// go through `line`, the record being assembled; long ones are streamed.
@@ -90,7 +92,15 @@ pub fn write_hex(
     reader: &mut OutputReader,
     len: u64,
 ) -> io::Result<()> {
-    let mut bytes = [0u8; PIECE];
+    if len <= SHORT as u64 {
+        // The usual case (32 bytes): no large buffer to clear for every input.
+        let mut bytes = [0u8; SHORT];
+        let bytes = &mut bytes[..len as usize];
+        reader.fill(bytes);
+        push_hex(line, bytes);
+        return Ok(());
+    }
+    let mut bytes = vec![0u8; PIECE];
     let mut left = len;
     while left > 0 {
         let take = left.min(PIECE as u64) as usize;
@@ -107,7 +117,7 @@ pub fn write_hex(
 
 /// Writes `len` raw output bytes from `reader`.
 pub fn write_raw(out: &mut Out, reader: &mut OutputReader, len: u64) -> io::Result<()> {
-    let mut bytes = [0u8; PIECE];
+    let mut bytes = vec![0u8; len.min(PIECE as u64) as usize];
     let mut left = len;
     while left > 0 {
         let take = left.min(PIECE as u64) as usize;
