@@ -193,9 +193,25 @@ fn read_whole(
 ) -> io::Result<(OutputReader, u64)> {
     BUF.with(|buf| {
         let mut buf = buf.borrow_mut();
+        // Room for one byte more than the size, so that a single short read shows the end:
+        // read, read (0), as b3sum does, with no size probing (read_to_end's lseek).
+        let want = len as usize + 1;
         buf.clear();
-        buf.reserve(len as usize + 1);
-        file.read_to_end(&mut buf)?;
+        buf.resize(want, 0);
+        let mut filled = 0;
+        while filled < want {
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(filled);
+        if filled == want {
+            // The file grew since we looked: take the rest too.
+            file.read_to_end(&mut buf)?;
+        }
         let result = hash_slice(&buf, spec, progress).map(|r| (r, buf.len() as u64));
         if buf.capacity() > READ_WHOLE_MAX as usize + 1 {
             *buf = Vec::new();

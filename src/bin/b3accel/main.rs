@@ -46,22 +46,32 @@ subcommands! {
 
 const NAME: &str = "b3accel";
 
-const AFTER_HELP: &str = "\
-A file named like a subcommand (devices) is hashed when written as a path (`b3accel ./devices`),
-after `--` (`b3accel -- devices`), or anywhere but first. `--help` says more.";
-
-const AFTER_LONG_HELP: &str = "\
-A subcommand is recognised only as the first argument (`b3accel devices --json`). A file whose
-name is also a subcommand's (devices) is hashed when it is written as a path
-(`b3accel ./devices`), after `--` (`b3accel -- devices`), or anywhere but first.
-
-Exit status: 0 when every input was hashed (with --check: every line matched), 1 when any input
-failed or did not match (or a device was not available), 2 for a usage error.
-
-Beyond b3sum: --backend, -r/--recursive, --files-from, -z/--zero, --json, --progress, -v, the
-devices subcommand, and for --check the GNU options --ignore-missing, --status and --strict.
-Many small files are hashed in parallel across files; the output always follows the input
-order.";
+/// The help text after the options; `{names}` is the list of subcommands, `{first}` one of them.
+fn after_help(long: bool) -> String {
+    let cmd = Cli::command();
+    let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
+    let list = names.join(", ");
+    let first = names.first().copied().unwrap_or("devices");
+    if !long {
+        return format!(
+            "A file named like a subcommand ({list}) is hashed when written as a path \
+             (`b3accel ./{first}`), after `--` (`b3accel -- {first}`), or anywhere but first. \
+             `--help` says more."
+        );
+    }
+    format!(
+        "A subcommand is recognised only as the first argument (`b3accel {first} --help`). A file \
+         whose name is also a subcommand's ({list}) is hashed when it is written as a path \
+         (`b3accel ./{first}`), after `--` (`b3accel -- {first}`), or anywhere but first.\n\n\
+         Exit status: 0 when every input was hashed (with --check: every line matched), 1 when \
+         any input failed or did not match (or the device is not available), 2 for a usage \
+         error.\n\n\
+         Beyond b3sum: --backend, -r/--recursive, --files-from, -z/--zero, --json, --progress, \
+         -v, the subcommands, and for --check the GNU options --ignore-missing, --status and \
+         --strict. Many small files are hashed in parallel across files; the output always \
+         follows the input order."
+    )
+}
 
 /// Hash files with BLAKE3 on any device: a drop-in for b3sum
 #[derive(Parser)]
@@ -72,8 +82,6 @@ order.";
     args_conflicts_with_subcommands = true,
     subcommand_help_heading = "Subcommands",
     disable_help_subcommand = true,
-    after_help = AFTER_HELP,
-    after_long_help = AFTER_LONG_HELP,
     group(clap::ArgGroup::new("inputs").multiple(true).args(["file", "files_from"])),
 )]
 struct Cli {
@@ -203,7 +211,10 @@ fn init_threads(num_threads: Option<usize>) -> Result<(), Fatal> {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let matches = Cli::command()
+        .after_help(after_help(false))
+        .after_long_help(after_help(true))
+        .get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
