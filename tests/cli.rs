@@ -1098,3 +1098,33 @@ fn progress_bar_goes_to_stderr_only() {
     // stderr is a pipe here: auto draws nothing.
     assert!(plain.stderr.is_empty());
 }
+
+/// Issue 2's acceptance range: files up to 100 MiB around power-of-two boundaries, in all
+/// modes, with --length/--seek and on stdin. Too slow for a debug build on 2 cores, so it runs on
+/// request: `cargo test --release --test cli -- --ignored`.
+#[test]
+#[ignore = "writes 100 MiB files; run with `cargo test --release --test cli -- --ignored`"]
+fn files_up_to_100_mib_match_b3sum() {
+    let dir = Dir::new("huge");
+    for n in [
+        (64 << 20) - 1,
+        (64 << 20) + 1025,
+        (100 << 20) - 1,
+        100 << 20,
+        (100 << 20) + 1,
+    ] {
+        let name = format!("h{n}");
+        let bytes = data(n, n as u64);
+        dir.write(&name, &bytes);
+        same_ext(dir.path(), &["--backend", "cpu"], &os(&[&name]), b"");
+        same(dir.path(), &["--num-threads", "1", "--tag", &name], b"");
+        same(dir.path(), &["--keyed", &name], KEY);
+        same(
+            dir.path(),
+            &["--derive-key", "ctx", "-l", "100", "--seek", "99", &name],
+            b"",
+        );
+        same(dir.path(), &["--no-mmap", &name], b"");
+        same(dir.path(), &["-"], &bytes);
+    }
+}

@@ -400,6 +400,14 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     }
 
     let paths: Vec<&Path> = inputs.iter().map(Input::path).collect();
+    let parallel = parallel_ok(&paths) && rayon::current_num_threads() > 1;
+    if global.verbose > 0 && parallel {
+        crate::warn(format_args!(
+            "{} inputs, hashed in parallel across files on {} threads (output in input order)",
+            inputs.len(),
+            rayon::current_num_threads()
+        ));
+    }
     let progress = progress_for(global, paths.iter().copied());
     let mut out = Out::new();
     let mut failed = false;
@@ -408,7 +416,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     let mut line = Vec::with_capacity(256);
     let result = ordered::run(
         inputs.len(),
-        parallel_ok(&paths),
+        parallel,
         |i| (i, hash_input(&inputs[i], &spec, &progress)),
         |(i, result): (usize, io::Result<Hashed>)| -> Result<(), Stop> {
             let path = inputs[i].path();
