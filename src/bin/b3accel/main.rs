@@ -40,13 +40,21 @@ macro_rules! subcommands {
     };
 }
 
+// To add a subcommand, add its line here and write src/bin/b3accel/NAME.rs with
+// `#[derive(clap::Args)] pub struct Args` (its doc comment is the help) and
+// `pub fn run(args: Args, global: &Global) -> Outcome`. Helpers to share: `hash::open_device`
+// (the `--backend` device, with the `-v` note), `output::Out` (buffered stdout), `warn`, and
+// `Fatal` for errors that end the command. The global rayon pool is already sized by
+// `--num-threads` when `run` is called.
 subcommands! {
     Devices => devices,
+    // Merkle => merkle,
+    // Bench => bench,
 }
 
 const NAME: &str = "b3accel";
 
-/// The help text after the options; `{names}` is the list of subcommands, `{first}` one of them.
+/// The help text after the options, naming the subcommands that exist.
 fn after_help(long: bool) -> String {
     let cmd = Cli::command();
     let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
