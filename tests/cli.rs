@@ -951,6 +951,14 @@ fn devices_subcommand_lists_and_self_tests() {
             d.device
         );
     }
+    // --backend narrows the list to one device; one that is not there is an error.
+    let out = b3accel(dir.path(), &["devices", "--backend", "cpu"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.lines().nth(1).unwrap().starts_with("cpu "), "{text}");
+    let out = b3accel(dir.path(), &["devices", "--backend", "opencl:77"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("b3accel: device opencl:77"));
     // A file named like the subcommand: as a path, after --, or not first.
     dir.write("devices", b"not a subcommand");
     let expected = blake3::hash(b"not a subcommand").to_hex().to_string();

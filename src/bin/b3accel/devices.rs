@@ -9,9 +9,10 @@ use std::process::ExitCode;
 /// List every device this build can hash on, with a self-test of each
 ///
 /// Prints each backend compiled into this build and each device it finds (kind, memory, compute
-/// units), or why it has none, and hashes an official BLAKE3 test vector on every device in all
-/// three modes. The exit status is 1 when any self-test fails. Use `--backend DEVICE` with the
-/// names in the first column.
+/// units), or why it has none, and hashes official BLAKE3 test vectors on every device in all
+/// three modes. The exit status is 1 when any self-test fails. With `--backend DEVICE`, only
+/// that device is listed and tested (exit status 1 when it is not there). The names in the first
+/// column are what `--backend` takes.
 #[derive(clap::Args, Debug)]
 pub struct Args {}
 
@@ -103,6 +104,16 @@ struct BackendReport {
     devices: Result<Vec<DeviceInfo>, String>,
 }
 
+/// The one device `--backend` names.
+fn report_for(device: Device) -> Result<Vec<BackendReport>, Fatal> {
+    let backend = b3accel::backend(device)?;
+    let info = backend.info().clone();
+    Ok(vec![BackendReport {
+        backend: info.backend,
+        devices: Ok(vec![info]),
+    }])
+}
+
 fn reports() -> Vec<BackendReport> {
     let cpu = b3accel::devices()
         .into_iter()
@@ -142,7 +153,11 @@ pub fn run(_args: Args, global: &Global) -> Outcome {
             "DEVICE", "KIND", "MEMORY", "UNITS", "SELF-TEST", "NAME (API, DRIVER)"
         ));
     }
-    for report in reports() {
+    let reports = match global.backend {
+        Device::Auto => reports(),
+        device => report_for(device)?,
+    };
+    for report in reports {
         let devices = match report.devices {
             Ok(d) => d,
             Err(why) => {
