@@ -51,11 +51,7 @@ fn opencl_prelude() -> String {
     for (name, v) in flag_list() {
         writeln!(s, "#define {name} {v}u").unwrap();
     }
-    writeln!(
-        s,
-        "#define BLOCK_LEN {BLOCK_LEN}u\n#define CHUNK_LEN {CHUNK_LEN}u\n#define ROUNDS {ROUNDS}u"
-    )
-    .unwrap();
+    writeln!(s, "#define BLOCK_LEN {BLOCK_LEN}u\n#define CHUNK_LEN {CHUNK_LEN}u\n#define ROUNDS {ROUNDS}u").unwrap();
     // The schedule as a macro per round and word, so kernels index registers with constants.
     for (r, row) in MSG_SCHEDULE.iter().enumerate() {
         for (i, w) in row.iter().enumerate() {
@@ -73,11 +69,7 @@ fn wgsl_prelude() -> String {
     for (name, v) in flag_list() {
         writeln!(s, "const {name}: u32 = {v}u;").unwrap();
     }
-    writeln!(
-        s,
-        "const BLOCK_LEN: u32 = {BLOCK_LEN}u;\nconst CHUNK_LEN: u32 = {CHUNK_LEN}u;"
-    )
-    .unwrap();
+    writeln!(s, "const BLOCK_LEN: u32 = {BLOCK_LEN}u;\nconst CHUNK_LEN: u32 = {CHUNK_LEN}u;").unwrap();
     let rows: Vec<String> = MSG_SCHEDULE
         .iter()
         .map(|row| {
@@ -85,12 +77,7 @@ fn wgsl_prelude() -> String {
             format!("array<u32, 16>({})", words.join(", "))
         })
         .collect();
-    writeln!(
-        s,
-        "const MSG_SCHEDULE = array<array<u32, 16>, {ROUNDS}>(\n    {}\n);",
-        rows.join(",\n    ")
-    )
-    .unwrap();
+    writeln!(s, "const MSG_SCHEDULE = array<array<u32, 16>, {ROUNDS}>(\n    {}\n);", rows.join(",\n    ")).unwrap();
     s
 }
 
@@ -106,10 +93,8 @@ fn validate_wgsl(prelude: &str) {
             e.emit_to_string_with_path(&source, path)
         )
     });
-    let mut validator = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default(),
-    );
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
     if let Err(e) = validator.validate(&module) {
         panic!(
             "{path}: WGSL validation error (line numbers count {prelude_lines} generated prelude lines first):\n{}",

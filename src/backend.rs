@@ -4,7 +4,7 @@
 //! of one-block messages. Everything else (the partial last chunk, merging the few subtree CVs, the
 //! ROOT flag, XOF output) is the tree module's job, the same for every backend.
 
-use crate::compress::Cv;
+use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::DeviceInfo;
 use crate::error::Result;
 use std::time::Duration;
@@ -80,14 +80,46 @@ pub trait Backend: Send + Sync {
     /// backend(Device::Cpu).unwrap().chunk_subtrees(&data, 0, &IV, 0, &mut cvs).unwrap();
     /// assert_ne!(cvs[0], cvs[1]);
     /// ```
-    fn chunk_subtrees(
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()>;
+
+    /// Like [`chunk_subtrees`](Self::chunk_subtrees), but no subtree is larger than
+    /// `max_chunks` (a power of two): `out` gets `n / max_chunks` CVs of `max_chunks`-chunk
+    /// subtrees, then one per set bit of `n % max_chunks` ([`subtree_count`] of them). The tree
+    /// module asks for this where it needs the children of what would otherwise be the root (an
+    /// input of exactly a power of two chunks), and `first_chunk` must be a multiple of
+    /// `max_chunks` or of `n.next_power_of_two()`, whichever is smaller.
+    ///
+    /// The default splits the run at multiples of `max_chunks` and calls `chunk_subtrees` for each
+    /// piece; a backend overrides it where one call does better.
+    ///
+    /// ```
+    /// use b3accel::{backend, Device, CHUNK_LEN, IV};
+    /// // 4 chunks, no subtree larger than 2: two 2-chunk subtrees.
+    /// let data = vec![5u8; 4 * CHUNK_LEN];
+    /// let mut cvs = [[0u8; 32]; 2];
+    /// backend(Device::Cpu).unwrap().chunk_subtrees_capped(&data, 0, 2, &IV, 0, &mut cvs).unwrap();
+    /// ```
+    fn chunk_subtrees_capped(
         &self,
         input: &[u8],
         first_chunk: u64,
+        max_chunks: u64,
         key: &[u32; 8],
         flags: u32,
         out: &mut [Cv],
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_subtree_args(input, first_chunk, max_chunks, out)?;
+        let mut written = 0;
+        for (i, run) in
+            input.chunks(max_chunks.saturating_mul(CHUNK_LEN as u64).min(usize::MAX as u64) as usize).enumerate()
+        {
+            let n = (run.len() / CHUNK_LEN) as u64;
+            let k = subtree_count(n, MAX_SUBTREE);
+            self.chunk_subtrees(run, first_chunk + i as u64 * max_chunks, key, flags, &mut out[written..written + k])?;
+            written += k;
+        }
+        Ok(())
+    }
 
     /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
     /// 2-to-1 compression of Merkle trees, and `hash_many` of 64-byte messages.
@@ -100,30 +132,94 @@ pub trait Backend: Send + Sync {
     /// assert_eq!(out[4], *blake3::hash(&[3u8; 64]).as_bytes());
     /// ```
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()>;
+
+    /// The root of the binary Merkle tree over `leaves` (at least one), each parent being
+    /// `hash(left || right)` as in [`hash_blocks`](Backend::hash_blocks), an odd last node carried
+    /// up unchanged. With `inner`, which then has exactly `leaves.len() - 1` entries, it also
+    /// writes every inner node there, level by level from the leaves up, in the layout of
+    /// [`merkle::level_sizes`](crate::merkle::level_sizes).
+    ///
+    /// The default reduces one level at a time through `hash_blocks`, with the carry rule of the
+    /// `merkle` module (written once, there). A GPU backend overrides it to reduce several levels
+    /// per dispatch and to copy inner levels back only when `inner` asks for them. Arguments are
+    /// checked by `merkle::check_merkle_args`, which an override should call first.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let leaves = [[1u8; 32], [2u8; 32], [3u8; 32]];
+    /// let mut inner = [[0u8; 32]; 2];
+    /// let root = b.merkle(&leaves, Some(&mut inner)).unwrap();
+    /// assert_eq!(root, inner[1]); // the root is the last inner node
+    /// assert_eq!(root, b.merkle(&leaves, None).unwrap());
+    /// ```
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        crate::merkle::reduce_on(self, leaves, inner)
+    }
+
+    /// Hashes `out.len()` independent messages of `msg_len` bytes each (0 allowed), laid end to
+    /// end in `data` (`msg_len * out.len()` bytes), into `out`: each message's BLAKE3 hash (the
+    /// first 32 bytes of its output) in the mode given by `key` and `flags` as for
+    /// [`chunk_subtrees`](Backend::chunk_subtrees).
+    ///
+    /// The default hashes one message at a time through the crate's tree code (its full chunks
+    /// through this backend's `chunk_subtrees`). Backends override it to hash many messages side
+    /// by side; messages of at most one chunk are the main case. Arguments are checked by
+    /// `merkle::check_many_args`, which an override should call first.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let data = b"abcdef";
+    /// let mut out = [[0u8; 32]; 3];
+    /// b.hash_many(data, 2, &b3accel::IV, 0, &mut out).unwrap();
+    /// assert_eq!(out[2], *blake3::hash(b"ef").as_bytes());
+    /// ```
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        crate::merkle::hash_many_on(self, data, msg_len, key, flags, out)
+    }
 }
 
-/// Checks the arguments of [`Backend::chunk_subtrees`]; every backend calls it first, so a
-/// malformed call is an error in each of them alike.
-pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, out: &[Cv]) -> Result<u64> {
-    use crate::compress::CHUNK_LEN;
+/// The largest subtree a backend is ever asked for: no cap at all.
+pub(crate) const MAX_SUBTREE: u64 = 1 << 63;
+
+/// How many subtrees `n` full chunks form when none may be larger than `max_chunks` (a power of
+/// two): `n / max_chunks` of that size, then one per set bit of the rest.
+///
+/// ```
+/// use b3accel::subtree_count;
+/// assert_eq!(subtree_count(6, 1 << 20), 2); // 4 + 2
+/// assert_eq!(subtree_count(16, 8), 2); // 8 + 8
+/// assert_eq!(subtree_count(21, 8), 4); // 8 + 8 + 4 + 1
+/// ```
+pub fn subtree_count(n: u64, max_chunks: u64) -> usize {
+    (n / max_chunks) as usize + (n % max_chunks).count_ones() as usize
+}
+
+/// Checks the arguments of [`Backend::chunk_subtrees`] and
+/// [`Backend::chunk_subtrees_capped`] (with `max_chunks` [`MAX_SUBTREE`] for the former); every
+/// backend calls it first, so a malformed call is an error in each of them alike. Returns the
+/// number of chunks.
+pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, max_chunks: u64, out: &[Cv]) -> Result<u64> {
     use crate::error::Error;
-    if input.is_empty() || input.len() % CHUNK_LEN != 0 {
+    if input.is_empty() || !input.len().is_multiple_of(CHUNK_LEN) {
         return Err(Error::InvalidInput(format!(
             "chunk_subtrees: input of {} bytes is not a positive whole number of chunks",
             input.len()
         )));
     }
+    if !max_chunks.is_power_of_two() {
+        return Err(Error::InvalidInput(format!("chunk_subtrees: a cap of {max_chunks} chunks is not a power of two")));
+    }
     let n = (input.len() / CHUNK_LEN) as u64;
-    if first_chunk % n.next_power_of_two() != 0 {
+    let align = n.next_power_of_two().min(max_chunks);
+    if !first_chunk.is_multiple_of(align) {
         return Err(Error::InvalidInput(format!(
-            "chunk_subtrees: {n} chunks cannot start at chunk {first_chunk} (must be a multiple of {})",
-            n.next_power_of_two()
+            "chunk_subtrees: {n} chunks cannot start at chunk {first_chunk} (must be a multiple of {align})"
         )));
     }
-    if out.len() != n.count_ones() as usize {
+    let count = subtree_count(n, max_chunks);
+    if out.len() != count {
         return Err(Error::InvalidInput(format!(
-            "chunk_subtrees: {n} chunks form {} subtrees, but out has {} entries",
-            n.count_ones(),
+            "chunk_subtrees: {n} chunks form {count} subtrees, but out has {} entries",
             out.len()
         )));
     }

@@ -56,14 +56,18 @@ impl Word for u32 {
     }
 }
 
-/// The quarter-round G on state words a, b, c, d with message words x and y.
+/// The quarter-round G on state words a, b, c, d with message words x and y. The state is the
+/// 16 words (or word vectors) of the lane-parallel kernels, or the four rows of the row-parallel
+/// single-block compression.
 #[inline(always)]
-fn g<W: Word>(v: &mut [W; 16], a: usize, b: usize, c: usize, d: usize, x: W, y: W) {
-    v[a] = v[a].add(v[b]).add(x);
+pub(crate) fn g<W: Word, const N: usize>(v: &mut [W; N], a: usize, b: usize, c: usize, d: usize, x: W, y: W) {
+    // The message word is added first: it is ready long before v[b], which the previous step has
+    // just produced, so the dependency chain is one addition shorter per half.
+    v[a] = v[a].add(x).add(v[b]);
     v[d] = v[d].xor(v[a]).rotr16();
     v[c] = v[c].add(v[d]);
     v[b] = v[b].xor(v[c]).rotr12();
-    v[a] = v[a].add(v[b]).add(y);
+    v[a] = v[a].add(y).add(v[b]);
     v[d] = v[d].xor(v[a]).rotr8();
     v[c] = v[c].add(v[d]);
     v[b] = v[b].xor(v[c]).rotr7();
@@ -100,22 +104,13 @@ pub(crate) fn rounds<W: Word>(v: &mut [W; 16], m: &[W; 16]) {
 /// Reads a block's 16 little-endian message words.
 #[inline(always)]
 pub(crate) fn block_words(block: &[u8; BLOCK_LEN]) -> [u32; 16] {
-    core::array::from_fn(|i| {
-        u32::from_le_bytes([
-            block[4 * i],
-            block[4 * i + 1],
-            block[4 * i + 2],
-            block[4 * i + 3],
-        ])
-    })
+    core::array::from_fn(|i| u32::from_le_bytes([block[4 * i], block[4 * i + 1], block[4 * i + 2], block[4 * i + 3]]))
 }
 
 /// Reads a chaining value or key's 8 little-endian words.
 #[inline(always)]
 pub(crate) fn cv_words(cv: &[u8; 32]) -> [u32; 8] {
-    core::array::from_fn(|i| {
-        u32::from_le_bytes([cv[4 * i], cv[4 * i + 1], cv[4 * i + 2], cv[4 * i + 3]])
-    })
+    core::array::from_fn(|i| u32::from_le_bytes([cv[4 * i], cv[4 * i + 1], cv[4 * i + 2], cv[4 * i + 3]]))
 }
 
 /// Writes 8 words as a 32-byte little-endian chaining value.
@@ -130,8 +125,33 @@ pub(crate) fn words_to_cv(w: &[u32; 8]) -> Cv {
 
 /// The full compression: the 16-word state after the rounds and the feed-forward. Words 0..8 are
 /// the output chaining value; all 16 are one block of root (XOF) output.
+///
+/// Uses the row-parallel form (AVX-512VL, AVX2 or SSE4.1) where the CPU has it (the tree's few compressions and every
+/// input of one chunk or less go through here), and the portable form otherwise.
 #[inline]
-pub(crate) fn compress(
+pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        use crate::cpu::rows;
+        if std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F and AVX-512VL were just detected.
+            return unsafe { rows::compress_avx512(cv, block, block_len, counter, flags) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was just detected.
+            return unsafe { rows::compress_avx2(cv, block, block_len, counter, flags) };
+        }
+        if std::is_x86_feature_detected!("sse4.1") {
+            // SAFETY: SSE4.1 was just detected.
+            return unsafe { rows::compress_sse41(cv, block, block_len, counter, flags) };
+        }
+    }
+    compress_portable(cv, block, block_len, counter, flags)
+}
+
+/// The compression in plain Rust, one word at a time.
+#[inline]
+pub(crate) fn compress_portable(
     cv: &[u32; 8],
     block: &[u32; 16],
     block_len: u32,
@@ -166,13 +186,7 @@ pub(crate) fn compress(
 
 /// The compression reduced to the chaining value it produces (the first 8 output words).
 #[inline]
-pub(crate) fn compress_cv(
-    cv: &[u32; 8],
-    block: &[u32; 16],
-    block_len: u32,
-    counter: u64,
-    flags: u32,
-) -> [u32; 8] {
+pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 8] {
     let v = compress(cv, block, block_len, counter, flags);
     core::array::from_fn(|i| v[i])
 }
@@ -183,13 +197,7 @@ pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv
     let mut block = [0u8; BLOCK_LEN];
     block[..32].copy_from_slice(left);
     block[32..].copy_from_slice(right);
-    words_to_cv(&compress_cv(
-        key,
-        &block_words(&block),
-        BLOCK_LEN as u32,
-        0,
-        flags | flags::PARENT,
-    ))
+    words_to_cv(&compress_cv(key, &block_words(&block), BLOCK_LEN as u32, 0, flags | flags::PARENT))
 }
 
 #[cfg(test)]
@@ -201,10 +209,7 @@ mod tests {
         assert_eq!(MSG_SCHEDULE[0], core::array::from_fn::<usize, 16, _>(|i| i));
         assert_eq!(MSG_SCHEDULE[1], MSG_PERMUTATION);
         // The sixth row as published in the BLAKE3 specification.
-        assert_eq!(
-            MSG_SCHEDULE[6],
-            [11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13]
-        );
+        assert_eq!(MSG_SCHEDULE[6], [11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13]);
     }
 
     #[test]

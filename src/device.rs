@@ -65,11 +65,9 @@ impl FromStr for Device {
         let lower = s.trim().to_ascii_lowercase();
         let (name, index) = match lower.split_once(':') {
             Some((name, idx)) => {
-                let i = idx.parse::<usize>().map_err(|_| {
-                    Error::InvalidInput(format!(
-                        "invalid device '{s}': '{idx}' is not a device index"
-                    ))
-                })?;
+                let i = idx
+                    .parse::<usize>()
+                    .map_err(|_| Error::InvalidInput(format!("invalid device '{s}': '{idx}' is not a device index")))?;
                 (name, Some(i))
             }
             None => (lower.as_str(), None),
@@ -79,9 +77,7 @@ impl FromStr for Device {
             ("cpu", None) => Ok(Device::Cpu),
             ("opencl", i) => Ok(Device::OpenCl(i.unwrap_or(0))),
             ("wgpu", i) => Ok(Device::Wgpu(i.unwrap_or(0))),
-            _ => Err(Error::InvalidInput(format!(
-                "invalid device '{s}': expected auto, cpu, opencl[:N] or wgpu[:N]"
-            ))),
+            _ => Err(Error::InvalidInput(format!("invalid device '{s}': expected auto, cpu, opencl[:N] or wgpu[:N]"))),
         }
     }
 }
@@ -229,15 +225,9 @@ pub fn backend_status() -> Vec<BackendStatus> {
     #[allow(unused_mut)]
     let mut out = Vec::new();
     #[cfg(feature = "opencl")]
-    out.push(BackendStatus {
-        backend: BackendKind::OpenCl,
-        devices: crate::opencl::enumerate(),
-    });
+    out.push(BackendStatus { backend: BackendKind::OpenCl, devices: crate::opencl::enumerate() });
     #[cfg(feature = "wgpu")]
-    out.push(BackendStatus {
-        backend: BackendKind::Wgpu,
-        devices: crate::wgpu::enumerate(),
-    });
+    out.push(BackendStatus { backend: BackendKind::Wgpu, devices: crate::wgpu::enumerate() });
     out
 }
 
@@ -282,10 +272,7 @@ fn open_opencl(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
 
 #[cfg(not(feature = "opencl"))]
 fn open_opencl(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
-    Err(Error::NotBuilt {
-        device,
-        feature: "opencl",
-    })
+    Err(Error::NotBuilt { device, feature: "opencl" })
 }
 
 #[cfg(feature = "wgpu")]
@@ -295,8 +282,5 @@ fn open_wgpu(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
 
 #[cfg(not(feature = "wgpu"))]
 fn open_wgpu(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
-    Err(Error::NotBuilt {
-        device,
-        feature: "wgpu",
-    })
+    Err(Error::NotBuilt { device, feature: "wgpu" })
 }

@@ -75,7 +75,11 @@ impl fmt::Display for Error {
             Error::Unavailable { device, reason } => write!(f, "device {device}: {reason}"),
             Error::NoSuchDevice { device, available } => match available {
                 0 => write!(f, "device {device}: no {} device found", device.backend_name()),
-                1 => write!(f, "device {device}: not found (this machine has 1 {} device, index 0)", device.backend_name()),
+                1 => write!(
+                    f,
+                    "device {device}: not found (this machine has 1 {} device, index 0)",
+                    device.backend_name()
+                ),
                 n => write!(
                     f,
                     "device {device}: not found (this machine has {n} {} devices, 0 to {})",

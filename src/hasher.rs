@@ -6,10 +6,11 @@
 //! length of the input.
 
 use crate::backend::Backend;
+use crate::backend::MAX_SUBTREE;
 use crate::compress::CHUNK_LEN;
 use crate::device::{backend, Device, DeviceInfo};
 use crate::error::{Error, Result};
-use crate::tree::{chunk_output, CvStack, Domain, Output};
+use crate::tree::{CvStack, Domain, Output};
 use crate::Mode;
 use blake3::Hash;
 use std::io;
@@ -39,10 +40,7 @@ pub struct Hasher {
 
 impl std::fmt::Debug for Hasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hasher")
-            .field("device", &self.backend.info().device)
-            .field("count", &self.count)
-            .finish()
+        f.debug_struct("Hasher").field("device", &self.backend.info().device).field("count", &self.count).finish()
     }
 }
 
@@ -126,15 +124,7 @@ impl Hasher {
 
     fn on_backend(backend: Arc<dyn Backend>, domain: Domain) -> Hasher {
         let batch = backend.batch_len().max(CHUNK_LEN).next_power_of_two();
-        Hasher {
-            backend,
-            domain,
-            stack: CvStack::new(),
-            buf: Vec::new(),
-            batch,
-            count: 0,
-            failed: false,
-        }
+        Hasher { backend, domain, stack: CvStack::new(), buf: Vec::new(), batch, count: 0, failed: false }
     }
 
     /// The device this hasher runs on.
@@ -196,13 +186,13 @@ impl Hasher {
                 // Whole batches straight from the caller's slice, keeping at least one byte back:
                 // the last chunk of the input must stay here until we know it is the last.
                 let n = (data.len() - 1) / self.batch * self.batch;
-                self.stack.commit_chunks(backend, &data[..n], self.domain)?;
+                self.stack.commit_chunks(backend, &data[..n], MAX_SUBTREE, self.domain)?;
                 data = &data[n..];
                 continue;
             }
             if self.buf.len() == self.batch {
                 // A full batch followed by more input: it cannot hold the root.
-                self.stack.commit_chunks(backend, &self.buf, self.domain)?;
+                self.stack.commit_chunks(backend, &self.buf, MAX_SUBTREE, self.domain)?;
                 self.buf.clear();
             }
             let take = (self.batch - self.buf.len()).min(data.len());
@@ -215,8 +205,7 @@ impl Hasher {
     fn check_usable(&self) -> Result<()> {
         if self.failed {
             return Err(Error::InvalidInput(
-                "this hasher failed earlier on its device; call reset() before using it again"
-                    .into(),
+                "this hasher failed earlier on its device; call reset() before using it again".into(),
             ));
         }
         Ok(())
@@ -225,13 +214,7 @@ impl Hasher {
     /// The root node of everything added so far; the hasher itself is unchanged.
     fn root(&self) -> Result<Output> {
         self.check_usable()?;
-        if self.stack.chunks() == 0 && self.buf.len() <= CHUNK_LEN {
-            return Ok(chunk_output(&self.buf, 0, self.domain));
-        }
-        let full = (self.buf.len() - 1) / CHUNK_LEN * CHUNK_LEN;
-        let mut stack = self.stack.clone();
-        stack.commit_chunks(&*self.backend, &self.buf[..full], self.domain)?;
-        Ok(stack.finalize(&self.buf[full..], self.domain))
+        self.stack.finish(&*self.backend, &self.buf, self.domain)
     }
 
     /// The hash of everything added so far. More input may follow.
@@ -257,10 +240,7 @@ impl Hasher {
     /// assert_eq!(out[..32], *blake3::hash(b"xof").as_bytes());
     /// ```
     pub fn finalize_xof(&self) -> Result<OutputReader> {
-        Ok(OutputReader {
-            output: self.root()?,
-            position: 0,
-        })
+        Ok(OutputReader { output: self.root()?, position: 0 })
     }
 
     /// Forgets all input; the device and mode stay.
@@ -319,10 +299,7 @@ pub struct OutputReader {
 
 impl OutputReader {
     pub(crate) fn new(output: Output) -> OutputReader {
-        OutputReader {
-            output,
-            position: 0,
-        }
+        OutputReader { output, position: 0 }
     }
 
     /// Fills `buf` with the next output bytes.
@@ -375,18 +352,11 @@ impl io::Seek for OutputReader {
             io::SeekFrom::Start(p) => Some(p),
             io::SeekFrom::Current(d) => self.position.checked_add_signed(d),
             io::SeekFrom::End(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "the XOF output stream has no end to seek from",
-                ))
+                return Err(io::Error::new(io::ErrorKind::Unsupported, "the XOF output stream has no end to seek from"))
             }
         };
-        let target = target.ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "seek outside the XOF output stream",
-            )
-        })?;
+        let target =
+            target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek outside the XOF output stream"))?;
         self.position = target;
         Ok(target)
     }

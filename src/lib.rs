@@ -20,6 +20,11 @@
 //! chunks into the chaining values of complete subtrees.
 //!
 //! [`Device::Auto`] never fails; [`devices`] lists what this machine has.
+//!
+//! Beyond single inputs: [`merkle_root`] and [`merkle_tree`] build binary Merkle trees of 32-byte
+//! leaves with BLAKE3 as the 2-to-1 hash (read the [`merkle`] module's note on domain separation
+//! before using its proofs), and [`hash_many`] / [`hash_each`] hash batches of independent
+//! messages.
 
 #![warn(missing_docs)]
 
@@ -29,16 +34,16 @@ pub mod cpu;
 mod device;
 mod error;
 mod hasher;
+pub mod merkle;
 mod tree;
 
-pub use backend::{Backend, Timings};
+pub use backend::{subtree_count, Backend, Timings};
 pub use blake3::Hash;
 pub use compress::{flags, Cv, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
-pub use device::{
-    backend, backend_status, devices, BackendKind, BackendStatus, Device, DeviceInfo, DeviceKind,
-};
+pub use device::{backend, backend_status, devices, BackendKind, BackendStatus, Device, DeviceInfo, DeviceKind};
 pub use error::{Error, Result};
 pub use hasher::{Hasher, OutputReader};
+pub use merkle::{hash_each, hash_many, merkle_root, merkle_tree, MerkleTree, Proof};
 
 use tree::{hash_all, Domain, Output};
 
@@ -87,9 +92,7 @@ fn root_on(device: Device, data: &[u8], domain: Domain) -> Result<Output> {
 /// assert_eq!(hash_on(Device::Cpu, &data).unwrap(), blake3::hash(&data));
 /// ```
 pub fn hash_on(device: Device, data: &[u8]) -> Result<Hash> {
-    Ok(Hash::from_bytes(
-        root_on(device, data, Domain::HASH)?.root_hash(),
-    ))
+    Ok(Hash::from_bytes(root_on(device, data, Domain::HASH)?.root_hash()))
 }
 
 /// The keyed BLAKE3 hash (MAC) of `data` under `key`, computed on `device`.
@@ -100,9 +103,7 @@ pub fn hash_on(device: Device, data: &[u8]) -> Result<Hash> {
 /// assert_eq!(keyed_hash_on(Device::Cpu, &key, b"msg").unwrap(), blake3::keyed_hash(&key, b"msg"));
 /// ```
 pub fn keyed_hash_on(device: Device, key: &[u8; KEY_LEN], data: &[u8]) -> Result<Hash> {
-    Ok(Hash::from_bytes(
-        root_on(device, data, Domain::keyed(key))?.root_hash(),
-    ))
+    Ok(Hash::from_bytes(root_on(device, data, Domain::keyed(key))?.root_hash()))
 }
 
 /// A 32-byte key derived from `key_material` with the `context` string, computed on `device`.
@@ -114,9 +115,7 @@ pub fn keyed_hash_on(device: Device, key: &[u8; KEY_LEN], data: &[u8]) -> Result
 /// assert_eq!(*k.as_bytes(), blake3::derive_key("example.com 2026-11-21 file keys", b"secret"));
 /// ```
 pub fn derive_key_on(device: Device, context: &str, key_material: &[u8]) -> Result<Hash> {
-    Ok(Hash::from_bytes(
-        root_on(device, key_material, Domain::derive_key(context))?.root_hash(),
-    ))
+    Ok(Hash::from_bytes(root_on(device, key_material, Domain::derive_key(context))?.root_hash()))
 }
 
 /// BLAKE3's extendable output: fills `out` with the output stream of `data` in `mode`, starting at
@@ -130,13 +129,7 @@ pub fn derive_key_on(device: Device, context: &str, key_material: &[u8]) -> Resu
 /// blake3::Hasher::new().update(b"abc").finalize_xof().fill(&mut expected);
 /// assert_eq!(out, expected[14..]);
 /// ```
-pub fn hash_xof_on(
-    device: Device,
-    mode: &Mode,
-    data: &[u8],
-    seek: u64,
-    out: &mut [u8],
-) -> Result<()> {
+pub fn hash_xof_on(device: Device, mode: &Mode, data: &[u8], seek: u64, out: &mut [u8]) -> Result<()> {
     root_on(device, data, mode.domain())?.root_bytes(seek, out);
     Ok(())
 }

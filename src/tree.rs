@@ -4,10 +4,9 @@
 //! Backends only ever see runs of full chunks (see [`Backend::chunk_subtrees`]); the last chunk of
 //! an input, which may be partial and may be the root, is always hashed here, on the CPU.
 
-use crate::backend::Backend;
+use crate::backend::{subtree_count, Backend, MAX_SUBTREE};
 use crate::compress::{
-    block_words, compress, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN,
-    CHUNK_LEN, IV,
+    block_words, compress, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN, CHUNK_LEN, IV,
 };
 use crate::error::Result;
 
@@ -24,24 +23,15 @@ impl Domain {
 
     /// Keyed hashing with a 32-byte key.
     pub fn keyed(key: &[u8; 32]) -> Domain {
-        Domain {
-            key: cv_words(key),
-            flags: flags::KEYED_HASH,
-        }
+        Domain { key: cv_words(key), flags: flags::KEYED_HASH }
     }
 
     /// Key derivation: the context string is hashed first (a short input, on the CPU) and its
     /// hash keys the hashing of the key material.
     pub fn derive_key(context: &str) -> Domain {
-        let ctx = Domain {
-            key: IV,
-            flags: flags::DERIVE_KEY_CONTEXT,
-        };
+        let ctx = Domain { key: IV, flags: flags::DERIVE_KEY_CONTEXT };
         let context_key = hash_small(context.as_bytes(), ctx);
-        Domain {
-            key: cv_words(&context_key),
-            flags: flags::DERIVE_KEY_MATERIAL,
-        }
+        Domain { key: cv_words(&context_key), flags: flags::DERIVE_KEY_MATERIAL }
     }
 }
 
@@ -59,24 +49,12 @@ pub(crate) struct Output {
 impl Output {
     /// This node's chaining value as a non-root node.
     pub fn chaining_value(&self) -> Cv {
-        words_to_cv(&compress_cv(
-            &self.input_cv,
-            &self.block,
-            self.block_len,
-            self.counter,
-            self.flags,
-        ))
+        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, self.counter, self.flags))
     }
 
     /// The first 32 bytes of root output: the hash.
     pub fn root_hash(&self) -> [u8; 32] {
-        words_to_cv(&compress_cv(
-            &self.input_cv,
-            &self.block,
-            self.block_len,
-            0,
-            self.flags | flags::ROOT,
-        ))
+        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, 0, self.flags | flags::ROOT))
     }
 
     /// Root output bytes starting at byte `position` of the output stream, filling `out`.
@@ -85,13 +63,7 @@ impl Output {
         while !out.is_empty() {
             let block_index = position / BLOCK_LEN as u64;
             let offset = (position % BLOCK_LEN as u64) as usize;
-            let words = compress(
-                &self.input_cv,
-                &self.block,
-                self.block_len,
-                block_index,
-                self.flags | flags::ROOT,
-            );
+            let words = compress(&self.input_cv, &self.block, self.block_len, block_index, self.flags | flags::ROOT);
             let mut bytes = [0u8; BLOCK_LEN];
             for (b, w) in bytes.chunks_exact_mut(4).zip(words) {
                 b.copy_from_slice(&w.to_le_bytes());
@@ -126,17 +98,8 @@ pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Ou
     let mut blocks = chunk.chunks(BLOCK_LEN);
     let n_blocks = blocks.len().max(1);
     for _ in 1..n_blocks {
-        let block: &[u8; BLOCK_LEN] = blocks
-            .next()
-            .and_then(|b| b.try_into().ok())
-            .expect("full block");
-        cv = compress_cv(
-            &cv,
-            &block_words(block),
-            BLOCK_LEN as u32,
-            chunk_index,
-            domain.flags | start,
-        );
+        let block: &[u8; BLOCK_LEN] = blocks.next().and_then(|b| b.try_into().ok()).expect("full block");
+        cv = compress_cv(&cv, &block_words(block), BLOCK_LEN as u32, chunk_index, domain.flags | start);
         start = 0;
     }
     let last = blocks.next().unwrap_or(&[]);
@@ -172,16 +135,7 @@ pub(crate) struct CvStack {
 
 impl CvStack {
     pub fn new() -> CvStack {
-        CvStack {
-            cvs: [[0; 32]; MAX_DEPTH + 1],
-            len: 0,
-            chunks: 0,
-        }
-    }
-
-    /// Chunks committed so far.
-    pub fn chunks(&self) -> u64 {
-        self.chunks
+        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, chunks: 0 }
     }
 
     /// Merges the top of the stack until it holds one CV per set bit of `chunks`: what is left of
@@ -198,7 +152,7 @@ impl CvStack {
     /// Pushes the CV of a complete subtree of `size` chunks (a power of two) starting at the
     /// current position.
     fn push(&mut self, cv: Cv, size: u64, domain: Domain) {
-        debug_assert!(size.is_power_of_two() && self.chunks % size == 0);
+        debug_assert!(size.is_power_of_two() && self.chunks.is_multiple_of(size));
         self.merge_to(self.chunks, domain);
         self.cvs[self.len] = cv;
         self.len += 1;
@@ -206,50 +160,48 @@ impl CvStack {
     }
 
     /// Hashes `input` (full chunks that continue the input at the current position; more input
-    /// follows them) on `backend` and pushes the resulting subtrees.
+    /// follows them) on `backend` and pushes the resulting subtrees, none larger than `max`
+    /// chunks.
     pub fn commit_chunks<B: Backend + ?Sized>(
         &mut self,
         backend: &B,
         input: &[u8],
+        max: u64,
         domain: Domain,
     ) -> Result<()> {
-        debug_assert!(input.len() % CHUNK_LEN == 0);
-        self.commit_runs(
-            (input.len() / CHUNK_LEN) as u64,
-            domain,
-            |offset, n, first_chunk, out| {
-                let run = &input[offset as usize * CHUNK_LEN..(offset + n) as usize * CHUNK_LEN];
-                backend.chunk_subtrees(run, first_chunk, &domain.key, domain.flags, out)
-            },
-        )
+        debug_assert!(input.len().is_multiple_of(CHUNK_LEN));
+        self.commit_runs((input.len() / CHUNK_LEN) as u64, max, domain, |offset, n, first_chunk, out| {
+            let run = &input[offset as usize * CHUNK_LEN..(offset + n) as usize * CHUNK_LEN];
+            backend.chunk_subtrees_capped(run, first_chunk, max, &domain.key, domain.flags, out)
+        })
     }
 
     /// Commits `chunks` full chunks that continue the input at the current position (more input
     /// follows them) wherever they lie: `subtrees(offset, n, first_chunk, out)` must hash the `n`
     /// chunks starting `offset` chunks into this commit, whose first chunk has index
-    /// `first_chunk`, exactly as [`Backend::chunk_subtrees`] does. The commit is cut into runs
-    /// that each start at a multiple of their size rounded up to a power of two, as that
-    /// contract requires.
+    /// `first_chunk`, into subtrees of at most `max` chunks, exactly as
+    /// [`Backend::chunk_subtrees_capped`] does. The commit is cut into runs that each start at a
+    /// multiple of their size rounded up to a power of two, as that contract requires.
     pub fn commit_runs(
         &mut self,
         chunks: u64,
+        max: u64,
         domain: Domain,
         mut subtrees: impl FnMut(u64, u64, u64, &mut [Cv]) -> Result<()>,
     ) -> Result<()> {
-        let mut pieces = [[0u8; 32]; 64];
+        let mut pieces = Vec::new();
         let mut offset = 0;
         while offset < chunks {
             let remaining = chunks - offset;
-            let align = if self.chunks == 0 {
-                u64::MAX
-            } else {
-                1u64 << self.chunks.trailing_zeros()
-            };
+            let align = if self.chunks == 0 { u64::MAX } else { 1u64 << self.chunks.trailing_zeros() };
             let n = remaining.min(align);
-            let out = &mut pieces[..n.count_ones() as usize];
-            subtrees(offset, n, self.chunks, out)?;
-            for (bit, cv) in (0..64).rev().filter(|b| n >> b & 1 == 1).zip(out.iter()) {
-                self.push(*cv, 1 << bit, domain);
+            pieces.clear();
+            pieces.resize(subtree_count(n, max), [0u8; 32]);
+            subtrees(offset, n, self.chunks, &mut pieces)?;
+            let sizes = std::iter::repeat_n(max, (n / max) as usize)
+                .chain((0..64).rev().map(|b| 1u64 << b).filter(|b| (n % max) & b != 0));
+            for (size, cv) in sizes.zip(&pieces) {
+                self.push(*cv, size, domain);
             }
             offset += n;
         }
@@ -267,22 +219,61 @@ impl CvStack {
         }
         output
     }
+
+    /// The root node when nothing follows the stack's subtrees (at least two of them): all of
+    /// them merged from the right, the last merge being the root.
+    fn root_of_stack(&self, domain: Domain) -> Output {
+        let (rest, [left, right]) = self.cvs[..self.len].split_at(self.len - 2) else {
+            unreachable!("at least two subtrees are on the stack here");
+        };
+        let mut output = Output::parent(left, right, domain);
+        for cv in rest.iter().rev() {
+            output = Output::parent(cv, &output.chaining_value(), domain);
+        }
+        output
+    }
+
+    /// The root node, given everything that follows the committed chunks: `tail`, at least one
+    /// byte unless nothing was committed. Full chunks go to `backend`, the last one too when it
+    /// is full (it is then not the root, so it can share a SIMD group or a dispatch with the
+    /// others); a partial last chunk is hashed here.
+    pub fn finish<B: Backend + ?Sized>(&self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
+        if self.chunks == 0 && tail.len() <= CHUNK_LEN {
+            return Ok(chunk_output(tail, 0, domain));
+        }
+        let mut stack = self.clone();
+        if tail.len().is_multiple_of(CHUNK_LEN) {
+            let n = (tail.len() / CHUNK_LEN) as u64;
+            // A whole input of 2^k chunks is one complete subtree, whose CV would be the root:
+            // ask for its two halves instead.
+            let max = if self.chunks == 0 && n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
+            stack.commit_chunks(backend, tail, max, domain)?;
+            return Ok(stack.root_of_stack(domain));
+        }
+        let full = tail.len() / CHUNK_LEN * CHUNK_LEN;
+        stack.commit_chunks(backend, &tail[..full], MAX_SUBTREE, domain)?;
+        Ok(stack.finalize(&tail[full..], domain))
+    }
 }
 
-/// The root node of a whole input held in memory: every full chunk but the last goes to `backend`
-/// in one call, the last chunk and the merge of the subtrees happen here.
-pub(crate) fn hash_all<B: Backend + ?Sized>(
-    backend: &B,
-    input: &[u8],
-    domain: Domain,
-) -> Result<Output> {
-    if input.len() <= CHUNK_LEN {
-        return Ok(chunk_output(input, 0, domain));
-    }
-    let full = (input.len() - 1) / CHUNK_LEN * CHUNK_LEN;
+/// The root node of an input of two or more chunks, given every chunk's chaining value in order
+/// (each computed as a non-root chunk, the last one possibly partial): BLAKE3's merges, as if the
+/// input had been hashed in one piece. For backends that hash chunk `j` of many equal-length
+/// messages side by side.
+pub(crate) fn root_from_chunk_cvs(cvs: &[Cv], domain: Domain) -> Output {
+    assert!(cvs.len() >= 2, "a single chunk is its own root");
     let mut stack = CvStack::new();
-    stack.commit_chunks(backend, &input[..full], domain)?;
-    Ok(stack.finalize(&input[full..], domain))
+    for cv in cvs {
+        stack.push(*cv, 1, domain);
+    }
+    stack.root_of_stack(domain)
+}
+
+/// The root node of a whole input held in memory: its chunks go to `backend` in one call (the
+/// last one too when it is full), the merge of the few subtrees and a partial last chunk happen
+/// here.
+pub(crate) fn hash_all<B: Backend + ?Sized>(backend: &B, input: &[u8], domain: Domain) -> Result<Output> {
+    CvStack::new().finish(backend, input, domain)
 }
 
 /// How many bytes of an input of `len` bytes the tree module needs to see itself: its last chunk
@@ -307,14 +298,10 @@ pub(crate) fn hash_resident(
     domain: Domain,
     subtrees: impl FnMut(u64, u64, u64, &mut [Cv]) -> Result<()>,
 ) -> Result<Output> {
-    assert_eq!(
-        last_chunk.len() as u64,
-        last_chunk_len(len),
-        "the caller fetches exactly the last chunk"
-    );
+    assert_eq!(last_chunk.len() as u64, last_chunk_len(len), "the caller fetches exactly the last chunk");
     let full_chunks = (len - last_chunk.len() as u64) / CHUNK_LEN as u64;
     let mut stack = CvStack::new();
-    stack.commit_runs(full_chunks, domain, subtrees)?;
+    stack.commit_runs(full_chunks, MAX_SUBTREE, domain, subtrees)?;
     Ok(stack.finalize(last_chunk, domain))
 }
 
@@ -330,11 +317,7 @@ mod tests {
     fn single_chunk_lengths_match_upstream() {
         for len in [0, 1, 63, 64, 65, 127, 128, 1023, 1024] {
             let data = input(len);
-            assert_eq!(
-                hash_small(&data, Domain::HASH),
-                *blake3::hash(&data).as_bytes(),
-                "len {len}"
-            );
+            assert_eq!(hash_small(&data, Domain::HASH), *blake3::hash(&data).as_bytes(), "len {len}");
         }
     }
 
@@ -343,10 +326,7 @@ mod tests {
         let data = input(100);
         let out = chunk_output(&data, 0, Domain::HASH);
         let mut expected = [0u8; 300];
-        blake3::Hasher::new()
-            .update(&data)
-            .finalize_xof()
-            .fill(&mut expected);
+        blake3::Hasher::new().update(&data).finalize_xof().fill(&mut expected);
         for seek in [0usize, 1, 63, 64, 65, 130] {
             let mut got = vec![0u8; 300 - seek];
             out.root_bytes(seek as u64, &mut got);
@@ -355,11 +335,22 @@ mod tests {
     }
 
     #[test]
+    fn root_from_chunk_cvs_matches_upstream() {
+        for chunks in 2..=9usize {
+            let data = input(chunks * CHUNK_LEN - 100);
+            let cvs: Vec<Cv> = data
+                .chunks(CHUNK_LEN)
+                .enumerate()
+                .map(|(i, c)| chunk_output(c, i as u64, Domain::HASH).chaining_value())
+                .collect();
+            let root = root_from_chunk_cvs(&cvs, Domain::HASH).root_hash();
+            assert_eq!(root, *blake3::hash(&data).as_bytes(), "{chunks} chunks");
+        }
+    }
+
+    #[test]
     fn derive_key_domain_matches_upstream() {
         let d = Domain::derive_key("ctx");
-        assert_eq!(
-            hash_small(b"material", d),
-            blake3::derive_key("ctx", b"material")
-        );
+        assert_eq!(hash_small(b"material", d), blake3::derive_key("ctx", b"material"));
     }
 }

@@ -13,18 +13,11 @@ struct Case {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 fn cases() -> Vec<Case> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/test_vectors.json"
-    ))
-    .unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/test_vectors.json")).unwrap();
     let json: Value = serde_json::from_str(&text).unwrap();
     let key: [u8; 32] = json["key"].as_str().unwrap().as_bytes().try_into().unwrap();
     let context = json["context_string"].as_str().unwrap().to_string();
@@ -37,10 +30,7 @@ fn cases() -> Vec<Case> {
             outputs: [
                 (Mode::Hash, hex(c["hash"].as_str().unwrap())),
                 (Mode::Keyed(key), hex(c["keyed_hash"].as_str().unwrap())),
-                (
-                    Mode::DeriveKey(context.clone()),
-                    hex(c["derive_key"].as_str().unwrap()),
-                ),
+                (Mode::DeriveKey(context.clone()), hex(c["derive_key"].as_str().unwrap())),
             ],
         })
         .collect();
@@ -59,14 +49,8 @@ fn official_vectors_on_every_backend() {
                 assert_eq!(expected.len(), 131);
                 // One shot: the whole input in one backend call.
                 let mut out = vec![0u8; expected.len()];
-                xof_reader_with(&*t.backend, mode, &input)
-                    .unwrap()
-                    .fill(&mut out);
-                assert_eq!(
-                    &out, expected,
-                    "{}: one-shot, len {}, {mode:?}",
-                    t.name, case.input_len
-                );
+                xof_reader_with(&*t.backend, mode, &input).unwrap().fill(&mut out);
+                assert_eq!(&out, expected, "{}: one-shot, len {}, {mode:?}", t.name, case.input_len);
                 // Incremental, in uneven pieces, and every suffix through a seek.
                 let mut h = Hasher::with_backend(t.backend.clone(), mode);
                 for piece in input.chunks(1000) {
@@ -77,13 +61,7 @@ fn official_vectors_on_every_backend() {
                     let mut tail = vec![0u8; expected.len() - seek];
                     reader.set_position(seek as u64);
                     reader.fill(&mut tail);
-                    assert_eq!(
-                        tail,
-                        expected[seek..],
-                        "{}: incremental, len {}, seek {seek}",
-                        t.name,
-                        case.input_len
-                    );
+                    assert_eq!(tail, expected[seek..], "{}: incremental, len {}, seek {seek}", t.name, case.input_len);
                 }
                 assert_eq!(h.finalize().unwrap().as_bytes(), &expected[..32]);
             }
@@ -97,19 +75,11 @@ fn public_functions_match_vectors() {
     let cases = cases();
     for case in &cases {
         let input = pattern(case.input_len);
-        let [(_, h), (Mode::Keyed(key), k), (Mode::DeriveKey(ctx), d)] = &case.outputs else {
-            unreachable!()
-        };
+        let [(_, h), (Mode::Keyed(key), k), (Mode::DeriveKey(ctx), d)] = &case.outputs else { unreachable!() };
         let dev = b3accel::Device::Auto;
         assert_eq!(b3accel::hash_on(dev, &input).unwrap().as_bytes(), &h[..32]);
-        assert_eq!(
-            b3accel::keyed_hash_on(dev, key, &input).unwrap().as_bytes(),
-            &k[..32]
-        );
-        assert_eq!(
-            b3accel::derive_key_on(dev, ctx, &input).unwrap().as_bytes(),
-            &d[..32]
-        );
+        assert_eq!(b3accel::keyed_hash_on(dev, key, &input).unwrap().as_bytes(), &k[..32]);
+        assert_eq!(b3accel::derive_key_on(dev, ctx, &input).unwrap().as_bytes(), &d[..32]);
         let mut out = vec![0u8; 131];
         b3accel::hash_xof_on(dev, &Mode::Hash, &input, 0, &mut out).unwrap();
         assert_eq!(&out, h);

@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, Job, Lanes};
+use super::lanes::{hash_groups, lane_ptr, Job, Lanes, PREFETCH_AHEAD};
 use crate::compress::{Cv, Word};
 
 impl Word for __m256i {
@@ -26,8 +26,8 @@ impl Word for __m256i {
             _mm256_shuffle_epi8(
                 self,
                 _mm256_set_epi8(
-                    13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11,
-                    10, 5, 4, 7, 6, 1, 0, 3, 2,
+                    13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1,
+                    0, 3, 2,
                 ),
             )
         }
@@ -44,8 +44,8 @@ impl Word for __m256i {
             _mm256_shuffle_epi8(
                 self,
                 _mm256_set_epi8(
-                    12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11,
-                    10, 9, 4, 7, 6, 5, 0, 3, 2, 1,
+                    12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0,
+                    3, 2, 1,
                 ),
             )
         }
@@ -110,31 +110,34 @@ impl Lanes for __m256i {
         unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, self) }
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, stride: usize) -> [Self; 16] {
-        let mut m = [unsafe { _mm256_setzero_si256() }; 16];
-        for half in 0..2 {
-            // SAFETY: the caller guarantees 64 readable bytes per lane.
-            let rows: [__m256i; 8] = core::array::from_fn(|lane| unsafe {
-                _mm256_loadu_si256(input.add(lane * stride + 32 * half) as *const __m256i)
-            });
-            m[8 * half..8 * half + 8].copy_from_slice(&unsafe { transpose8(rows) });
+    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+        // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
+        // lanes past `valid` read the last valid lane's; prefetches never fault.
+        unsafe {
+            let mut ptrs = [input; 8];
+            for (lane, p) in ptrs.iter_mut().enumerate() {
+                *p = lane_ptr(input, stride, valid, lane);
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
+            }
+            let mut m = [_mm256_setzero_si256(); 16];
+            for half in 0..2 {
+                let mut rows = [_mm256_setzero_si256(); 8];
+                for (row, p) in rows.iter_mut().zip(ptrs) {
+                    *row = _mm256_loadu_si256(p.add(32 * half) as *const __m256i);
+                }
+                m[8 * half..8 * half + 8].copy_from_slice(&transpose8(rows));
+            }
+            m
         }
-        m
     }
 }
 
-/// Hashes whole groups of eight inputs; returns how many were hashed.
+/// Hashes all `out.len()` inputs, eight at a time.
 ///
 /// # Safety
 /// The CPU must support AVX2; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn hash_many(
-    input: &[u8],
-    stride: usize,
-    blocks: usize,
-    job: &Job,
-    out: &mut [Cv],
-) -> usize {
+pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: AVX2 is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m256i>(input, stride, blocks, job, out) }
 }

@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, Job, Lanes};
+use super::lanes::{hash_groups, lane_ptr, Job, Lanes, PREFETCH_AHEAD};
 use crate::compress::{Cv, Word};
 
 impl Word for __m512i {
@@ -95,27 +95,27 @@ impl Lanes for __m512i {
         unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut __m512i, self) }
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, stride: usize) -> [Self; 16] {
-        // SAFETY: the caller guarantees 64 readable bytes per lane.
-        let rows: [__m512i; 16] = core::array::from_fn(|lane| unsafe {
-            _mm512_loadu_si512(input.add(lane * stride) as *const __m512i)
-        });
-        unsafe { transpose16(rows) }
+    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+        // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
+        // lanes past `valid` read the last valid lane's; prefetches never fault.
+        unsafe {
+            let mut rows = [_mm512_setzero_si512(); 16];
+            for (lane, row) in rows.iter_mut().enumerate() {
+                let p = lane_ptr(input, stride, valid, lane);
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
+                *row = _mm512_loadu_si512(p as *const __m512i);
+            }
+            transpose16(rows)
+        }
     }
 }
 
-/// Hashes whole groups of sixteen inputs; returns how many were hashed.
+/// Hashes all `out.len()` inputs, sixteen at a time.
 ///
 /// # Safety
 /// The CPU must support AVX-512F; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn hash_many(
-    input: &[u8],
-    stride: usize,
-    blocks: usize,
-    job: &Job,
-    out: &mut [Cv],
-) -> usize {
+pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: AVX-512F is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m512i>(input, stride, blocks, job, out) }
 }

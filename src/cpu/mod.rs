@@ -1,7 +1,7 @@
 //! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
 //! portable scalar code), and rayon across cores for large inputs only.
 //!
-//! A complete subtree is hashed in leaves of [`LEAF_CHUNKS`] chunks: all chunk CVs of a leaf in
+//! A complete subtree is hashed in leaves of `LEAF_CHUNKS` (64) chunks: all chunk CVs of a leaf in
 //! SIMD groups, then its parent levels, also in SIMD groups. Above the leaves the subtree is split
 //! in halves, on other cores (`rayon::join`) while the halves are large enough to pay for it.
 
@@ -10,10 +10,13 @@ mod avx2;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx512;
 mod lanes;
+mod many;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub(crate) mod rows;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod sse41;
 
-use crate::backend::{check_blocks_args, check_subtree_args, Backend};
+use crate::backend::{check_blocks_args, check_subtree_args, Backend, MAX_SUBTREE};
 use crate::compress::{flags, parent_cv, Cv, BLOCK_LEN, CHUNK_LEN, IV};
 use crate::device::{BackendKind, Device, DeviceInfo, DeviceKind};
 use crate::error::{Error, Result};
@@ -58,12 +61,7 @@ impl SimdLevel {
     /// ```
     /// assert_eq!(b3accel::cpu::SimdLevel::ALL.len(), 4);
     /// ```
-    pub const ALL: [SimdLevel; 4] = [
-        SimdLevel::Portable,
-        SimdLevel::Sse41,
-        SimdLevel::Avx2,
-        SimdLevel::Avx512,
-    ];
+    pub const ALL: [SimdLevel; 4] = [SimdLevel::Portable, SimdLevel::Sse41, SimdLevel::Avx2, SimdLevel::Avx512];
 
     /// The best level this CPU supports.
     ///
@@ -71,11 +69,7 @@ impl SimdLevel {
     /// println!("{}", b3accel::cpu::SimdLevel::detect());
     /// ```
     pub fn detect() -> SimdLevel {
-        *SimdLevel::ALL
-            .iter()
-            .rev()
-            .find(|l| l.is_supported())
-            .unwrap_or(&SimdLevel::Portable)
+        *SimdLevel::ALL.iter().rev().find(|l| l.is_supported()).unwrap_or(&SimdLevel::Portable)
     }
 
     /// Whether this CPU can run this level.
@@ -117,10 +111,7 @@ impl SimdLevel {
     /// assert_eq!(b3accel::cpu::SimdLevel::supported()[0], b3accel::cpu::SimdLevel::Portable);
     /// ```
     pub fn supported() -> Vec<SimdLevel> {
-        SimdLevel::ALL
-            .into_iter()
-            .filter(|l| l.is_supported())
-            .collect()
+        SimdLevel::ALL.into_iter().filter(|l| l.is_supported()).collect()
     }
 }
 
@@ -138,14 +129,9 @@ impl fmt::Display for SimdLevel {
 impl FromStr for SimdLevel {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        SimdLevel::ALL
-            .into_iter()
-            .find(|l| l.to_string().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                Error::InvalidInput(format!(
-                    "unknown CPU level '{s}': expected portable, sse41, avx2 or avx512"
-                ))
-            })
+        SimdLevel::ALL.into_iter().find(|l| l.to_string().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
+            Error::InvalidInput(format!("unknown CPU level '{s}': expected portable, sse41, avx2 or avx512"))
+        })
     }
 }
 
@@ -195,9 +181,7 @@ impl CpuBackend {
     pub fn from_env() -> Result<CpuBackend> {
         match std::env::var(CPU_LEVEL_ENV) {
             Ok(v) if !v.trim().is_empty() => {
-                let level: SimdLevel = v
-                    .parse()
-                    .map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
+                let level: SimdLevel = v.parse().map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
                 CpuBackend::with_level(level)
             }
             _ => Ok(CpuBackend::build(SimdLevel::detect())),
@@ -223,9 +207,7 @@ impl CpuBackend {
     }
 
     fn build(level: SimdLevel) -> CpuBackend {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .ok();
+        let threads = std::thread::available_parallelism().map(|n| n.get() as u32).ok();
         let info = DeviceInfo {
             device: Device::Cpu,
             backend: BackendKind::Cpu,
@@ -248,62 +230,48 @@ impl CpuBackend {
         self.level
     }
 
-    /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart, using the
-    /// widest groups first and narrower ones for the remainder.
-    fn hash_many(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+    /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart. Each
+    /// instruction set takes its whole groups, plus a last partial group when more than half of
+    /// it would be used (a padded 16-lane group costs less than an 8-lane, a 4-lane and a scalar
+    /// pass); what is left goes to the next narrower one.
+    fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
         let mut done = 0;
-        let mut rest = |done: usize, f: &dyn Fn(&[u8], &Job, &mut [Cv]) -> usize| {
-            if done == out.len() {
-                return done;
+        for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
+            let left = out.len() - done;
+            if left == 0 {
+                break;
             }
-            let counter = job.counter
-                + if job.increment_counter {
-                    done as u64
-                } else {
-                    0
-                };
-            done + f(
-                &input[done * stride..],
-                &Job { counter, ..*job },
-                &mut out[done..],
-            )
-        };
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        {
-            // SAFETY (each call): the level was checked to be supported when `self` was built, and
-            // `out.len()` inputs of `blocks` blocks at `stride` lie inside `input` (the callers'
-            // contract, asserted in debug builds by `hash_groups`).
-            if self.level >= SimdLevel::Avx512 {
-                done = rest(done, &|i, j, o| unsafe {
-                    avx512::hash_many(i, stride, blocks, j, o)
-                });
+            let n = level.lanes();
+            let take = match left % n {
+                0 => left,
+                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && r >= 2) => left,
+                r => left - r,
+            };
+            if take == 0 {
+                continue;
             }
-            if self.level >= SimdLevel::Avx2 {
-                done = rest(done, &|i, j, o| unsafe {
-                    avx2::hash_many(i, stride, blocks, j, o)
-                });
+            let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
+            let job = &Job { counter, ..*job };
+            let (input, out) = (&input[done * stride..], &mut out[done..done + take]);
+            // SAFETY: `level <= self.level`, which was checked to be supported when `self` was
+            // built; `hash_groups` asserts that the inputs lie inside `input`.
+            unsafe {
+                match level {
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Avx512 => avx512::hash_many(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Avx2 => avx2::hash_many(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Sse41 => sse41::hash_many(input, stride, blocks, job, out),
+                    _ => hash_groups::<u32>(input, stride, blocks, job, out),
+                }
             }
-            if self.level >= SimdLevel::Sse41 {
-                done = rest(done, &|i, j, o| unsafe {
-                    sse41::hash_many(i, stride, blocks, j, o)
-                });
-            }
+            done += take;
         }
-        // SAFETY: the portable kernel needs no instruction set; the layout is as above.
-        rest(done, &|i, j, o| unsafe {
-            hash_groups::<u32>(i, stride, blocks, j, o)
-        });
     }
 
     /// CVs of consecutive full chunks, the first with index `first_chunk`.
-    fn chunk_cvs(
-        &self,
-        input: &[u8],
-        first_chunk: u64,
-        key: &[u32; 8],
-        flags: u32,
-        out: &mut [Cv],
-    ) {
+    fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
         let job = Job {
             key,
             counter: first_chunk,
@@ -311,8 +279,9 @@ impl CpuBackend {
             flags,
             flags_start: flags::CHUNK_START,
             flags_end: flags::CHUNK_END,
+            last_block_len: BLOCK_LEN,
         };
-        self.hash_many(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
+        self.hash_lanes(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
     }
 
     /// Parent CVs of consecutive pairs of CVs.
@@ -324,32 +293,45 @@ impl CpuBackend {
             flags: flags | flags::PARENT,
             flags_start: 0,
             flags_end: 0,
+            last_block_len: BLOCK_LEN,
         };
-        self.hash_many(children.as_flattened(), BLOCK_LEN, 1, &job, out);
+        self.hash_lanes(children.as_flattened(), BLOCK_LEN, 1, &job, out);
+    }
+
+    /// The subtrees of at most [`LEAF_CHUNKS`] chunks, none larger than `max` chunks, into `out`:
+    /// every chunk CV at once, then level by level, pairs into parents; a level's odd last node is
+    /// a finished subtree (one set bit of the chunk count), as is every node once the level
+    /// reaches `max`.
+    fn leaf_subtrees(&self, input: &[u8], first_chunk: u64, max: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+        let chunks = input.len() / CHUNK_LEN;
+        debug_assert!(chunks <= LEAF_CHUNKS);
+        let mut level = [[0u8; 32]; LEAF_CHUNKS];
+        let mut next = [[0u8; 32]; LEAF_CHUNKS / 2];
+        self.chunk_cvs(input, first_chunk, key, flags, &mut level[..chunks]);
+        let (mut n, mut size) = (chunks, 1u64);
+        // Odd nodes split off on the way up, smallest first; they come last in `out`.
+        let mut tail = out.len();
+        while n > 1 && size < max {
+            if n % 2 == 1 {
+                tail -= 1;
+                out[tail] = level[n - 1];
+            }
+            self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);
+            n /= 2;
+            size *= 2;
+            level[..n].copy_from_slice(&next[..n]);
+        }
+        out[..tail].copy_from_slice(&level[..tail]);
     }
 
     /// The CV of a complete subtree: `input` is a power-of-two number of chunks.
-    fn subtree_cv(
-        &self,
-        input: &[u8],
-        first_chunk: u64,
-        key: &[u32; 8],
-        flags: u32,
-        parallel: bool,
-    ) -> Cv {
+    fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, parallel: bool) -> Cv {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
         if chunks <= LEAF_CHUNKS {
-            let mut a = [[0u8; 32]; LEAF_CHUNKS];
-            let mut b = [[0u8; 32]; LEAF_CHUNKS / 2];
-            self.chunk_cvs(input, first_chunk, key, flags, &mut a[..chunks]);
-            let mut n = chunks;
-            while n > 1 {
-                self.parent_cvs(&a[..n], key, flags, &mut b[..n / 2]);
-                n /= 2;
-                a[..n].copy_from_slice(&b[..n]);
-            }
-            return a[0];
+            let mut out = [[0u8; 32]];
+            self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, &mut out);
+            return out[0];
         }
         let (left, right) = input.split_at(input.len() / 2);
         let right_first = first_chunk + (chunks / 2) as u64;
@@ -367,32 +349,37 @@ impl CpuBackend {
         parent_cv(&l, &r, key, flags)
     }
 
-    /// The subtrees of `input` (one per set bit of its chunk count, largest first) into `out`.
+    /// The subtrees of `input`, none larger than `max` chunks, largest first, into `out`.
+    #[allow(clippy::too_many_arguments)]
     fn subtrees(
         &self,
         input: &[u8],
         first_chunk: u64,
+        max: u64,
         key: &[u32; 8],
         flags: u32,
         parallel: bool,
         out: &mut [Cv],
     ) {
         let chunks = input.len() / CHUNK_LEN;
-        let size = 1usize << (usize::BITS - 1 - chunks.leading_zeros());
+        if chunks <= LEAF_CHUNKS {
+            return self.leaf_subtrees(input, first_chunk, max, key, flags, out);
+        }
+        let size = (1u64 << (u64::BITS - 1 - (chunks as u64).leading_zeros())).min(max) as usize;
         let (head, tail) = input.split_at(size * CHUNK_LEN);
-        let (first, rest) = out.split_first_mut().expect("one CV per set bit");
+        let (first, rest) = out.split_first_mut().expect("one CV per subtree");
+        let tail_first = first_chunk + size as u64;
         if tail.is_empty() {
             *first = self.subtree_cv(head, first_chunk, key, flags, parallel);
         } else if parallel && tail.len() >= PARALLEL_GRAIN_BYTES {
-            let tail_first = first_chunk + size as u64;
             let (cv, ()) = rayon::join(
                 || self.subtree_cv(head, first_chunk, key, flags, true),
-                || self.subtrees(tail, tail_first, key, flags, true, rest),
+                || self.subtrees(tail, tail_first, max, key, flags, true, rest),
             );
             *first = cv;
         } else {
             *first = self.subtree_cv(head, first_chunk, key, flags, parallel);
-            self.subtrees(tail, first_chunk + size as u64, key, flags, parallel, rest);
+            self.subtrees(tail, tail_first, max, key, flags, parallel, rest);
         }
     }
 }
@@ -408,23 +395,21 @@ impl Backend for CpuBackend {
         &self.info
     }
 
-    fn chunk_subtrees(
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
+    }
+
+    fn chunk_subtrees_capped(
         &self,
         input: &[u8],
         first_chunk: u64,
+        max_chunks: u64,
         key: &[u32; 8],
         flags: u32,
         out: &mut [Cv],
     ) -> Result<()> {
-        check_subtree_args(input, first_chunk, out)?;
-        self.subtrees(
-            input,
-            first_chunk,
-            key,
-            flags,
-            use_threads(input.len()),
-            out,
-        );
+        check_subtree_args(input, first_chunk, max_chunks, out)?;
+        self.subtrees(input, first_chunk, max_chunks, key, flags, use_threads(input.len()), out);
         Ok(())
     }
 
@@ -437,19 +422,25 @@ impl Backend for CpuBackend {
             flags: flags::CHUNK_START | flags::CHUNK_END | flags::ROOT,
             flags_start: 0,
             flags_end: 0,
+            last_block_len: BLOCK_LEN,
         };
         if use_threads(blocks.len() * BLOCK_LEN) {
             use rayon::prelude::*;
-            blocks
-                .par_chunks(BLOCKS_PER_TASK)
-                .zip(out.par_chunks_mut(BLOCKS_PER_TASK))
-                .for_each(|(b, o)| {
-                    self.hash_many(b.as_flattened(), BLOCK_LEN, 1, &job, o);
-                });
+            blocks.par_chunks(BLOCKS_PER_TASK).zip(out.par_chunks_mut(BLOCKS_PER_TASK)).for_each(|(b, o)| {
+                self.hash_lanes(b.as_flattened(), BLOCK_LEN, 1, &job, o);
+            });
         } else {
-            self.hash_many(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
+            self.hash_lanes(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
         }
         Ok(())
+    }
+
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        many::merkle(self, leaves, inner)
+    }
+
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        many::hash_many(self, data, msg_len, key, flags, out)
     }
 }
 

@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, Job, Lanes};
+use super::lanes::{hash_groups, lane_ptr, Job, Lanes, PREFETCH_AHEAD};
 use crate::compress::{Cv, Word};
 
 impl Word for __m128i {
@@ -22,12 +22,7 @@ impl Word for __m128i {
     #[inline(always)]
     fn rotr16(self) -> Self {
         // SAFETY: as above.
-        unsafe {
-            _mm_shuffle_epi8(
-                self,
-                _mm_set_epi8(13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2),
-            )
-        }
+        unsafe { _mm_shuffle_epi8(self, _mm_set_epi8(13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2)) }
     }
     #[inline(always)]
     fn rotr12(self) -> Self {
@@ -37,12 +32,7 @@ impl Word for __m128i {
     #[inline(always)]
     fn rotr8(self) -> Self {
         // SAFETY: as above.
-        unsafe {
-            _mm_shuffle_epi8(
-                self,
-                _mm_set_epi8(12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1),
-            )
-        }
+        unsafe { _mm_shuffle_epi8(self, _mm_set_epi8(12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1)) }
     }
     #[inline(always)]
     fn rotr7(self) -> Self {
@@ -86,31 +76,36 @@ impl Lanes for __m128i {
         unsafe { _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, self) }
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, stride: usize) -> [Self; 16] {
-        let mut m = [unsafe { _mm_setzero_si128() }; 16];
-        for q in 0..4 {
-            // SAFETY: the caller guarantees 64 readable bytes per lane.
-            let rows: [__m128i; 4] = core::array::from_fn(|lane| unsafe {
-                _mm_loadu_si128(input.add(lane * stride + 16 * q) as *const __m128i)
-            });
-            m[4 * q..4 * q + 4].copy_from_slice(&unsafe { transpose4(rows) });
+    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+        // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
+        // lanes past `valid` read the last valid lane's; prefetches never fault.
+        unsafe {
+            let mut ptrs = [input; 4];
+            for (lane, p) in ptrs.iter_mut().enumerate() {
+                *p = lane_ptr(input, stride, valid, lane);
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
+            }
+            let mut m = [_mm_setzero_si128(); 16];
+            for q in 0..4 {
+                let rows = [
+                    _mm_loadu_si128(ptrs[0].add(16 * q) as *const __m128i),
+                    _mm_loadu_si128(ptrs[1].add(16 * q) as *const __m128i),
+                    _mm_loadu_si128(ptrs[2].add(16 * q) as *const __m128i),
+                    _mm_loadu_si128(ptrs[3].add(16 * q) as *const __m128i),
+                ];
+                m[4 * q..4 * q + 4].copy_from_slice(&transpose4(rows));
+            }
+            m
         }
-        m
     }
 }
 
-/// Hashes whole groups of four inputs; returns how many were hashed.
+/// Hashes all `out.len()` inputs, four at a time.
 ///
 /// # Safety
 /// The CPU must support SSE4.1; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "sse4.1")]
-pub(super) unsafe fn hash_many(
-    input: &[u8],
-    stride: usize,
-    blocks: usize,
-    job: &Job,
-    out: &mut [Cv],
-) -> usize {
+pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: SSE4.1 is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m128i>(input, stride, blocks, job, out) }
 }

@@ -34,9 +34,7 @@ pub fn targets() -> Vec<Target> {
 
 /// Every GPU device found by the backends compiled in (see [`targets`] for the no-device rule).
 pub fn gpu_targets() -> Vec<Target> {
-    let ci = std::env::var("CI")
-        .map(|v| v == "true" || v == "1")
-        .unwrap_or(false);
+    let ci = std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false);
     let mut out = Vec::new();
     for status in b3accel::backend_status() {
         let devices = match status.devices {
@@ -51,16 +49,9 @@ pub fn gpu_targets() -> Vec<Target> {
             }
         };
         for info in devices {
-            let backend = b3accel::backend(info.device).unwrap_or_else(|e| {
-                panic!(
-                    "{} ({}) is listed but does not open: {e}",
-                    info.device, info.name
-                )
-            });
-            out.push(Target {
-                name: format!("{} ({})", info.device, info.name),
-                backend,
-            });
+            let backend = b3accel::backend(info.device)
+                .unwrap_or_else(|e| panic!("{} ({}) is listed but does not open: {e}", info.device, info.name));
+            out.push(Target { name: format!("{} ({})", info.device, info.name), backend });
         }
     }
     out

@@ -1,0 +1,146 @@
+//! `b3accel merkle [--backend B] [--tree OUT] FILE`: the root of the binary Merkle tree whose
+//! leaves are FILE's 32-byte records, in the shape of `b3accel::merkle` (a parent is
+//! `blake3(left || right)`, an odd last node is carried up; leaves and inner nodes are not
+//! domain-separated, see the library's docs).
+//!
+//! Prints `<64 hex digits>  <FILE>` like `b3sum`. With `--tree OUT`, writes every inner node to
+//! OUT as raw 32-byte nodes, level by level from the leaves' parents up to the root (the root is
+//! the last 32 bytes; a file of one leaf gives an empty OUT). FILE is memory-mapped; `-` reads
+//! standard input. An empty FILE, a size that is not a multiple of 32, or a FILE that cannot be
+//! read is an error: a message `b3accel: ...` on standard error, exit status 1, nothing on
+//! standard output.
+
+use b3accel::{merkle_root, merkle_tree, Device};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `b3accel merkle`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MerkleArgs {
+    /// Device to hash on: auto, cpu, opencl[:N] or wgpu[:N].
+    #[arg(long, short = 'b', value_name = "B", default_value = "auto")]
+    pub backend: Device,
+
+    /// Also write all inner nodes to OUT: raw 32-byte nodes, level by level from the leaves'
+    /// parents up to the root (the last 32 bytes).
+    #[arg(long, value_name = "OUT")]
+    pub tree: Option<PathBuf>,
+
+    /// File of concatenated 32-byte leaves (`-` for standard input).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// Runs `b3accel merkle`: prints the root line, or reports the error on standard error.
+pub fn run(args: &MerkleArgs) -> ExitCode {
+    let line = match root_line(args) {
+        Ok(line) => line,
+        Err(msg) => {
+            eprintln!("b3accel: {msg}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
+        eprintln!("b3accel: writing to standard output: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The leaves' bytes: the memory-mapped file, or what standard input (or a file that cannot be
+/// mapped, such as a pipe) held.
+enum Input {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl Input {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Input::Mapped(m) => m,
+            Input::Read(v) => v,
+        }
+    }
+}
+
+fn open(path: &Path) -> Result<Input, String> {
+    let name = path.display();
+    if path == Path::new("-") {
+        let mut v = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut v)
+            .map_err(|e| format!("-: {e}"))?;
+        return Ok(Input::Read(v));
+    }
+    let mut file = File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("{name}: {e}"))?;
+    if meta.is_dir() {
+        return Err(format!("{name}: is a directory"));
+    }
+    if meta.is_file() && meta.len() > 0 {
+        // SAFETY: the map is only read. As with any memory-mapped input (b3sum does the same),
+        // another process truncating the file while it is hashed could fault the read; we never
+        // write to FILE ourselves (see the check on --tree below).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{name}: {e}"))?;
+        return Ok(Input::Mapped(map));
+    }
+    // Pipes, character devices and the like: read them.
+    let mut v = Vec::new();
+    file.read_to_end(&mut v)
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok(Input::Read(v))
+}
+
+/// Whether `a` and `b` name the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Computes the root (and writes the tree when asked) and returns the line to print.
+pub fn root_line(args: &MerkleArgs) -> Result<String, String> {
+    let name = args.file.display();
+    let input = open(&args.file)?;
+    let bytes = input.bytes();
+    if bytes.is_empty() {
+        return Err(format!(
+            "{name}: empty file: a Merkle tree needs at least one 32-byte leaf"
+        ));
+    }
+    let (leaves, rest) = bytes.as_chunks::<32>();
+    if !rest.is_empty() {
+        return Err(format!(
+            "{name}: size {} bytes is not a multiple of 32 (leaves are 32 bytes each; {} bytes left over)",
+            bytes.len(),
+            rest.len()
+        ));
+    }
+    let root = match &args.tree {
+        None => merkle_root(args.backend, leaves).map_err(|e| e.to_string())?,
+        Some(out) => {
+            if same_file(out, &args.file) {
+                return Err(format!(
+                    "--tree {}: refusing to overwrite the input file",
+                    out.display()
+                ));
+            }
+            let tree = merkle_tree(args.backend, leaves).map_err(|e| e.to_string())?;
+            let root = tree.root();
+            write_nodes(out, tree.inner_nodes().as_flattened())?;
+            root
+        }
+    };
+    Ok(format!("{}  {name}", root.to_hex()))
+}
+
+fn write_nodes(out: &Path, bytes: &[u8]) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("--tree {}: {e}", out.display());
+    let mut f = File::create(out).map_err(fail)?;
+    f.write_all(bytes).map_err(fail)
+}

@@ -1,0 +1,207 @@
+//! Differential tests against upstream `blake3`, on every backend and CPU SIMD level: awkward
+//! lengths (chunk, SIMD-lane, leaf and power-of-two boundaries), random lengths up to several MiB,
+//! random `update` splits, all three modes, XOF output from random positions, and the backend
+//! contract itself (each subtree CV checked against upstream's `hazmat` API).
+
+mod common;
+
+use b3accel::{subtree_count, xof_reader_with, Hasher, Mode, CHUNK_LEN, IV};
+use blake3::hazmat::HasherExt;
+use common::{pattern, targets, Target};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+
+const KEY: [u8; 32] = *b"an example key, 32 bytes long!!!";
+const CONTEXT: &str = "b3accel 2026-11-21 differential tests";
+
+fn modes() -> [Mode; 3] {
+    [Mode::Hash, Mode::Keyed(KEY), Mode::DeriveKey(CONTEXT.into())]
+}
+
+fn upstream_hasher(mode: &Mode) -> blake3::Hasher {
+    match mode {
+        Mode::Hash => blake3::Hasher::new(),
+        Mode::Keyed(k) => blake3::Hasher::new_keyed(k),
+        Mode::DeriveKey(c) => blake3::Hasher::new_derive_key(c),
+    }
+}
+
+fn upstream_xof(mode: &Mode, data: &[u8], seek: u64, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    let mut reader = upstream_hasher(mode).update(data).finalize_xof();
+    reader.set_position(seek);
+    reader.fill(&mut out);
+    out
+}
+
+/// Lengths around every boundary the implementations care about: blocks, chunks, SIMD groups of
+/// 4/8/16 chunks, the CPU's 64-chunk leaves, GPU work-groups (64 to 256 chunks) and powers of two.
+fn awkward_lengths() -> Vec<usize> {
+    let mut lens = vec![0, 1, 63, 64, 65, 127, 128, 1023, 1024, 1025];
+    for chunks in [2usize, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1024] {
+        for delta in [-1i64, 0, 1] {
+            lens.push((chunks as i64 * CHUNK_LEN as i64 + delta) as usize);
+        }
+    }
+    lens.push(3 * CHUNK_LEN * 1024 + 7); // 3 MiB + 7: a non-power-of-two count of subtrees
+    lens
+}
+
+fn check_one_shot(t: &Target, mode: &Mode, data: &[u8], seek: u64, out_len: usize) {
+    let mut got = vec![0u8; out_len];
+    let mut reader = xof_reader_with(&*t.backend, mode, data).unwrap();
+    reader.set_position(seek);
+    reader.fill(&mut got);
+    assert!(
+        got == upstream_xof(mode, data, seek, out_len),
+        "{}: one-shot mismatch: len {}, {mode:?}, seek {seek}",
+        t.name,
+        data.len()
+    );
+}
+
+#[test]
+fn awkward_lengths_all_modes_every_backend() {
+    let lens = awkward_lengths();
+    for t in targets() {
+        for &len in &lens {
+            let data = pattern(len);
+            for mode in modes() {
+                check_one_shot(&t, &mode, &data, 0, 32);
+            }
+        }
+        eprintln!("differential: {} ok at {} awkward lengths x 3 modes", t.name, lens.len());
+    }
+}
+
+#[test]
+fn random_lengths_splits_and_seeks() {
+    let mut rng = StdRng::seed_from_u64(0x0B3A_CCE1);
+    for t in targets() {
+        for round in 0..12 {
+            // Mostly small, sometimes several MiB.
+            let len = if round % 4 == 3 { rng.random_range(0..6 << 20) } else { rng.random_range(0..40_000) };
+            let mut data = vec![0u8; len];
+            rng.fill(&mut data[..]);
+            let mode = modes()[round % 3].clone();
+            let seek = if round % 2 == 0 { 0 } else { rng.random_range(0..1u64 << 40) };
+            let out_len = rng.random_range(1..300);
+            check_one_shot(&t, &mode, &data, seek, out_len);
+
+            // The same input through the incremental hasher, split at random points.
+            let mut h = Hasher::with_backend(t.backend.clone(), &mode);
+            let mut rest = &data[..];
+            while !rest.is_empty() {
+                let cut = match rng.random_range(0..4) {
+                    0 => rng.random_range(0..=rest.len().min(64)),
+                    1 => rng.random_range(0..=rest.len().min(5000)),
+                    _ => rng.random_range(0..=rest.len()),
+                };
+                h.update(&rest[..cut]).unwrap();
+                rest = &rest[cut..];
+            }
+            assert_eq!(h.count(), len as u64);
+            let mut got = vec![0u8; out_len];
+            let mut reader = h.finalize_xof().unwrap();
+            reader.set_position(seek);
+            reader.fill(&mut got);
+            assert!(
+                got == upstream_xof(&mode, &data, seek, out_len),
+                "{}: incremental mismatch: len {len}, {mode:?}, seek {seek}",
+                t.name
+            );
+        }
+        eprintln!("differential: {} ok at random lengths, splits and seeks", t.name);
+    }
+}
+
+/// The backend contract, checked piece by piece: the CV of each subtree must equal upstream's
+/// non-root CV of the same bytes at the same offset.
+#[test]
+fn backend_subtrees_match_upstream_hazmat() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let cases: Vec<(u64, u64, u64)> = vec![
+        // (chunks, first_chunk, max_chunks)
+        (1, 0, 1 << 63),
+        (1, 5, 1 << 63),
+        (6, 8, 1 << 63),
+        (15, 16, 1 << 63),
+        (16, 0, 8),
+        (16, 32, 1 << 63),
+        (17, 64, 4),
+        (64, 64, 1 << 63),
+        (100, 128, 1 << 63),
+        (255, 256, 1 << 63),
+        (257, 512, 1 << 63),
+        (300, 1 << 33, 64),
+        (1000, 1 << 40, 1 << 63),
+    ];
+    for t in targets() {
+        for &(n, first, max) in &cases {
+            let mut data = vec![0u8; n as usize * CHUNK_LEN];
+            rng.fill(&mut data[..]);
+            let mut got = vec![[0u8; 32]; subtree_count(n, max)];
+            t.backend.chunk_subtrees_capped(&data, first, max, &IV, 0, &mut got).unwrap();
+            let sizes = std::iter::repeat_n(max, (n / max) as usize)
+                .chain((0..64).rev().map(|b| 1u64 << b).filter(|b| (n % max) & b != 0));
+            let mut offset = 0u64;
+            for (size, cv) in sizes.zip(&got) {
+                let bytes = &data[(offset as usize) * CHUNK_LEN..((offset + size) as usize) * CHUNK_LEN];
+                let expected = blake3::Hasher::new()
+                    .set_input_offset((first + offset) * CHUNK_LEN as u64)
+                    .update(bytes)
+                    .finalize_non_root();
+                assert_eq!(*cv, expected, "{}: n {n} first {first} max {max}: subtree at +{offset}", t.name);
+                offset += size;
+            }
+            assert_eq!(offset, n);
+        }
+        // Malformed calls are errors, never panics.
+        let b = &t.backend;
+        let mut one = [[0u8; 32]; 1];
+        assert!(b.chunk_subtrees(&[0u8; 1000], 0, &IV, 0, &mut one).is_err(), "{}: partial chunk", t.name);
+        assert!(b.chunk_subtrees(&[], 0, &IV, 0, &mut []).is_err(), "{}: empty input", t.name);
+        assert!(b.chunk_subtrees(&[0u8; 2 * CHUNK_LEN], 1, &IV, 0, &mut one).is_err(), "{}: misaligned", t.name);
+        assert!(b.chunk_subtrees(&[0u8; 3 * CHUNK_LEN], 0, &IV, 0, &mut one).is_err(), "{}: out too short", t.name);
+        eprintln!("differential: {} backend contract ok", t.name);
+    }
+}
+
+#[test]
+fn hash_blocks_match_upstream() {
+    let mut rng = StdRng::seed_from_u64(11);
+    for t in targets() {
+        for count in [0usize, 1, 3, 4, 5, 15, 16, 17, 100, 1000] {
+            let mut blocks = vec![[0u8; 64]; count];
+            for b in &mut blocks {
+                rng.fill(&mut b[..]);
+            }
+            let mut out = vec![[0u8; 32]; count];
+            t.backend.hash_blocks(&blocks, &mut out).unwrap();
+            for (b, o) in blocks.iter().zip(&out) {
+                assert_eq!(o, blake3::hash(b).as_bytes(), "{}: hash_blocks, count {count}", t.name);
+            }
+        }
+        let mut out = vec![[0u8; 32]; 2];
+        assert!(t.backend.hash_blocks(&[[0u8; 64]; 3], &mut out).is_err(), "{}: length mismatch", t.name);
+    }
+}
+
+#[test]
+fn hasher_reset_and_write() {
+    use std::io::Write;
+    for t in targets() {
+        let data = pattern(200_000);
+        let mut h = Hasher::with_backend(t.backend.clone(), &Mode::Hash);
+        h.update(b"garbage that reset must forget").unwrap();
+        h.reset();
+        for piece in data.chunks(8192) {
+            h.write_all(piece).unwrap();
+        }
+        assert_eq!(h.finalize().unwrap(), blake3::hash(&data), "{}", t.name);
+        // finalize does not consume: more input may follow.
+        h.update(b"more").unwrap();
+        let mut both = data.clone();
+        both.extend_from_slice(b"more");
+        assert_eq!(h.finalize().unwrap(), blake3::hash(&both), "{}", t.name);
+    }
+}
