@@ -48,9 +48,7 @@ fn b3sum() -> Option<&'static Path> {
             if let Some(path) = std::env::var_os("PATH") {
                 candidates.extend(std::env::split_paths(&path).map(|d| d.join("b3sum")));
             }
-            candidates
-                .into_iter()
-                .find(|p| p.is_file() && is_modern_b3sum(p))
+            candidates.into_iter().find(|p| p.is_file() && is_modern_b3sum(p))
         })
         .as_deref()
 }
@@ -165,11 +163,7 @@ fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    Output {
-        status,
-        stdout: out_reader.join().unwrap(),
-        stderr: err_reader.join().unwrap(),
-    }
+    Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
 }
 
 fn os<'a>(args: &'a [&'a str]) -> Vec<&'a OsStr> {
@@ -215,10 +209,7 @@ fn same_ext(dir: &Path, ours: &[&str], args: &[&OsStr], stdin: &[u8]) -> Option<
         String::from_utf8_lossy(&ours.stderr),
         String::from_utf8_lossy(&theirs.stderr),
     );
-    assert_eq!(
-        ours.stdout, theirs.stdout,
-        "stdout bytes differ for {args:?}"
-    );
+    assert_eq!(ours.stdout, theirs.stdout, "stdout bytes differ for {args:?}");
     assert_eq!(
         ours.status.code(),
         theirs.status.code(),
@@ -235,11 +226,7 @@ fn same_ext(dir: &Path, ours: &[&str], args: &[&OsStr], stdin: &[u8]) -> Option<
     );
     // Error lines carry our name where b3sum's carry its own.
     if theirs.stderr.starts_with(b"b3sum: ") {
-        assert!(
-            ours.stderr.starts_with(b"b3accel: "),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&ours.stderr)
-        );
+        assert!(ours.stderr.starts_with(b"b3accel: "), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
     }
     Some(ours)
 }
@@ -298,12 +285,7 @@ fn every_mode_matches_b3sum_at_awkward_sizes() {
     let names = sized_files(&dir);
     let files: Vec<&str> = names.iter().map(String::as_str).collect();
     same_ext(dir.path(), &["--backend", "cpu"], &os(&files), b"");
-    same_ext(
-        dir.path(),
-        &["--num-threads", "3", "--progress=never"],
-        &os(&files),
-        b"",
-    );
+    same_ext(dir.path(), &["--num-threads", "3", "--progress=never"], &os(&files), b"");
     let modes: &[&[&str]] = &[
         &[],
         &["--tag"],
@@ -329,11 +311,7 @@ fn every_mode_matches_b3sum_at_awkward_sizes() {
 fn larger_files_and_stdin_match_b3sum() {
     let dir = Dir::new("large");
     // Around multiples of the widest SIMD group and of 1 MiB, up to ~10 MiB.
-    for n in [
-        3 * 1024 * 1024 + 16 * 1024 - 1,
-        10 * 1024 * 1024 + 1,
-        9 * 1024 * 1024 + 8 * 1024 + 7,
-    ] {
+    for n in [3 * 1024 * 1024 + 16 * 1024 - 1, 10 * 1024 * 1024 + 1, 9 * 1024 * 1024 + 8 * 1024 + 7] {
         let name = format!("g{n}");
         let bytes = data(n, 7 + n as u64);
         dir.write(&name, &bytes);
@@ -341,11 +319,7 @@ fn larger_files_and_stdin_match_b3sum() {
         same(dir.path(), &["--num-threads", "1", &name], b"");
         same(dir.path(), &["--no-mmap", "--length", "65", &name], b"");
         same(dir.path(), &[], &bytes);
-        same(
-            dir.path(),
-            &["-", "--length", "40", "--seek", "1000"],
-            &bytes,
-        );
+        same(dir.path(), &["-", "--length", "40", "--seek", "1000"], &bytes);
     }
     for &n in SIZES {
         same(dir.path(), &["-"], &data(n, n as u64 + 1));
@@ -358,11 +332,7 @@ fn raw_output_and_its_limits() {
     dir.write("a", b"abc");
     dir.write("b", b"");
     same(dir.path(), &["--raw", "a"], b"");
-    same(
-        dir.path(),
-        &["--raw", "--length", "200", "--seek", "5", "a"],
-        b"",
-    );
+    same(dir.path(), &["--raw", "--length", "200", "--seek", "5", "a"], b"");
     same(dir.path(), &["--raw", "--tag", "a"], b"");
     same(dir.path(), &["--raw"], b"stdin bytes");
     same(dir.path(), &["--raw", "a", "b"], b""); // one input only: exit 1
@@ -454,10 +424,7 @@ fn missing_directory_and_unreadable_inputs_do_not_stop_the_others() {
     }
     let out = b3accel(dir.path(), &["a", "missing", "sub", "b"], b"");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("b3accel: missing: No such file or directory"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("b3accel: missing: No such file or directory"), "{stderr}");
     assert!(stderr.contains("b3accel: sub: Is a directory"), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
     assert_eq!(out.status.code(), Some(1));
@@ -515,10 +482,7 @@ fn usage_errors_exit_2_like_b3sum() {
 fn xof_length_and_seek() {
     let dir = Dir::new("xof");
     dir.write("a", &data(5000, 1));
-    dir.write(
-        "sums",
-        format!("{}  a\n", blake3::hash(&data(5000, 1)).to_hex()).as_bytes(),
-    );
+    dir.write("sums", format!("{}  a\n", blake3::hash(&data(5000, 1)).to_hex()).as_bytes());
     for case in [
         &["--length", "0", "a"][..],
         &["--length", "1", "a"],
@@ -548,14 +512,10 @@ fn check_fixture() -> Dir {
     let hx = hash(b"x");
     let hy = hash(b"y");
     let zero = "0".repeat(64);
-    dir.write(
-        "good.b3",
-        format!("{ha}  a\n{hb}  b\n\\{hx}  back\\\\slash\n\\{hy}  new\\nline\n").as_bytes(),
-    );
+    dir.write("good.b3", format!("{ha}  a\n{hb}  b\n\\{hx}  back\\\\slash\n\\{hy}  new\\nline\n").as_bytes());
     dir.write(
         "tagged.b3",
-        format!("BLAKE3 (a) = {ha}\n\\BLAKE3 (back\\\\slash) = {hx}\nBLAKE3 (b) = {hb}\n")
-            .as_bytes(),
+        format!("BLAKE3 (a) = {ha}\n\\BLAKE3 (back\\\\slash) = {hx}\nBLAKE3 (b) = {hb}\n").as_bytes(),
     );
     dir.write(
         "mixed.b3",
@@ -599,12 +559,7 @@ fn check_outcomes_match_b3sum() {
     ] {
         same(dir.path(), case, b"");
     }
-    same_ext(
-        dir.path(),
-        &["--backend", "cpu"],
-        &os(&["-c", "mixed.b3"]),
-        b"",
-    );
+    same_ext(dir.path(), &["--backend", "cpu"], &os(&["-c", "mixed.b3"]), b"");
     // Checkfiles on standard input, and a line naming `-` (standard input) in a checkfile.
     let good = std::fs::read(dir.path().join("good.b3")).unwrap();
     same(dir.path(), &["-c"], &good);
@@ -616,10 +571,7 @@ fn check_outcomes_match_b3sum() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("a: OK\n"), "{stdout}");
     assert!(stdout.contains("b: FAILED\n"), "{stdout}");
-    assert!(
-        stdout.contains("missing: FAILED (No such file or directory"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("missing: FAILED (No such file or directory"), "{stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     for msg in [
         "b3accel: Empty line",
@@ -638,10 +590,7 @@ fn check_outcomes_match_b3sum() {
     dir.write("ours.b3", &out.stdout);
     let out = b3accel(dir.path(), &["-c", "ours.b3"], b"");
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "a: OK\nb: OK\n\\back\\\\slash: OK\n\\new\\nline: OK\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a: OK\nb: OK\n\\back\\\\slash: OK\n\\new\\nline: OK\n");
     let _ = ha;
 }
 
@@ -649,14 +598,8 @@ fn check_outcomes_match_b3sum() {
 fn gnu_check_options() {
     let dir = check_fixture();
     let ha = blake3::hash(b"abc").to_hex().to_string();
-    dir.write(
-        "some-missing.b3",
-        format!("{ha}  a\n{ha}  gone\n").as_bytes(),
-    );
-    dir.write(
-        "all-missing.b3",
-        format!("{ha}  gone\n{ha}  gone2\n").as_bytes(),
-    );
+    dir.write("some-missing.b3", format!("{ha}  a\n{ha}  gone\n").as_bytes());
+    dir.write("all-missing.b3", format!("{ha}  gone\n{ha}  gone2\n").as_bytes());
     let run = |args: &[&str]| b3accel(dir.path(), args, b"");
 
     // --ignore-missing: missing files are skipped, not counted.
@@ -676,11 +619,7 @@ fn gnu_check_options() {
     assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0));
     let out = run(&["-c", "--status", "mixed.b3"]);
     assert_eq!((out.status.code(), out.stdout.len()), (Some(1), 0));
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 
     // --strict: a checkfile without one well-formed line is an error.
     assert_eq!(run(&["-c", "empty.b3"]).status.code(), Some(0));
@@ -718,18 +657,10 @@ fn recursive_matches_b3sum_on_the_sorted_file_list() {
     if let Some(upstream) = upstream("recursive") {
         let args: Vec<&OsStr> = sorted.iter().map(OsStr::new).collect();
         let theirs = run_in(upstream, dir.path(), &args, b"");
-        assert_eq!(
-            String::from_utf8_lossy(&ours.stdout),
-            String::from_utf8_lossy(&theirs.stdout)
-        );
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout));
         // Directories and files mixed, with b3sum's flags.
         let ours = b3accel(dir.path(), &["-r", "--tag", "t/z", "t/a", "t/B"], b"");
-        let theirs = run_in(
-            upstream,
-            dir.path(),
-            &os(&["--tag", "t/z", "t/a/b", "t/a/c/d", "t/B"]),
-            b"",
-        );
+        let theirs = run_in(upstream, dir.path(), &os(&["--tag", "t/z", "t/a/b", "t/a/c/d", "t/B"]), b"");
         assert_eq!(ours.stdout, theirs.stdout);
     }
     // `t/` gives `t/...` paths, as find does.
@@ -745,11 +676,7 @@ fn many_files_in_parallel_keep_input_order() {
     let mut names = Vec::new();
     for i in 0..400 {
         // Mostly small files, a few larger ones that finish late.
-        let len = if i % 97 == 0 {
-            3 << 20
-        } else {
-            (i * 37) % 17000
-        };
+        let len = if i % 97 == 0 { 3 << 20 } else { (i * 37) % 17000 };
         let name = format!("m{:03}", (i * 7919) % 1000);
         dir.write(&name, &data(len, i as u64));
         names.push(name);
@@ -771,17 +698,11 @@ fn json_lines_parse_and_agree_with_the_hash_lines() {
     let dir = Dir::new("json");
     dir.write("a", b"abc");
     dir.write("odd \"name\"\n", &data(3000, 1));
-    let out = b3accel(
-        dir.path(),
-        &["--json", "a", "odd \"name\"\n", "missing", "-"],
-        b"xyz",
-    );
+    let out = b3accel(dir.path(), &["--json", "a", "odd \"name\"\n", "missing", "-"], b"xyz");
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
-    let objs: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let objs: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
     assert_eq!(objs.len(), 4);
     assert_eq!(objs[0]["path"], "a");
     assert_eq!(objs[0]["hash"], blake3::hash(b"abc").to_hex().as_str());
@@ -789,10 +710,7 @@ fn json_lines_parse_and_agree_with_the_hash_lines() {
     assert_eq!(objs[0]["backend"], "cpu");
     assert!(objs[0]["seconds"].as_f64().unwrap() >= 0.0);
     assert_eq!(objs[1]["path"], "odd \"name\"\n");
-    assert_eq!(
-        objs[1]["hash"],
-        blake3::hash(&data(3000, 1)).to_hex().as_str()
-    );
+    assert_eq!(objs[1]["hash"], blake3::hash(&data(3000, 1)).to_hex().as_str());
     assert_eq!(objs[2]["path"], "missing");
     assert!(objs[2]["error"].as_str().unwrap().contains("No such file"));
     assert_eq!(objs[3]["path"], "-");
@@ -803,22 +721,13 @@ fn json_lines_parse_and_agree_with_the_hash_lines() {
     assert_eq!(v["hash"].as_str().unwrap().len(), 200);
     // --check --json: one object per line.
     let ha = blake3::hash(b"abc").to_hex().to_string();
-    dir.write(
-        "c.b3",
-        format!("{ha}  a\n{}  a\nbad line\n", "0".repeat(64)).as_bytes(),
-    );
+    dir.write("c.b3", format!("{ha}  a\n{}  a\nbad line\n", "0".repeat(64)).as_bytes());
     let out = b3accel(dir.path(), &["-c", "--json", "c.b3"], b"");
     assert_eq!(out.status.code(), Some(1));
-    let objs: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let objs: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(objs.len(), 3);
-    assert_eq!(
-        (objs[0]["ok"].as_bool(), objs[1]["ok"].as_bool()),
-        (Some(true), Some(false))
-    );
+    assert_eq!((objs[0]["ok"].as_bool(), objs[1]["ok"].as_bool()), (Some(true), Some(false)));
     assert_eq!(objs[2]["error"], "Invalid check line format");
 }
 
@@ -832,10 +741,7 @@ fn zero_terminated_lines_and_lists() {
     let hy = blake3::hash(b"y").to_hex().to_string();
     let hx = blake3::hash(b"x").to_hex().to_string();
     let out = b3accel(dir.path(), &["-z", "a", "new\nline", "back\\slash"], b"");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        format!("{ha}  a\0{hy}  new\nline\0{hx}  back\\slash\0")
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{ha}  a\0{hy}  new\nline\0{hx}  back\\slash\0"));
     // Round trip: -z output checks with -c -z.
     dir.write("z.b3", &out.stdout);
     let out = b3accel(dir.path(), &["-c", "-z", "z.b3"], b"");
@@ -843,10 +749,7 @@ fn zero_terminated_lines_and_lists() {
     assert_eq!(out.stdout, b"a: OK\0new\nline: OK\0back\\slash: OK\0");
     // --files-from with NUL-separated names.
     let out = b3accel(dir.path(), &["-z", "--files-from", "-"], b"a\0new\nline\0");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        format!("{ha}  a\0{hy}  new\nline\0")
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{ha}  a\0{hy}  new\nline\0"));
     let out = b3accel(dir.path(), &["--no-names", "-z", "a"], b"");
     assert_eq!(out.stdout, format!("{ha}\0").as_bytes());
 }
@@ -866,8 +769,7 @@ fn files_from_lists() {
     // From standard input, after the FILE operands.
     let out = b3accel(dir.path(), &["b c", "--files-from", "-"], b"a\n");
     assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count(), 2);
-    assert!(String::from_utf8_lossy(&out.stdout)
-        .starts_with(&blake3::hash(b"def").to_hex().to_string()));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&blake3::hash(b"def").to_hex().to_string()));
     // A missing list is an error, exit 1.
     let out = b3accel(dir.path(), &["--files-from", "nolist"], b"");
     assert_eq!(out.status.code(), Some(1));
@@ -889,12 +791,7 @@ fn backend_choice() {
     }
     // Devices that this machine or this build lacks: a clear error, exit status 1.
     let built = b3accel::backend_status();
-    for (dev, feature) in [
-        ("opencl", "opencl"),
-        ("wgpu:0", "wgpu"),
-        ("opencl:999", "opencl"),
-        ("wgpu:999", "wgpu"),
-    ] {
+    for (dev, feature) in [("opencl", "opencl"), ("wgpu:0", "wgpu"), ("opencl:999", "opencl"), ("wgpu:999", "wgpu")] {
         let is_built = built.iter().any(|s| s.backend.to_string() == feature);
         let out = b3accel(dir.path(), &["--backend", dev, "a"], b"");
         if !is_built || dev.ends_with(":999") {
@@ -903,10 +800,7 @@ fn backend_choice() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(stderr.starts_with("b3accel: device "), "{stderr}");
             if !is_built {
-                assert!(
-                    stderr.contains(&format!("--features {feature}")),
-                    "{stderr}"
-                );
+                assert!(stderr.contains(&format!("--features {feature}")), "{stderr}");
             }
         }
     }
@@ -922,34 +816,20 @@ fn devices_subcommand_lists_and_self_tests() {
     let out = b3accel(dir.path(), &["devices"], b"");
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    let cpu = text
-        .lines()
-        .find(|l| l.starts_with("cpu "))
-        .expect("a cpu line");
+    let cpu = text.lines().find(|l| l.starts_with("cpu ")).expect("a cpu line");
     assert!(cpu.contains(" ok "), "{cpu}");
     for backend in ["opencl", "wgpu"] {
-        assert!(
-            text.lines().any(|l| l.starts_with(backend)),
-            "{backend} missing:\n{text}"
-        );
+        assert!(text.lines().any(|l| l.starts_with(backend)), "{backend} missing:\n{text}");
     }
     let out = b3accel(dir.path(), &["devices", "--json"], b"");
-    let objs: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let objs: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(objs[0]["device"], "cpu");
     assert_eq!(objs[0]["self_test"], "ok");
     assert!(objs[0]["compute_units"].as_u64().unwrap() >= 1);
     // Every device the library lists is in the output.
     for d in b3accel::devices() {
-        assert!(
-            objs.iter()
-                .any(|o| o["device"] == d.device.to_string().as_str()),
-            "{} missing",
-            d.device
-        );
+        assert!(objs.iter().any(|o| o["device"] == d.device.to_string().as_str()), "{} missing", d.device);
     }
     // --backend narrows the list to one device; one that is not there is an error.
     let out = b3accel(dir.path(), &["devices", "--backend", "cpu"], b"");
@@ -962,16 +842,9 @@ fn devices_subcommand_lists_and_self_tests() {
     // A file named like the subcommand: as a path, after --, or not first.
     dir.write("devices", b"not a subcommand");
     let expected = blake3::hash(b"not a subcommand").to_hex().to_string();
-    for args in [
-        &["./devices"][..],
-        &["--", "devices"],
-        &["--tag", "devices"],
-    ] {
+    for args in [&["./devices"][..], &["--", "devices"], &["--tag", "devices"]] {
         let out = b3accel(dir.path(), args, b"");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains(&expected),
-            "{args:?}"
-        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&expected), "{args:?}");
     }
     // Help says so.
     let help = b3accel(dir.path(), &["--help"], b"");
@@ -1005,10 +878,7 @@ fn hostile_arguments_and_files_never_panic() {
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     dir.write("sub/x", b"x");
     let fifo = dir.path().join("fifo");
-    let made_fifo = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .is_ok_and(|s| s.success());
+    let made_fifo = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
     if made_fifo {
         // A writer for the fifo, so that opening it for reading does not block forever.
         let path = fifo.clone();
@@ -1029,23 +899,12 @@ fn hostile_arguments_and_files_never_panic() {
     let invalid = OsStr::from_bytes(b"\xff\xfe");
     let out = run_in(Path::new(B3ACCEL), dir.path(), &[invalid], b"");
     assert_no_panic(&[invalid], &out);
-    let out = run_in(
-        Path::new(B3ACCEL),
-        dir.path(),
-        &[OsStr::new("--derive-key"), invalid, OsStr::new("a")],
-        b"",
-    );
+    let out = run_in(Path::new(B3ACCEL), dir.path(), &[OsStr::new("--derive-key"), invalid, OsStr::new("a")], b"");
     assert_no_panic(&["--derive-key <invalid>"], &out);
     let cases: &[&[&str]] = &[
         &[""],
         &["", "a"],
-        &[
-            "--length",
-            "18446744073709551615",
-            "--seek",
-            "18446744073709551615",
-            "a",
-        ],
+        &["--length", "18446744073709551615", "--seek", "18446744073709551615", "a"],
         &["--seek", "18446744073709551615", "a"],
         &["--seek", "18446744073709551615", "--length", "0", "a"],
         &["-c", "--seek", "18446744073709551615", "a"],
@@ -1078,6 +937,11 @@ fn hostile_arguments_and_files_never_panic() {
         &["devices", "-v", "--json"],
         &["devices", "extra"],
         &["devices", "--tag"],
+        &["merkle"],
+        &["merkle", "empty"],
+        &["merkle", "sub"],
+        &["merkle", "a"],
+        &["merkle", "--backend", "opencl:3", "a"],
         &["--json", "--no-names", "a"],
         &["-z", "--raw", "a"],
         &["-", "-", "-"],
@@ -1114,24 +978,14 @@ fn progress_bar_goes_to_stderr_only() {
 #[ignore = "writes 100 MiB files; run with `cargo test --release --test cli -- --ignored`"]
 fn files_up_to_100_mib_match_b3sum() {
     let dir = Dir::new("huge");
-    for n in [
-        (64 << 20) - 1,
-        (64 << 20) + 1025,
-        (100 << 20) - 1,
-        100 << 20,
-        (100 << 20) + 1,
-    ] {
+    for n in [(64 << 20) - 1, (64 << 20) + 1025, (100 << 20) - 1, 100 << 20, (100 << 20) + 1] {
         let name = format!("h{n}");
         let bytes = data(n, n as u64);
         dir.write(&name, &bytes);
         same_ext(dir.path(), &["--backend", "cpu"], &os(&[&name]), b"");
         same(dir.path(), &["--num-threads", "1", "--tag", &name], b"");
         same(dir.path(), &["--keyed", &name], KEY);
-        same(
-            dir.path(),
-            &["--derive-key", "ctx", "-l", "100", "--seek", "99", &name],
-            b"",
-        );
+        same(dir.path(), &["--derive-key", "ctx", "-l", "100", "--seek", "99", &name], b"");
         same(dir.path(), &["--no-mmap", &name], b"");
         same(dir.path(), &["-"], &bytes);
     }

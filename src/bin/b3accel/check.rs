@@ -64,10 +64,7 @@ pub fn parse_line(line: &str) -> Result<CheckLine, &'static str> {
     // `BLAKE3 (NAME) = HASH`, split at the last ") = " (the name may contain one).
     let (hash_hex, name) = if let Some((hash, name)) = rest.split_once("  ") {
         (hash, name)
-    } else if let Some((name, hash)) = rest
-        .strip_prefix("BLAKE3 (")
-        .and_then(|r| r.rsplit_once(") = "))
-    {
+    } else if let Some((name, hash)) = rest.strip_prefix("BLAKE3 (").and_then(|r| r.rsplit_once(") = ")) {
         (hash, name)
     } else {
         return Err("Invalid check line format");
@@ -82,11 +79,7 @@ pub fn parse_line(line: &str) -> Result<CheckLine, &'static str> {
             _ => return Err("Invalid hex"),
         }
     }
-    let path = if escaped {
-        unescape(name)?
-    } else {
-        name.to_string()
-    };
+    let path = if escaped { unescape(name)? } else { name.to_string() };
     if path.is_empty() {
         return Err("empty file path");
     }
@@ -97,16 +90,8 @@ pub fn parse_line(line: &str) -> Result<CheckLine, &'static str> {
     if path.contains('\u{FFFD}') {
         return Err("Unicode replacement character in path");
     }
-    let shown = if escaped {
-        format!("\\{name}")
-    } else {
-        name.to_string()
-    };
-    Ok(CheckLine {
-        shown,
-        path: PathBuf::from(path),
-        expected,
-    })
+    let shown = if escaped { format!("\\{name}") } else { name.to_string() };
+    Ok(CheckLine { shown, path: PathBuf::from(path), expected })
 }
 
 /// The lines of a checkfile as b3sum reads them: each ends at a newline (with `zero`, a NUL)
@@ -126,11 +111,7 @@ fn split_lines(bytes: &[u8], zero: bool) -> (Vec<&str>, Option<&'static str>) {
         let Ok(line) = std::str::from_utf8(line) else {
             return (lines, Some("stream did not contain valid UTF-8"));
         };
-        lines.push(if zero {
-            line
-        } else {
-            line.trim_end_matches(['\r', '\n'])
-        });
+        lines.push(if zero { line } else { line.trim_end_matches(['\r', '\n']) });
     }
     (lines, None)
 }
@@ -158,21 +139,11 @@ fn check_line(
 ) -> Checked {
     let line = match line {
         Ok(l) => l,
-        Err(msg) => {
-            return Checked {
-                verdict: Verdict::Malformed(msg),
-                found: None,
-                bytes: 0,
-                seconds: 0.0,
-            }
-        }
+        Err(msg) => return Checked { verdict: Verdict::Malformed(msg), found: None, bytes: 0, seconds: 0.0 },
     };
     let input = if line.path == Path::new("-") {
         if stdin_is_checkfile {
-            Input::Error {
-                path: line.path.clone(),
-                msg: "standard input is the checkfile".into(),
-            }
+            Input::Error { path: line.path.clone(), msg: "standard input is the checkfile".into() }
         } else {
             Input::Stdin
         }
@@ -189,19 +160,9 @@ fn check_line(
             } else {
                 Verdict::Mismatch
             };
-            Checked {
-                verdict,
-                found: Some(found),
-                bytes: h.bytes,
-                seconds: h.seconds,
-            }
+            Checked { verdict, found: Some(found), bytes: h.bytes, seconds: h.seconds }
         }
-        Err(e) => Checked {
-            verdict: Verdict::Unreadable(e),
-            found: None,
-            bytes: 0,
-            seconds: 0.0,
-        },
+        Err(e) => Checked { verdict: Verdict::Unreadable(e), found: None, bytes: 0, seconds: 0.0 },
     }
 }
 
@@ -241,10 +202,7 @@ pub fn run(args: &HashArgs, global: &Global, spec: &Spec, checkfiles: &[Input]) 
     }
     if tally.failed > 0 && !args.status {
         let s = if tally.failed == 1 { "" } else { "s" };
-        if let Err(e) = out.error(format_args!(
-            "WARNING: {} computed checksum{s} did NOT match",
-            tally.failed
-        )) {
+        if let Err(e) = out.error(format_args!("WARNING: {} computed checksum{s} did NOT match", tally.failed)) {
             return finish(Err(e.into()), &mut out, true);
         }
     }
@@ -270,13 +228,9 @@ fn check_file(
         return Err(Stop::Fatal(Fatal(format!("{name}: {e}"))));
     }
     let (lines, bad_utf8) = split_lines(&bytes, args.zero);
-    let parsed: Vec<Result<CheckLine, &'static str>> =
-        lines.iter().map(|l| parse_line(l)).collect();
+    let parsed: Vec<Result<CheckLine, &'static str>> = lines.iter().map(|l| parse_line(l)).collect();
     let stdin_is_checkfile = *checkfile == Input::Stdin;
-    let paths: Vec<&Path> = parsed
-        .iter()
-        .filter_map(|p| p.as_ref().ok().map(|l| l.path.as_path()))
-        .collect();
+    let paths: Vec<&Path> = parsed.iter().filter_map(|p| p.as_ref().ok().map(|l| l.path.as_path())).collect();
     let progress = progress_for(global, paths.iter().copied());
     let device = spec.backend.info().device.to_string();
     let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
@@ -285,12 +239,7 @@ fn check_file(
     let result = ordered::run(
         parsed.len(),
         parallel_ok(&paths),
-        |i| {
-            (
-                i,
-                check_line(&parsed[i], stdin_is_checkfile, spec, &progress),
-            )
-        },
+        |i| (i, check_line(&parsed[i], stdin_is_checkfile, spec, &progress)),
         |(i, c): (usize, Checked)| -> Result<(), Stop> {
             record.clear();
             let (status, reason) = match &c.verdict {
@@ -309,9 +258,7 @@ fn check_file(
                     }
                     return Ok(());
                 }
-                Verdict::Unreadable(e)
-                    if args.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
-                {
+                Verdict::Unreadable(e) if args.ignore_missing && e.kind() == io::ErrorKind::NotFound => {
                     well_formed += 1;
                     return Ok(());
                 }
@@ -369,9 +316,7 @@ fn check_file(
     }
     if args.strict && well_formed == 0 {
         tally.other = true;
-        out.error(format_args!(
-            "{name}: no properly formatted BLAKE3 checksum lines found"
-        ))?;
+        out.error(format_args!("{name}: no properly formatted BLAKE3 checksum lines found"))?;
     } else if args.ignore_missing && well_formed > 0 && verified == 0 && tally.failed == 0 {
         tally.other = true;
         out.error(format_args!("{name}: no file was verified"))?;
@@ -403,23 +348,11 @@ mod tests {
         assert_eq!(parse_line("abc  x"), Err("Invalid hash length"));
         let upper = H.to_uppercase();
         assert_eq!(parse_line(&format!("{upper}  x")), Err("Invalid hex"));
-        assert_eq!(
-            parse_line(&format!("\\{H}  a\\q")),
-            Err("Invalid backslash escape")
-        );
-        assert_eq!(
-            parse_line(&format!("\\{H}  a\\")),
-            Err("Invalid backslash escape")
-        );
+        assert_eq!(parse_line(&format!("\\{H}  a\\q")), Err("Invalid backslash escape"));
+        assert_eq!(parse_line(&format!("\\{H}  a\\")), Err("Invalid backslash escape"));
         assert_eq!(parse_line(&format!("{H}  ")), Err("empty file path"));
-        assert_eq!(
-            parse_line(&format!("{H}  a\0b")),
-            Err("Null character in path")
-        );
-        assert_eq!(
-            parse_line(&format!("{H}  a\u{FFFD}")),
-            Err("Unicode replacement character in path")
-        );
+        assert_eq!(parse_line(&format!("{H}  a\0b")), Err("Null character in path"));
+        assert_eq!(parse_line(&format!("{H}  a\u{FFFD}")), Err("Unicode replacement character in path"));
         // 64 bytes that are not 64 hex digits.
         let wide = "é".repeat(32);
         assert_eq!(parse_line(&format!("{wide}  x")), Err("Invalid hex"));

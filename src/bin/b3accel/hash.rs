@@ -150,18 +150,12 @@ pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result
     let start = Instant::now();
     let (mut reader, bytes) = match input {
         Input::Error { msg, .. } => return Err(io::Error::other(msg.clone())),
-        Input::Stdin if spec.keyed => {
-            return Err(io::Error::other("Cannot open `-` in keyed mode"))
-        }
+        Input::Stdin if spec.keyed => return Err(io::Error::other("Cannot open `-` in keyed mode")),
         Input::Stdin => stream(io::stdin().lock(), spec, progress)?,
         Input::Path(path) => hash_file(path, spec, progress)?,
     };
     reader.set_position(spec.seek);
-    Ok(Hashed {
-        reader,
-        bytes,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+    Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64() })
 }
 
 fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<(OutputReader, u64)> {
@@ -185,12 +179,7 @@ fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<(Outpu
 }
 
 /// A small regular file: read whole into this thread's buffer and hashed in one call.
-fn read_whole(
-    mut file: File,
-    len: u64,
-    spec: &Spec,
-    progress: &Progress,
-) -> io::Result<(OutputReader, u64)> {
+fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io::Result<(OutputReader, u64)> {
     BUF.with(|buf| {
         let mut buf = buf.borrow_mut();
         // Room for one byte more than the size, so that a single short read shows the end:
@@ -270,12 +259,8 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
         .read_to_end(&mut bytes)
         .map_err(|e| Fatal(format!("reading the key from stdin: {e}")))?;
     match bytes.len() {
-        n if n < KEY_LEN => Err(Fatal(format!(
-            "expected {KEY_LEN} key bytes from stdin, found {n}"
-        ))),
-        n if n > KEY_LEN => Err(Fatal(format!(
-            "read more than {KEY_LEN} key bytes from stdin"
-        ))),
+        n if n < KEY_LEN => Err(Fatal(format!("expected {KEY_LEN} key bytes from stdin, found {n}"))),
+        n if n > KEY_LEN => Err(Fatal(format!("read more than {KEY_LEN} key bytes from stdin"))),
         _ => {
             let mut key = [0u8; KEY_LEN];
             key.copy_from_slice(&bytes);
@@ -290,9 +275,7 @@ pub fn open_device(global: &Global) -> Result<Arc<dyn Backend>, Fatal> {
     if global.verbose > 0 {
         let info = backend.info();
         let why = match global.backend {
-            Device::Auto => {
-                "--backend auto: the CPU backend, since no measurement shows a GPU faster here"
-            }
+            Device::Auto => "--backend auto: the CPU backend, since no measurement shows a GPU faster here",
             _ => "asked for with --backend",
         };
         crate::warn(format_args!(
@@ -325,11 +308,7 @@ impl From<io::Error> for Stop {
 /// The exit status once everything is written: 1 when anything failed. A closed standard output
 /// ends the run quietly with that status; any other write error is fatal.
 pub fn finish(result: Result<(), Stop>, out: &mut Out, failed: bool) -> Outcome {
-    let code = if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    };
+    let code = if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS };
     match result.and_then(|()| out.flush().map_err(Stop::from)) {
         Ok(()) | Err(Stop::Closed) => Ok(code),
         Err(Stop::Fatal(e)) => Err(e),
@@ -358,9 +337,7 @@ pub fn progress_for<'a>(global: &Global, paths: impl Iterator<Item = &'a Path>) 
 
 pub fn run(args: HashArgs, global: &Global) -> Outcome {
     if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
-        crate::usage_error(
-            "--keyed reads the key from standard input, so --files-from cannot read it (-)",
-        );
+        crate::usage_error("--keyed reads the key from standard input, so --files-from cannot read it (-)");
     }
     if !args.check && args.seek.checked_add(args.length).is_none() {
         return Err(Fatal(format!(
@@ -377,9 +354,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
         zero: args.zero,
     })?;
     if args.raw && inputs.len() > 1 {
-        return Err(Fatal(
-            "Only one filename can be provided when using --raw".into(),
-        ));
+        return Err(Fatal("Only one filename can be provided when using --raw".into()));
     }
     let mode = if args.keyed {
         Mode::Keyed(read_key()?)
@@ -388,13 +363,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     } else {
         Mode::Hash
     };
-    let spec = Spec {
-        backend,
-        mode,
-        mmap: !args.no_mmap,
-        seek: args.seek,
-        keyed: args.keyed,
-    };
+    let spec = Spec { backend, mode, mmap: !args.no_mmap, seek: args.seek, keyed: args.keyed };
     if args.check {
         return crate::check::run(&args, global, &spec, &inputs);
     }
@@ -427,17 +396,12 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                         output::write_raw(&mut out, &mut h.reader, args.length)?;
                     } else if global.json {
                         line.extend_from_slice(b"{\"path\":");
-                        line.extend_from_slice(
-                            output::json_string(&path.to_string_lossy()).as_bytes(),
-                        );
+                        line.extend_from_slice(output::json_string(&path.to_string_lossy()).as_bytes());
                         line.extend_from_slice(b",\"hash\":\"");
                         output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
                         line.extend_from_slice(
-                            format!(
-                                "\",\"bytes\":{},\"backend\":\"{device}\",\"seconds\":{}}}\n",
-                                h.bytes, h.seconds
-                            )
-                            .as_bytes(),
+                            format!("\",\"bytes\":{},\"backend\":\"{device}\",\"seconds\":{}}}\n", h.bytes, h.seconds)
+                                .as_bytes(),
                         );
                     } else if args.no_names {
                         output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;

@@ -43,8 +43,7 @@ pub struct Listing<'a> {
 /// replaced under `-r` by the files below it in byte order of their paths; `-` alone when there
 /// is nothing at all.
 pub fn expand(listing: &Listing) -> Result<Vec<Input>, Fatal> {
-    let mut operands: Vec<(PathBuf, bool)> =
-        listing.files.iter().map(|p| (p.clone(), false)).collect();
+    let mut operands: Vec<(PathBuf, bool)> = listing.files.iter().map(|p| (p.clone(), false)).collect();
     if let Some(list) = listing.files_from {
         let from_stdin = list == Path::new("-");
         for name in read_list(list, listing.zero)? {
@@ -101,10 +100,7 @@ fn walk(root: &Path, inputs: &mut Vec<Input>) {
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) => {
-                found.push(Input::Error {
-                    path: dir,
-                    msg: e.to_string(),
-                });
+                found.push(Input::Error { path: dir, msg: e.to_string() });
                 continue;
             }
         };
@@ -112,10 +108,7 @@ fn walk(root: &Path, inputs: &mut Vec<Input>) {
             let entry = match entry {
                 Ok(e) => e,
                 Err(e) => {
-                    found.push(Input::Error {
-                        path: dir.clone(),
-                        msg: e.to_string(),
-                    });
+                    found.push(Input::Error { path: dir.clone(), msg: e.to_string() });
                     continue;
                 }
             };
@@ -128,19 +121,11 @@ fn walk(root: &Path, inputs: &mut Vec<Input>) {
                     _ => {}
                 },
                 Ok(_) => {}
-                Err(e) => found.push(Input::Error {
-                    path,
-                    msg: e.to_string(),
-                }),
+                Err(e) => found.push(Input::Error { path, msg: e.to_string() }),
             }
         }
     }
-    found.sort_by(|a, b| {
-        a.path()
-            .as_os_str()
-            .as_bytes()
-            .cmp(b.path().as_os_str().as_bytes())
-    });
+    found.sort_by(|a, b| a.path().as_os_str().as_bytes().cmp(b.path().as_os_str().as_bytes()));
     inputs.extend(found);
 }
 
@@ -158,10 +143,7 @@ mod tests {
         fs::write(dir.join("B"), b"3").unwrap();
         let mut inputs = Vec::new();
         walk(&dir, &mut inputs);
-        let names: Vec<_> = inputs
-            .iter()
-            .map(|i| i.path().strip_prefix(&dir).unwrap().to_path_buf())
-            .collect();
+        let names: Vec<_> = inputs.iter().map(|i| i.path().strip_prefix(&dir).unwrap().to_path_buf()).collect();
         // '.' (0x2e) sorts before '/' (0x2f), and capitals before lowercase.
         assert_eq!(names, [PathBuf::from("B"), "a.txt".into(), "a/b/c".into()]);
         fs::remove_dir_all(&dir).unwrap();

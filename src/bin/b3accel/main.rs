@@ -18,38 +18,41 @@ mod ordered;
 mod output;
 mod progress;
 
-/// Declares the subcommands: one `Variant => module,` line each. The module has a clap `Args`
-/// struct (its doc comment or `#[command(about)]` is the subcommand's help) and
-/// `pub fn run(args: Args, global: &Global) -> Outcome`.
+/// Declares the subcommands, one line each: `Variant(module::ArgsType) => run,` declares
+/// `mod module;`, adds the clap subcommand (named after the variant, its help from `ArgsType`'s
+/// doc comment) and dispatches to `run(args, &Global) -> Outcome` (a function, or a closure that
+/// adapts a module's own signature).
 macro_rules! subcommands {
-    ($($variant:ident => $module:ident,)*) => {
+    ($($variant:ident($module:ident::$args:ident) => $run:expr,)*) => {
         $(mod $module;)*
 
         #[derive(Subcommand)]
         enum Command {
-            $($variant($module::Args),)*
+            $($variant($module::$args),)*
         }
 
         impl Command {
             fn run(self, global: &Global) -> Outcome {
                 match self {
-                    $(Command::$variant(args) => $module::run(args, global),)*
+                    $(Command::$variant(args) => ($run)(args, global),)*
                 }
             }
         }
     };
 }
 
-// To add a subcommand, add its line here and write src/bin/b3accel/NAME.rs with
-// `#[derive(clap::Args)] pub struct Args` (its doc comment is the help) and
+// To add a subcommand, add its line here and write src/bin/b3accel/NAME.rs with a
+// `#[derive(clap::Args)]` struct (its doc comment is the help) and
 // `pub fn run(args: Args, global: &Global) -> Outcome`. Helpers to share: `hash::open_device`
 // (the `--backend` device, with the `-v` note), `output::Out` (buffered stdout), `warn`, and
-// `Fatal` for errors that end the command. The global rayon pool is already sized by
-// `--num-threads` when `run` is called.
+// `Fatal` for errors that end the command. `--backend`, `--num-threads`, `--json`, `--progress`
+// and `-v` are global (in `Global`); the rayon pool is already sized by `--num-threads` when
+// `run` is called. A subcommand may define its own option of the same name: it then shadows the
+// global one for that subcommand (as merkle's `--backend/-b` does).
 subcommands! {
-    Devices => devices,
-    // Merkle => merkle,
-    // Bench => bench,
+    Devices(devices::Args) => devices::run,
+    Merkle(merkle::MerkleArgs) => |args, _: &Global| Ok(merkle::run(&args)),
+    // Bench(bench::Args) => bench::run,
 }
 
 const NAME: &str = "b3accel";
@@ -197,9 +200,7 @@ pub fn warn(msg: impl fmt::Display) {
 
 /// Ends the process with a usage error (exit status 2), as clap does for the errors it finds.
 pub fn usage_error(msg: impl fmt::Display) -> ! {
-    Cli::command()
-        .error(clap::error::ErrorKind::ArgumentConflict, msg)
-        .exit()
+    Cli::command().error(clap::error::ErrorKind::ArgumentConflict, msg).exit()
 }
 
 /// The most threads `--num-threads` starts.
@@ -213,16 +214,11 @@ fn init_threads(num_threads: Option<usize>) -> Result<(), Fatal> {
     if let Some(n) = num_threads.filter(|&n| n > 0) {
         builder = builder.num_threads(n.min(MAX_THREADS));
     }
-    builder
-        .build_global()
-        .map_err(|e| Fatal(format!("cannot start the thread pool: {e}")))
+    builder.build_global().map_err(|e| Fatal(format!("cannot start the thread pool: {e}")))
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command()
-        .after_help(after_help(false))
-        .after_long_help(after_help(true))
-        .get_matches();
+    let matches = Cli::command().after_help(after_help(false)).after_long_help(after_help(true)).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

@@ -32,12 +32,7 @@ where
         }
         return Ok(());
     }
-    let state = Mutex::new(State {
-        next: 0,
-        pending: BTreeMap::new(),
-        emit,
-        error: None,
-    });
+    let state = Mutex::new(State { next: 0, pending: BTreeMap::new(), emit, error: None });
     let claim = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     rayon::broadcast(|_| {
@@ -82,10 +77,7 @@ where
 mod tests {
     #[test]
     fn results_come_out_in_order() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
-            .build()
-            .unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
         pool.install(|| {
             let mut seen = Vec::new();
             super::run(
@@ -110,10 +102,7 @@ mod tests {
 
     #[test]
     fn an_emit_error_stops_the_run() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         pool.install(|| {
             let mut seen = 0;
             let r = super::run(

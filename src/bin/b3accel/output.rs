@@ -17,10 +17,7 @@ pub struct Out {
 impl Out {
     pub fn new() -> Out {
         let stdout = io::stdout();
-        Out {
-            flush_each: stdout.is_terminal(),
-            w: BufWriter::with_capacity(64 * 1024, stdout),
-        }
+        Out { flush_each: stdout.is_terminal(), w: BufWriter::with_capacity(64 * 1024, stdout) }
     }
 
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
@@ -86,12 +83,7 @@ const SHORT: usize = 128;
 
 /// Writes `len` output bytes from `reader` as lowercase hex. Short outputs (the usual 32 bytes)
 /// go through `line`, the record being assembled; long ones are streamed.
-pub fn write_hex(
-    out: &mut Out,
-    line: &mut Vec<u8>,
-    reader: &mut OutputReader,
-    len: u64,
-) -> io::Result<()> {
+pub fn write_hex(out: &mut Out, line: &mut Vec<u8>, reader: &mut OutputReader, len: u64) -> io::Result<()> {
     if len <= SHORT as u64 {
         // The usual case (32 bytes): no large buffer to clear for every input.
         let mut bytes = [0u8; SHORT];
@@ -139,10 +131,7 @@ mod tests {
 
     #[test]
     fn names_are_escaped_as_b3sum_does() {
-        assert_eq!(
-            display_name(Path::new("plain"), false),
-            ("plain".into(), false)
-        );
+        assert_eq!(display_name(Path::new("plain"), false), ("plain".into(), false));
         let (n, esc) = display_name(Path::new("a\\b\nc\rd"), false);
         assert_eq!((n.as_ref(), esc), ("a\\\\b\\nc\\rd", true));
         let (n, esc) = display_name(Path::new("a\nb"), true);

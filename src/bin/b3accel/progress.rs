@@ -20,11 +20,7 @@ pub struct Progress {
 impl Progress {
     /// No bar at all.
     pub fn none() -> Progress {
-        Progress {
-            bar: None,
-            shown: AtomicBool::new(true),
-            start: Instant::now(),
-        }
+        Progress { bar: None, shown: AtomicBool::new(true), start: Instant::now() }
     }
 
     /// Whether `when` asks for a bar on this standard error.
@@ -48,11 +44,7 @@ impl Progress {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
         bar.set_style(style);
-        let progress = Progress {
-            bar: Some(bar),
-            shown: AtomicBool::new(false),
-            start: Instant::now(),
-        };
+        let progress = Progress { bar: Some(bar), shown: AtomicBool::new(false), start: Instant::now() };
         if when == ProgressWhen::Always {
             progress.show(true);
         }
@@ -65,10 +57,7 @@ impl Progress {
             if io::stderr().is_terminal() {
                 bar.set_draw_target(ProgressDrawTarget::stderr());
             } else if always {
-                bar.set_draw_target(ProgressDrawTarget::term_like_with_hz(
-                    Box::new(StderrTerm),
-                    4,
-                ));
+                bar.set_draw_target(ProgressDrawTarget::term_like_with_hz(Box::new(StderrTerm), 4));
             }
         }
     }
