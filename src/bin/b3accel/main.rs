@@ -58,8 +58,7 @@ subcommands! {
 const NAME: &str = "b3accel";
 
 /// The help text after the options, naming the subcommands that exist.
-fn after_help(long: bool) -> String {
-    let cmd = Cli::command();
+fn after_help(cmd: &clap::Command, long: bool) -> String {
     let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
     let list = names.join(", ");
     let first = names.first().copied().unwrap_or("devices");
@@ -218,7 +217,9 @@ fn init_threads(num_threads: Option<usize>) -> Result<(), Fatal> {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().after_help(after_help(false)).after_long_help(after_help(true)).get_matches();
+    let cmd = Cli::command();
+    let (short, long) = (after_help(&cmd, false), after_help(&cmd, true));
+    let matches = cmd.after_help(short).after_long_help(long).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
