@@ -802,6 +802,13 @@ fn backend_choice() {
             if !is_built {
                 assert!(stderr.contains(&format!("--features {feature}")), "{stderr}");
             }
+        } else if out.status.success() {
+            // A GPU device this machine has: the same line as on the CPU.
+            assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{dev}");
+        } else {
+            // Built, but this machine has no such device.
+            assert_eq!(out.status.code(), Some(1), "{dev}");
+            assert!(String::from_utf8_lossy(&out.stderr).starts_with("b3accel: device "));
         }
     }
     // -v says which device and why, on stderr only.
@@ -916,7 +923,7 @@ fn hostile_arguments_and_files_never_panic() {
         &["--num-threads", "18446744073709551615", "a"],
         &["--num-threads", "100000", "a"],
         &["/dev/null"],
-        &["/dev/zero", "--length", "0", "--backend", "opencl"],
+        &["/dev/zero", "--length", "0", "--backend", "opencl:999"],
         &["/proc/self/mem"],
         &["-r", "/proc/self/fdinfo"],
         &["-r", "sub", "missing", "empty"],
