@@ -865,8 +865,9 @@ fn devices_subcommand_lists_and_self_tests() {
 fn closed_stdout_is_not_a_panic() {
     let dir = Dir::new("pipe");
     dir.write("a", b"abc");
+    // An endless key stream: the longest --length, from byte 1, cut off by the reader.
     let mut child = Command::new(B3ACCEL)
-        .args(["--length", "100000000", "a"])
+        .args(["--length", "18446744073709551615", "--seek", "1", "a"])
         .current_dir(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -877,7 +878,11 @@ fn closed_stdout_is_not_a_panic() {
     stdout.read_exact(&mut first).unwrap();
     drop(stdout);
     let out = wait_with_limit(child, Duration::from_secs(30));
-    assert_no_panic(&["--length", "100000000", "a"], &out);
+    assert_no_panic(&["--length", "18446744073709551615", "--seek", "1", "a"], &out);
+    let mut expected = [0u8; 51];
+    blake3::Hasher::new().update(b"abc").finalize_xof().fill(&mut expected);
+    let hex: String = expected[1..].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(String::from_utf8_lossy(&first), hex);
 }
 
 #[test]

@@ -132,6 +132,9 @@ pub struct Hashed {
     pub seconds: f64,
 }
 
+/// Output requests that would pass byte 2^64 of the output stream within this many bytes are
+/// refused before anything is hashed (see `run`).
+const XOF_REFUSE_WITHIN: u64 = 1 << 40;
 /// Regular files of at least this size are memory-mapped (b3sum maps from 16 KiB up).
 const MMAP_MIN: u64 = 16 * 1024;
 /// Read buffer for standard input, pipes, devices and `--no-mmap`.
@@ -339,7 +342,13 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
         crate::usage_error("--keyed reads the key from standard input, so --files-from cannot read it (-)");
     }
-    if !args.check && args.seek.checked_add(args.length).is_none() {
+    // The library's output reader counts bytes in a u64, so bytes past 2^64 - 1 of the output
+    // stream cannot be produced. A request that reaches there soon is refused up front; a longer
+    // one (`--length 18446744073709551615` as an endless key stream) is written up to there.
+    let available = u64::MAX - args.seek;
+    let length = args.length.min(available);
+    let cut = args.length > available;
+    if !args.check && cut && available < XOF_REFUSE_WITHIN {
         return Err(Fatal(format!(
             "--seek {} with --length {} ends past byte 2^64 of the output stream, which this \
              version cannot produce",
@@ -393,18 +402,18 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
             match result {
                 Ok(mut h) => {
                     if args.raw {
-                        output::write_raw(&mut out, &mut h.reader, args.length)?;
+                        output::write_raw(&mut out, &mut h.reader, length)?;
                     } else if global.json {
                         line.extend_from_slice(b"{\"path\":");
                         line.extend_from_slice(output::json_string(&path.to_string_lossy()).as_bytes());
                         line.extend_from_slice(b",\"hash\":\"");
-                        output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
                         line.extend_from_slice(
                             format!("\",\"bytes\":{},\"backend\":\"{device}\",\"seconds\":{}}}\n", h.bytes, h.seconds)
                                 .as_bytes(),
                         );
                     } else if args.no_names {
-                        output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
                         line.extend_from_slice(term);
                     } else {
                         let (name, escaped) = display_name(path, args.zero);
@@ -415,9 +424,9 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                             line.extend_from_slice(b"BLAKE3 (");
                             line.extend_from_slice(name.as_bytes());
                             line.extend_from_slice(b") = ");
-                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
                         } else {
-                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
+                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
                             line.extend_from_slice(b"  ");
                             line.extend_from_slice(name.as_bytes());
                         }
@@ -441,6 +450,13 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
             }
             out.write(&line)?;
             progress.suspend(|| out.end_record())?;
+            if cut {
+                return Err(Stop::Fatal(Fatal(
+                    "output stopped at byte 2^64 of the output stream, past which this version \
+                     cannot produce it"
+                        .into(),
+                )));
+            }
             Ok(())
         },
     );
