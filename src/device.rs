@@ -221,6 +221,7 @@ pub struct BackendStatus {
 /// let built = b3accel::backend_status().len();
 /// assert!(built <= 2);
 /// ```
+#[allow(clippy::vec_init_then_push)] // one push per backend compiled in
 pub fn backend_status() -> Vec<BackendStatus> {
     #[allow(unused_mut)]
     let mut out = Vec::new();
@@ -240,7 +241,6 @@ pub fn backend_status() -> Vec<BackendStatus> {
 /// ```
 pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
     static OPEN: OnceLock<Mutex<HashMap<Device, Arc<dyn Backend>>>> = OnceLock::new();
-    let device = resolve(device);
     let open = OPEN.get_or_init(Default::default);
     if let Some(b) = open.lock().unwrap_or_else(|p| p.into_inner()).get(&device) {
         return Ok(b.clone());
@@ -248,7 +248,8 @@ pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
     // Opened outside the lock: a slow driver start must not stall users of other devices. Two
     // threads may race to open the same device; the first one stored wins.
     let opened: Arc<dyn Backend> = match device {
-        Device::Auto | Device::Cpu => Arc::new(crate::cpu::CpuBackend::new()),
+        Device::Auto => Arc::new(crate::auto::AutoBackend::new()),
+        Device::Cpu => Arc::new(crate::cpu::CpuBackend::new()),
         Device::OpenCl(i) => open_opencl(device, i)?,
         Device::Wgpu(i) => open_wgpu(device, i)?,
     };
@@ -256,13 +257,9 @@ pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
     Ok(map.entry(device).or_insert(opened).clone())
 }
 
-/// What `Device::Auto` stands for. Until measurements are available it is the CPU backend: a
-/// software GPU is never "best", and a real GPU only pays for itself on large inputs.
-fn resolve(device: Device) -> Device {
-    match device {
-        Device::Auto => Device::Cpu,
-        d => d,
-    }
+/// The backend behind `Device::Auto`, which always opens.
+pub(crate) fn auto_backend() -> Arc<dyn Backend> {
+    backend(Device::Auto).unwrap_or_else(|_| Arc::new(crate::auto::AutoBackend::new()))
 }
 
 #[cfg(feature = "opencl")]

@@ -59,7 +59,7 @@ impl Hasher {
     /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"abc"));
     /// ```
     pub fn new() -> Hasher {
-        Hasher::on_backend(Arc::new(crate::cpu::CpuBackend::new()), Domain::HASH)
+        Hasher::on_backend(crate::device::auto_backend(), Domain::HASH)
     }
 
     /// A hasher for the plain hash on `device`.
@@ -130,7 +130,7 @@ impl Hasher {
     /// The device this hasher runs on.
     ///
     /// ```
-    /// assert_eq!(b3accel::Hasher::new().device(), b3accel::Device::Cpu);
+    /// assert_eq!(b3accel::Hasher::new().device(), b3accel::Device::Auto);
     /// ```
     pub fn device(&self) -> Device {
         self.backend.info().device

@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auto;
 mod backend;
 mod compress;
 pub mod cpu;
@@ -35,6 +36,8 @@ mod device;
 mod error;
 mod hasher;
 pub mod merkle;
+#[cfg(feature = "opencl")]
+pub mod opencl;
 mod tree;
 
 pub use backend::{subtree_count, Backend, Timings};
@@ -76,7 +79,8 @@ impl Mode {
 }
 
 /// The root node of `data` hashed on `device`. Inputs of one chunk or less need no backend on
-/// the CPU, so the smallest inputs pay nothing for dispatch.
+/// the CPU (or on Auto, which keeps small inputs on the CPU), so the smallest inputs pay nothing
+/// for dispatch.
 fn root_on(device: Device, data: &[u8], domain: Domain) -> Result<Output> {
     if data.len() <= CHUNK_LEN && matches!(device, Device::Auto | Device::Cpu) {
         return Ok(tree::chunk_output(data, 0, domain));

@@ -208,6 +208,17 @@ impl CvStack {
         Ok(())
     }
 
+    /// The chaining values of the complete subtrees that everything committed forms when nothing
+    /// is known to follow it: one per set bit of the number of chunks committed, largest first, exactly
+    /// what [`Backend::chunk_subtrees`] returns for those chunks. A backend that hashes one call's
+    /// chunks in several pieces (segments streamed through a device) merges them with this.
+    #[cfg_attr(not(feature = "opencl"), allow(dead_code))]
+    pub fn subtree_cvs(&self, domain: Domain, out: &mut [Cv]) {
+        let mut stack = self.clone();
+        stack.merge_to(self.chunks, domain);
+        out.copy_from_slice(&stack.cvs[..stack.len]);
+    }
+
     /// The root node, given the last chunk (1 to 1024 bytes, which follows everything committed)
     /// or, for an input that was empty from the start, no bytes at all.
     pub fn finalize(&self, last_chunk: &[u8], domain: Domain) -> Output {

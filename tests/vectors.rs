@@ -17,8 +17,8 @@ fn hex(s: &str) -> Vec<u8> {
 }
 
 fn cases() -> Vec<Case> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/test_vectors.json")).unwrap();
-    let json: Value = serde_json::from_str(&text).unwrap();
+    // Compiled in, so that a test binary run on another machine carries its vectors.
+    let json: Value = serde_json::from_str(include_str!("data/test_vectors.json")).unwrap();
     let key: [u8; 32] = json["key"].as_str().unwrap().as_bytes().try_into().unwrap();
     let context = json["context_string"].as_str().unwrap().to_string();
     let cases: Vec<Case> = json["cases"]
