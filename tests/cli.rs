@@ -812,7 +812,16 @@ fn backend_choice() {
     // -v says which device and why, on stderr only.
     let out = b3accel(dir.path(), &["-v", "a"], b"");
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--backend auto: inputs under"));
+    let out = b3accel(dir.path(), &["-v", "--backend", "cpu", "a"], b"");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
     assert!(String::from_utf8_lossy(&out.stderr).contains("hashing on cpu"));
+    // -vv: each input's device and why, in input order.
+    let out = b3accel(dir.path(), &["-vv", "a", "missing", "a"], b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(": hashed on cpu") || l.contains("missing")).collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert!(lines[1].starts_with("b3accel: missing: "), "{stderr}");
 }
 
 #[test]

@@ -129,6 +129,8 @@ struct Checked {
     found: Option<[u8; OUT_LEN]>,
     bytes: u64,
     seconds: f64,
+    /// The device that hashed the file, when it was hashed.
+    device: Option<b3accel::Device>,
 }
 
 fn check_line(
@@ -139,7 +141,9 @@ fn check_line(
 ) -> Checked {
     let line = match line {
         Ok(l) => l,
-        Err(msg) => return Checked { verdict: Verdict::Malformed(msg), found: None, bytes: 0, seconds: 0.0 },
+        Err(msg) => {
+            return Checked { verdict: Verdict::Malformed(msg), found: None, bytes: 0, seconds: 0.0, device: None }
+        }
     };
     let input = if line.path == Path::new("-") {
         if stdin_is_checkfile {
@@ -160,9 +164,9 @@ fn check_line(
             } else {
                 Verdict::Mismatch
             };
-            Checked { verdict, found: Some(found), bytes: h.bytes, seconds: h.seconds }
+            Checked { verdict, found: Some(found), bytes: h.bytes, seconds: h.seconds, device: Some(h.device) }
         }
-        Err(e) => Checked { verdict: Verdict::Unreadable(e), found: None, bytes: 0, seconds: 0.0 },
+        Err(e) => Checked { verdict: Verdict::Unreadable(e), found: None, bytes: 0, seconds: 0.0, device: None },
     }
 }
 
@@ -232,7 +236,6 @@ fn check_file(
     let stdin_is_checkfile = *checkfile == Input::Stdin;
     let paths: Vec<&Path> = parsed.iter().filter_map(|p| p.as_ref().ok().map(|l| l.path.as_path())).collect();
     let progress = progress_for(global, paths.iter().copied());
-    let device = spec.backend.info().device.to_string();
     let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
     let (mut well_formed, mut verified) = (0u64, 0u64);
     let mut record = Vec::with_capacity(256);
@@ -289,7 +292,7 @@ fn check_file(
                     "expected": hex(&line.expected),
                     "hash": c.found.map(|f| hex(&f)),
                     "bytes": c.bytes,
-                    "backend": device,
+                    "backend": c.device.map(|d| d.to_string()),
                     "seconds": c.seconds,
                     "error": reason,
                 });

@@ -116,7 +116,7 @@ pub struct HashArgs {
 
 /// How every input is hashed.
 pub struct Spec {
-    pub backend: Arc<dyn Backend>,
+    pub devices: Devices,
     pub mode: Mode,
     pub mmap: bool,
     pub seek: u64,
@@ -130,6 +130,52 @@ pub struct Hashed {
     pub reader: OutputReader,
     pub bytes: u64,
     pub seconds: f64,
+    /// The device that hashed it, and (with `--backend auto -vv`) why.
+    pub device: Device,
+    pub why: Option<String>,
+}
+
+/// The `--backend` device, opened once; with `auto`, the device is chosen per input.
+pub struct Devices {
+    asked: Device,
+    backend: Arc<dyn Backend>,
+    cpu: Arc<dyn Backend>,
+    /// `-vv`: keep each input's reason.
+    explain: bool,
+}
+
+impl Devices {
+    /// The backend for an input of `len` bytes (`None`: not known in advance, a stream).
+    ///
+    /// With `--backend auto` an input of known size goes where `b3accel::auto::choose` sends it;
+    /// one under `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of
+    /// `choose`), without a choice per call for every small file. A stream goes to the Auto
+    /// backend, which chooses for each batch.
+    fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
+        if self.asked != Device::Auto {
+            return (self.backend.clone(), self.backend.info().device, None);
+        }
+        match len {
+            Some(n) if n < b3accel::auto::GPU_MIN_BYTES => {
+                let why = self
+                    .explain
+                    .then(|| format!("under {} MiB, small inputs stay on the CPU", b3accel::auto::GPU_MIN_BYTES >> 20));
+                (self.cpu.clone(), Device::Cpu, why)
+            }
+            Some(n) => {
+                let choice = b3accel::auto::choose(n);
+                match b3accel::backend(choice.device) {
+                    Ok(b) => (b, choice.device, Some(choice.reason)),
+                    Err(e) => (self.cpu.clone(), Device::Cpu, Some(format!("{} did not open ({e})", choice.device))),
+                }
+            }
+            None => (
+                self.backend.clone(),
+                Device::Auto,
+                self.explain.then(|| "a stream: the device is chosen for each batch".to_string()),
+            ),
+        }
+    }
 }
 
 /// Output requests that would pass byte 2^64 of the output stream within this many bytes are
@@ -151,17 +197,20 @@ thread_local! {
 /// Hashes one input on `spec`'s device.
 pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result<Hashed> {
     let start = Instant::now();
-    let (mut reader, bytes) = match input {
+    let (mut reader, bytes, (device, why)) = match input {
         Input::Error { msg, .. } => return Err(io::Error::other(msg.clone())),
         Input::Stdin if spec.keyed => return Err(io::Error::other("Cannot open `-` in keyed mode")),
         Input::Stdin => stream(io::stdin().lock(), spec, progress)?,
         Input::Path(path) => hash_file(path, spec, progress)?,
     };
     reader.set_position(spec.seek);
-    Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64() })
+    Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64(), device, why })
 }
 
-fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<(OutputReader, u64)> {
+/// An output reader, the input's length, and the device that hashed it with the reason.
+type Done = (OutputReader, u64, (Device, Option<String>));
+
+fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<Done> {
     let file = File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_file() {
@@ -171,7 +220,7 @@ fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<(Outpu
             // files (b3sum included), a file truncated by another process while we read it may
             // end the process with SIGBUS; it cannot corrupt memory.
             if let Ok(map) = unsafe { memmap2::MmapOptions::new().map(&file) } {
-                return hash_slice(&map, spec, progress).map(|r| (r, map.len() as u64));
+                return hash_slice(&map, spec, progress);
             }
         }
         if len <= READ_WHOLE_MAX {
@@ -182,7 +231,7 @@ fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<(Outpu
 }
 
 /// A small regular file: read whole into this thread's buffer and hashed in one call.
-fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io::Result<(OutputReader, u64)> {
+fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io::Result<Done> {
     BUF.with(|buf| {
         let mut buf = buf.borrow_mut();
         // Room for one byte more than the size, so that a single short read shows the end:
@@ -204,7 +253,7 @@ fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io:
             // The file grew since we looked: take the rest too.
             file.read_to_end(&mut buf)?;
         }
-        let result = hash_slice(&buf, spec, progress).map(|r| (r, buf.len() as u64));
+        let result = hash_slice(&buf, spec, progress);
         if buf.capacity() > READ_WHOLE_MAX as usize + 1 {
             *buf = Vec::new();
         }
@@ -212,23 +261,27 @@ fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io:
     })
 }
 
-fn hash_slice(data: &[u8], spec: &Spec, progress: &Progress) -> io::Result<OutputReader> {
+/// Input that lies in memory, hashed in one call (in pieces when a progress bar must move).
+fn hash_slice(data: &[u8], spec: &Spec, progress: &Progress) -> io::Result<Done> {
+    let len = data.len() as u64;
+    let (backend, device, why) = spec.devices.pick(Some(len));
     if progress.active() && data.len() > PROGRESS_PIECE {
-        let mut hasher = Hasher::with_backend(spec.backend.clone(), &spec.mode);
+        let mut hasher = Hasher::with_backend(backend, &spec.mode);
         for piece in data.chunks(PROGRESS_PIECE) {
             hasher.update(piece)?;
             progress.inc(piece.len() as u64);
         }
-        return Ok(hasher.finalize_xof()?);
+        return Ok((hasher.finalize_xof()?, len, (device, why)));
     }
-    let reader = b3accel::xof_reader_with(&*spec.backend, &spec.mode, data)?;
-    progress.inc(data.len() as u64);
-    Ok(reader)
+    let reader = b3accel::xof_reader_with(&*backend, &spec.mode, data)?;
+    progress.inc(len);
+    Ok((reader, len, (device, why)))
 }
 
 /// Anything read in a loop: standard input, pipes, devices, `--no-mmap`.
-fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<(OutputReader, u64)> {
-    let mut hasher = Hasher::with_backend(spec.backend.clone(), &spec.mode);
+fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<Done> {
+    let (backend, device, why) = spec.devices.pick(None);
+    let mut hasher = Hasher::with_backend(backend, &spec.mode);
     let mut buf = vec![0u8; READ_BUF];
     loop {
         // Fill the buffer (pipes deliver 64 KiB at a time) so that the device gets large pieces.
@@ -250,7 +303,7 @@ fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<(O
             break;
         }
     }
-    Ok((hasher.finalize_xof()?, hasher.count()))
+    Ok((hasher.finalize_xof()?, hasher.count(), (device, why)))
 }
 
 /// Reads the `--keyed` key: exactly 32 bytes on standard input.
@@ -272,24 +325,37 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
     }
 }
 
-/// Opens `device`'s backend, saying with `-v` what it is and why.
+/// Opens the `--backend` device (an error when it is not there), saying with `-v` what it is and
+/// why.
 pub fn open_device(global: &Global) -> Result<Arc<dyn Backend>, Fatal> {
     let backend = b3accel::backend(global.backend)?;
     if global.verbose > 0 {
         let info = backend.info();
-        let why = match global.backend {
-            Device::Auto => "--backend auto: the CPU backend, since no measurement shows a GPU faster here",
-            _ => "asked for with --backend",
-        };
-        crate::warn(format_args!(
-            "hashing on {} ({}, {}), {} thread(s): {why}",
-            info.device,
-            info.name,
-            info.api,
-            rayon::current_num_threads()
-        ));
+        let threads = rayon::current_num_threads();
+        if global.backend == Device::Auto {
+            crate::warn(format_args!(
+                "--backend auto: inputs under {} MiB are hashed on the CPU ({}, {}), larger ones on \
+                 the device measured fastest at their size; {threads} thread(s){}",
+                b3accel::auto::GPU_MIN_BYTES >> 20,
+                info.name,
+                b3accel::cpu::CpuBackend::new().level(),
+                if global.verbose > 1 { "" } else { " (-vv names each input's device)" },
+            ));
+        } else {
+            crate::warn(format_args!(
+                "hashing on {} ({}, {}), as --backend asks; {threads} thread(s)",
+                info.device, info.name, info.api
+            ));
+        }
     }
     Ok(backend)
+}
+
+/// The devices for a run: the `--backend` one, and the CPU for `auto`'s small inputs.
+pub fn devices(global: &Global) -> Result<Devices, Fatal> {
+    let backend = open_device(global)?;
+    let cpu = if global.backend == Device::Auto { b3accel::backend(Device::Cpu)? } else { backend.clone() };
+    Ok(Devices { asked: global.backend, backend, cpu, explain: global.verbose > 1 })
 }
 
 /// Stops the run: standard output is gone (a closed pipe) or failed.
@@ -355,7 +421,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
             args.seek, args.length
         )));
     }
-    let backend = open_device(global)?;
+    let devices = devices(global)?;
     let inputs = inputs::expand(&Listing {
         files: &args.file,
         files_from: args.files_from.as_deref(),
@@ -372,7 +438,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     } else {
         Mode::Hash
     };
-    let spec = Spec { backend, mode, mmap: !args.no_mmap, seek: args.seek, keyed: args.keyed };
+    let spec = Spec { devices, mode, mmap: !args.no_mmap, seek: args.seek, keyed: args.keyed };
     if args.check {
         return crate::check::run(&args, global, &spec, &inputs);
     }
@@ -389,7 +455,6 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     let progress = progress_for(global, paths.iter().copied());
     let mut out = Out::new();
     let mut failed = false;
-    let device = spec.backend.info().device.to_string();
     let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
     let mut line = Vec::with_capacity(256);
     let result = ordered::run(
@@ -401,6 +466,9 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
             line.clear();
             match result {
                 Ok(mut h) => {
+                    if let Some(why) = h.why.as_ref().filter(|_| global.verbose > 1) {
+                        out.error(format_args!("{}: hashed on {}: {why}", path.to_string_lossy(), h.device))?;
+                    }
                     if args.raw {
                         output::write_raw(&mut out, &mut h.reader, length)?;
                     } else if global.json {
@@ -409,8 +477,11 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                         line.extend_from_slice(b",\"hash\":\"");
                         output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
                         line.extend_from_slice(
-                            format!("\",\"bytes\":{},\"backend\":\"{device}\",\"seconds\":{}}}\n", h.bytes, h.seconds)
-                                .as_bytes(),
+                            format!(
+                                "\",\"bytes\":{},\"backend\":\"{}\",\"seconds\":{}}}\n",
+                                h.bytes, h.device, h.seconds
+                            )
+                            .as_bytes(),
                         );
                     } else if args.no_names {
                         output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
