@@ -121,9 +121,10 @@ pub enum ProgressWhen {
 pub struct Global {
     /// The device to hash on: auto, cpu, opencl[:N] or wgpu[:N]
     ///
-    /// `auto` is the CPU backend until measurements show a GPU to be faster; `b3accel devices`
-    /// lists the devices of this machine. A device that is not there is an error (exit status
-    /// 1).
+    /// `auto` chooses per input: inputs under 4 MiB are hashed on the CPU, larger ones on the
+    /// device measured fastest at their size (a hardware GPU, never a software one); `-vv` shows
+    /// each choice. `b3accel devices` lists the devices of this machine. A device that is not
+    /// there is an error (exit status 1).
     #[arg(long, value_name = "DEVICE", default_value = "auto", global = true)]
     pub backend: Device,
 
@@ -159,7 +160,7 @@ pub struct Global {
     )]
     pub progress: ProgressWhen,
 
-    /// Say on standard error which device is used and why
+    /// Say on standard error which device is used and why (-vv: for each input)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 }
