@@ -1,0 +1,374 @@
+//! `-c/--check`: read checkfiles and check every line, with b3sum's output and exit status, plus
+//! GNU's `--ignore-missing`, `--status` and `--strict`.
+//!
+//! A checkfile line is `HASH  NAME` or `BLAKE3 (NAME) = HASH`, with a lowercase 64-digit hash; a
+//! line that starts with a backslash has its name escaped (`\\`, `\n`, `\r`). As in b3sum, a
+//! malformed line is reported on standard error and counted as a failure, and a checkfile that
+//! cannot be opened, or that is not UTF-8, ends the run (exit status 1, no closing WARNING).
+
+use crate::hash::{finish, hash_input, parallel_ok, progress_for, HashArgs, Spec, Stop};
+use crate::inputs::Input;
+use crate::output::{self, Out};
+use crate::{ordered, Fatal, Global, Outcome};
+use b3accel::{Hash, OUT_LEN};
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// A well-formed checkfile line.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CheckLine {
+    /// The name as the checkfile writes it (escaped, with the leading backslash if it had one):
+    /// what the `NAME: OK` line prints.
+    pub shown: String,
+    /// The file to hash.
+    pub path: PathBuf,
+    pub expected: [u8; OUT_LEN],
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// Undoes b3sum's escaping of a name: `\\`, `\n` and `\r`; any other backslash is an error.
+fn unescape(s: &str) -> Result<String, &'static str> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push('\\'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            _ => return Err("Invalid backslash escape"),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses one checkfile line (its terminator already removed), with b3sum's rules and messages.
+pub fn parse_line(line: &str) -> Result<CheckLine, &'static str> {
+    let Some(first) = line.chars().next() else {
+        return Err("Empty line");
+    };
+    let escaped = first == '\\';
+    let rest = if escaped { &line[1..] } else { line };
+    // `HASH  NAME`, split at the first double space (the name may contain one), else
+    // `BLAKE3 (NAME) = HASH`, split at the last ") = " (the name may contain one).
+    let (hash_hex, name) = if let Some((hash, name)) = rest.split_once("  ") {
+        (hash, name)
+    } else if let Some((name, hash)) = rest.strip_prefix("BLAKE3 (").and_then(|r| r.rsplit_once(") = ")) {
+        (hash, name)
+    } else {
+        return Err("Invalid check line format");
+    };
+    if hash_hex.len() != 2 * OUT_LEN {
+        return Err("Invalid hash length");
+    }
+    let mut expected = [0u8; OUT_LEN];
+    for (byte, pair) in expected.iter_mut().zip(hash_hex.as_bytes().chunks_exact(2)) {
+        match (hex_digit(pair[0]), hex_digit(pair[1])) {
+            (Some(hi), Some(lo)) => *byte = hi << 4 | lo,
+            _ => return Err("Invalid hex"),
+        }
+    }
+    let path = if escaped { unescape(name)? } else { name.to_string() };
+    if path.is_empty() {
+        return Err("empty file path");
+    }
+    if path.contains('\0') {
+        return Err("Null character in path");
+    }
+    // Invalid UTF-8 names are printed with U+FFFD, so such a line could match several files.
+    if path.contains('\u{FFFD}') {
+        return Err("Unicode replacement character in path");
+    }
+    let shown = if escaped { format!("\\{name}") } else { name.to_string() };
+    Ok(CheckLine { shown, path: PathBuf::from(path), expected })
+}
+
+/// The lines of a checkfile as b3sum reads them: each ends at a newline (with `zero`, a NUL)
+/// and loses its trailing `\r`/`\n` characters. Reading stops at the first line that is not
+/// UTF-8; the error comes back with the lines before it.
+fn split_lines(bytes: &[u8], zero: bool) -> (Vec<&str>, Option<&'static str>) {
+    let sep = if zero { b'\0' } else { b'\n' };
+    let mut lines = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let end = rest.iter().position(|&b| b == sep);
+        let (line, next) = match end {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        let Ok(line) = std::str::from_utf8(line) else {
+            return (lines, Some("stream did not contain valid UTF-8"));
+        };
+        lines.push(if zero { line } else { line.trim_end_matches(['\r', '\n']) });
+    }
+    (lines, None)
+}
+
+/// What checking one line came to.
+enum Verdict {
+    Malformed(&'static str),
+    Match,
+    Mismatch,
+    Unreadable(io::Error),
+}
+
+struct Checked {
+    verdict: Verdict,
+    found: Option<[u8; OUT_LEN]>,
+    bytes: u64,
+    seconds: f64,
+    /// The device that hashed the file, when it was hashed.
+    device: Option<b3accel::Device>,
+}
+
+fn check_line(
+    line: &Result<CheckLine, &'static str>,
+    stdin_is_checkfile: bool,
+    spec: &Spec,
+    progress: &crate::progress::Progress,
+) -> Checked {
+    let line = match line {
+        Ok(l) => l,
+        Err(msg) => {
+            return Checked { verdict: Verdict::Malformed(msg), found: None, bytes: 0, seconds: 0.0, device: None }
+        }
+    };
+    let input = if line.path == Path::new("-") {
+        if stdin_is_checkfile {
+            Input::Error { path: line.path.clone(), msg: "standard input is the checkfile".into() }
+        } else {
+            Input::Stdin
+        }
+    } else {
+        Input::Path(line.path.clone())
+    };
+    match hash_input(&input, spec, progress) {
+        Ok(mut h) => {
+            let mut found = [0u8; OUT_LEN];
+            h.reader.fill(&mut found);
+            // Hash's equality is constant-time.
+            let verdict = if Hash::from_bytes(found) == Hash::from_bytes(line.expected) {
+                Verdict::Match
+            } else {
+                Verdict::Mismatch
+            };
+            Checked { verdict, found: Some(found), bytes: h.bytes, seconds: h.seconds, device: Some(h.device) }
+        }
+        Err(e) => Checked { verdict: Verdict::Unreadable(e), found: None, bytes: 0, seconds: 0.0, device: None },
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut v = Vec::with_capacity(bytes.len() * 2);
+    output::push_hex(&mut v, bytes);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+/// Counts across all checkfiles.
+#[derive(Default)]
+struct Tally {
+    /// Lines that failed (malformed, unreadable, mismatched): b3sum's closing WARNING count.
+    failed: u64,
+    /// Failures that are not lines: --strict and --ignore-missing findings.
+    other: bool,
+}
+
+pub fn run(args: &HashArgs, global: &Global, spec: &Spec, checkfiles: &[Input]) -> Outcome {
+    if args.seek.checked_add(OUT_LEN as u64).is_none() {
+        return Err(Fatal(format!(
+            "--seek {} ends past byte 2^64 of the output stream, which this version cannot produce",
+            args.seek
+        )));
+    }
+    let mut out = Out::new();
+    let mut tally = Tally::default();
+    for checkfile in checkfiles {
+        match check_file(checkfile, args, global, spec, &mut out, &mut tally) {
+            Ok(()) => {}
+            Err(Stop::Closed) => return finish(Err(Stop::Closed), &mut out, true),
+            Err(Stop::Fatal(e)) => {
+                out.flush().ok();
+                return Err(e);
+            }
+        }
+    }
+    if tally.failed > 0 && !args.status {
+        let s = if tally.failed == 1 { "" } else { "s" };
+        if let Err(e) = out.error(format_args!("WARNING: {} computed checksum{s} did NOT match", tally.failed)) {
+            return finish(Err(e.into()), &mut out, true);
+        }
+    }
+    finish(Ok(()), &mut out, tally.failed > 0 || tally.other)
+}
+
+fn check_file(
+    checkfile: &Input,
+    args: &HashArgs,
+    global: &Global,
+    spec: &Spec,
+    out: &mut Out,
+    tally: &mut Tally,
+) -> Result<(), Stop> {
+    let name = checkfile.path().to_string_lossy();
+    let mut bytes = Vec::new();
+    let read = match checkfile {
+        Input::Stdin => io::stdin().lock().read_to_end(&mut bytes),
+        Input::Path(p) => File::open(p).and_then(|mut f| f.read_to_end(&mut bytes)),
+        Input::Error { msg, .. } => Err(io::Error::other(msg.clone())),
+    };
+    if let Err(e) = read {
+        return Err(Stop::Fatal(Fatal(format!("{name}: {e}"))));
+    }
+    let (lines, bad_utf8) = split_lines(&bytes, args.zero);
+    let parsed: Vec<Result<CheckLine, &'static str>> = lines.iter().map(|l| parse_line(l)).collect();
+    let stdin_is_checkfile = *checkfile == Input::Stdin;
+    let paths: Vec<&Path> = parsed.iter().filter_map(|p| p.as_ref().ok().map(|l| l.path.as_path())).collect();
+    let progress = progress_for(global, paths.iter().copied());
+    let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
+    let (mut well_formed, mut verified) = (0u64, 0u64);
+    let mut record = Vec::with_capacity(256);
+    let result = ordered::run(
+        parsed.len(),
+        parallel_ok(&paths),
+        |i| (i, check_line(&parsed[i], stdin_is_checkfile, spec, &progress)),
+        |(i, c): (usize, Checked)| -> Result<(), Stop> {
+            record.clear();
+            let (status, reason) = match &c.verdict {
+                Verdict::Malformed(msg) => {
+                    tally.failed += 1;
+                    if !args.status {
+                        out.error(msg)?;
+                    }
+                    if global.json && !args.status {
+                        let obj = serde_json::json!({
+                            "checkfile": name, "line": i + 1, "ok": false, "error": msg,
+                        });
+                        record.extend_from_slice(obj.to_string().as_bytes());
+                        record.push(b'\n');
+                        out.write(&record)?;
+                    }
+                    return Ok(());
+                }
+                Verdict::Unreadable(e) if args.ignore_missing && e.kind() == io::ErrorKind::NotFound => {
+                    well_formed += 1;
+                    return Ok(());
+                }
+                Verdict::Unreadable(e) => {
+                    tally.failed += 1;
+                    ("FAILED", Some(e.to_string()))
+                }
+                Verdict::Mismatch => {
+                    tally.failed += 1;
+                    ("FAILED", None)
+                }
+                Verdict::Match => ("OK", None),
+            };
+            well_formed += 1;
+            if reason.is_none() {
+                verified += 1;
+            }
+            if args.status || (args.quiet && status == "OK") {
+                return Ok(());
+            }
+            let Ok(line) = &parsed[i] else {
+                return Ok(());
+            };
+            if global.json {
+                let obj = serde_json::json!({
+                    "path": line.path.to_string_lossy(),
+                    "ok": status == "OK",
+                    "expected": hex(&line.expected),
+                    "hash": c.found.map(|f| hex(&f)),
+                    "bytes": c.bytes,
+                    "backend": c.device.map(|d| d.to_string()),
+                    "seconds": c.seconds,
+                    "error": reason,
+                });
+                record.extend_from_slice(obj.to_string().as_bytes());
+                record.push(b'\n');
+            } else {
+                record.extend_from_slice(line.shown.as_bytes());
+                record.extend_from_slice(b": ");
+                record.extend_from_slice(status.as_bytes());
+                if let Some(reason) = reason {
+                    record.extend_from_slice(format!(" ({reason})").as_bytes());
+                }
+                record.extend_from_slice(term);
+            }
+            out.write(&record)?;
+            progress.suspend(|| out.end_record())?;
+            Ok(())
+        },
+    );
+    progress.finish();
+    result?;
+    if let Some(msg) = bad_utf8 {
+        return Err(Stop::Fatal(Fatal(format!("{name}: {msg}"))));
+    }
+    if args.strict && well_formed == 0 {
+        tally.other = true;
+        out.error(format_args!("{name}: no properly formatted BLAKE3 checksum lines found"))?;
+    } else if args.ignore_missing && well_formed > 0 && verified == 0 && tally.failed == 0 {
+        tally.other = true;
+        out.error(format_args!("{name}: no file was verified"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: &str = "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85";
+
+    #[test]
+    fn untagged_and_tagged_lines() {
+        let l = parse_line(&format!("{H}  a  b")).unwrap();
+        assert_eq!((l.shown.as_str(), l.path.to_str()), ("a  b", Some("a  b")));
+        let l = parse_line(&format!("BLAKE3 (x) = y) = {H}")).unwrap();
+        assert_eq!(l.path.to_str(), Some("x) = y"));
+        let l = parse_line(&format!("\\{H}  a\\\\b\\nc")).unwrap();
+        assert_eq!(l.shown, "\\a\\\\b\\nc");
+        assert_eq!(l.path.to_str(), Some("a\\b\nc"));
+    }
+
+    #[test]
+    fn malformed_lines_say_why() {
+        assert_eq!(parse_line(""), Err("Empty line"));
+        assert_eq!(parse_line("garbage"), Err("Invalid check line format"));
+        assert_eq!(parse_line("abc  x"), Err("Invalid hash length"));
+        let upper = H.to_uppercase();
+        assert_eq!(parse_line(&format!("{upper}  x")), Err("Invalid hex"));
+        assert_eq!(parse_line(&format!("\\{H}  a\\q")), Err("Invalid backslash escape"));
+        assert_eq!(parse_line(&format!("\\{H}  a\\")), Err("Invalid backslash escape"));
+        assert_eq!(parse_line(&format!("{H}  ")), Err("empty file path"));
+        assert_eq!(parse_line(&format!("{H}  a\0b")), Err("Null character in path"));
+        assert_eq!(parse_line(&format!("{H}  a\u{FFFD}")), Err("Unicode replacement character in path"));
+        // 64 bytes that are not 64 hex digits.
+        let wide = "é".repeat(32);
+        assert_eq!(parse_line(&format!("{wide}  x")), Err("Invalid hex"));
+    }
+
+    #[test]
+    fn lines_split_like_read_line() {
+        let (lines, err) = split_lines(b"a\r\n\nb\r\r\nc", false);
+        assert_eq!((lines, err), (vec!["a", "", "b", "c"], None));
+        let (lines, err) = split_lines(b"ok\n\xff\nafter\n", false);
+        assert_eq!(lines, vec!["ok"]);
+        assert!(err.is_some());
+        let (lines, _) = split_lines(b"a\nb\0c\0", true);
+        assert_eq!(lines, vec!["a\nb", "c"]);
+    }
+}

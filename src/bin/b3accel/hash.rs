@@ -1,0 +1,536 @@
+//! The default command: hash inputs and print one line each, exactly as b3sum does (or, with
+//! `--check`, hand over to the check module).
+
+use crate::inputs::{self, Input, Listing};
+use crate::output::{self, display_name, Out};
+use crate::progress::Progress;
+use crate::{ordered, Fatal, Global, Outcome};
+use b3accel::{Backend, Device, Hasher, Mode, OutputReader, KEY_LEN};
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The hashing options: b3sum's, then b3accel's own.
+#[derive(clap::Args, Debug)]
+pub struct HashArgs {
+    /// Files to hash, or checkfiles to check
+    ///
+    /// When no file is given, or when - is given, read standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Vec<PathBuf>,
+
+    /// Use the keyed mode, reading the 32-byte key from stdin
+    #[arg(long, requires = "inputs")]
+    pub keyed: bool,
+
+    /// Use the key derivation mode, with the given context string
+    ///
+    /// Cannot be used with --keyed.
+    #[arg(long, value_name = "CONTEXT", conflicts_with = "keyed")]
+    pub derive_key: Option<String>,
+
+    /// The number of output bytes, before hex encoding
+    #[arg(short, long, default_value_t = b3accel::OUT_LEN as u64, value_name = "LEN")]
+    pub length: u64,
+
+    /// The starting output byte offset, before hex encoding
+    #[arg(long, default_value_t = 0, value_name = "SEEK")]
+    pub seek: u64,
+
+    /// Disable memory mapping
+    ///
+    /// Files are read in large buffers instead.
+    #[arg(long)]
+    pub no_mmap: bool,
+
+    /// Omit filenames in the output
+    #[arg(long, conflicts_with = "json")]
+    pub no_names: bool,
+
+    /// Write raw output bytes to stdout, rather than hex
+    ///
+    /// --no-names is implied. In this case, only a single input is allowed.
+    #[arg(long, conflicts_with_all = ["json", "zero"])]
+    pub raw: bool,
+
+    /// Output BSD-style checksums: BLAKE3 ([FILE]) = [HASH]
+    #[arg(long, conflicts_with = "json")]
+    pub tag: bool,
+
+    /// Read BLAKE3 sums from the [FILE]s and check them
+    #[arg(
+        short,
+        long,
+        conflicts_with_all = ["derive_key", "keyed", "length", "raw", "tag", "no_names", "recursive"]
+    )]
+    pub check: bool,
+
+    /// Skip printing OK for each checked file
+    ///
+    /// Must be used with --check.
+    #[arg(long, requires = "check")]
+    pub quiet: bool,
+
+    /// Hash the files below each directory FILE, in byte order of their paths
+    ///
+    /// Gives the lines b3sum gives for `find DIR -type f | LC_ALL=C sort`. Symbolic links to
+    /// files are hashed; links to directories are not followed; fifos, sockets and devices are
+    /// left out.
+    #[arg(short, long)]
+    pub recursive: bool,
+
+    /// Also take the names of the inputs from LIST, one per line (- for standard input)
+    ///
+    /// Names are taken byte for byte (only the newline ends them; with -z, a NUL); empty lines
+    /// are skipped. With --check, the names are checkfiles.
+    #[arg(long, value_name = "LIST")]
+    pub files_from: Option<PathBuf>,
+
+    /// End each output line with NUL, not newline, and print names unescaped
+    ///
+    /// With --files-from, the names in the list end with NUL; with --check, so do the lines of
+    /// the checkfiles.
+    #[arg(short, long, conflicts_with = "json")]
+    pub zero: bool,
+
+    /// With --check: skip, and do not count, lines whose file does not exist
+    ///
+    /// A checkfile in which no file was verified is still an error.
+    #[arg(long, requires = "check")]
+    pub ignore_missing: bool,
+
+    /// With --check: print nothing on standard output; the exit status tells the result
+    #[arg(long, requires = "check")]
+    pub status: bool,
+
+    /// With --check: a checkfile with no properly formatted line is an error
+    ///
+    /// (An improperly formatted line is always a failure, as in b3sum.)
+    #[arg(long, requires = "check")]
+    pub strict: bool,
+}
+
+/// How every input is hashed.
+pub struct Spec {
+    pub devices: Devices,
+    pub mode: Mode,
+    pub mmap: bool,
+    pub seek: u64,
+    /// With `--keyed`, standard input holds the key and cannot be hashed.
+    pub keyed: bool,
+}
+
+/// One hashed input.
+pub struct Hashed {
+    /// The output stream, positioned at `--seek`.
+    pub reader: OutputReader,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// The device that hashed it, and (with `--backend auto -vv`) why.
+    pub device: Device,
+    pub why: Option<String>,
+}
+
+/// The `--backend` device, opened once; with `auto`, the device is chosen per input.
+pub struct Devices {
+    asked: Device,
+    backend: Arc<dyn Backend>,
+    cpu: Arc<dyn Backend>,
+    /// `-vv`: keep each input's reason.
+    explain: bool,
+}
+
+impl Devices {
+    /// The backend for an input of `len` bytes (`None`: not known in advance, a stream).
+    ///
+    /// With `--backend auto` an input of known size goes where `b3accel::auto::choose` sends it;
+    /// one under `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of
+    /// `choose`), without a choice per call for every small file. A stream goes to the Auto
+    /// backend, which chooses for each batch.
+    fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
+        if self.asked != Device::Auto {
+            return (self.backend.clone(), self.backend.info().device, None);
+        }
+        match len {
+            Some(n) if n < b3accel::auto::GPU_MIN_BYTES => {
+                let why = self
+                    .explain
+                    .then(|| format!("under {} MiB, small inputs stay on the CPU", b3accel::auto::GPU_MIN_BYTES >> 20));
+                (self.cpu.clone(), Device::Cpu, why)
+            }
+            Some(n) => {
+                let choice = b3accel::auto::choose(n);
+                match b3accel::backend(choice.device) {
+                    Ok(b) => (b, choice.device, Some(choice.reason)),
+                    Err(e) => (self.cpu.clone(), Device::Cpu, Some(format!("{} did not open ({e})", choice.device))),
+                }
+            }
+            None => (
+                self.backend.clone(),
+                Device::Auto,
+                self.explain.then(|| "a stream: the device is chosen for each batch".to_string()),
+            ),
+        }
+    }
+}
+
+/// Output requests that would pass byte 2^64 of the output stream within this many bytes are
+/// refused before anything is hashed (see `run`).
+const XOF_REFUSE_WITHIN: u64 = 1 << 40;
+/// Regular files of at least this size are memory-mapped (b3sum maps from 16 KiB up).
+const MMAP_MIN: u64 = 16 * 1024;
+/// Read buffer for standard input, pipes, devices and `--no-mmap`.
+const READ_BUF: usize = 1024 * 1024;
+/// With a progress bar, mapped files are hashed in pieces of this size so that it moves.
+const PROGRESS_PIECE: usize = 32 * 1024 * 1024;
+/// Regular files up to this size are read whole into a per-thread buffer and hashed in one call.
+const READ_WHOLE_MAX: u64 = 4 * 1024 * 1024;
+
+thread_local! {
+    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Hashes one input on `spec`'s device.
+pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result<Hashed> {
+    let start = Instant::now();
+    let (mut reader, bytes, (device, why)) = match input {
+        Input::Error { msg, .. } => return Err(io::Error::other(msg.clone())),
+        Input::Stdin if spec.keyed => return Err(io::Error::other("Cannot open `-` in keyed mode")),
+        Input::Stdin => stream(io::stdin().lock(), spec, progress)?,
+        Input::Path(path) => hash_file(path, spec, progress)?,
+    };
+    reader.set_position(spec.seek);
+    Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64(), device, why })
+}
+
+/// An output reader, the input's length, and the device that hashed it with the reason.
+type Done = (OutputReader, u64, (Device, Option<String>));
+
+fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<Done> {
+    let file = File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        let len = meta.len();
+        if spec.mmap && len >= MMAP_MIN {
+            // SAFETY: the map is only read, and only as bytes to hash. Like every tool that maps
+            // files (b3sum included), a file truncated by another process while we read it may
+            // end the process with SIGBUS; it cannot corrupt memory.
+            if let Ok(map) = unsafe { memmap2::MmapOptions::new().map(&file) } {
+                return hash_slice(&map, spec, progress);
+            }
+        }
+        if len <= READ_WHOLE_MAX {
+            return read_whole(file, len, spec, progress);
+        }
+    }
+    stream(file, spec, progress)
+}
+
+/// A small regular file: read whole into this thread's buffer and hashed in one call.
+fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io::Result<Done> {
+    BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        // Room for one byte more than the size, so that a single short read shows the end:
+        // read, read (0), as b3sum does, with no size probing (read_to_end's lseek).
+        let want = len as usize + 1;
+        buf.clear();
+        buf.resize(want, 0);
+        let mut filled = 0;
+        while filled < want {
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(filled);
+        if filled == want {
+            // The file grew since we looked: take the rest too.
+            file.read_to_end(&mut buf)?;
+        }
+        let result = hash_slice(&buf, spec, progress);
+        if buf.capacity() > READ_WHOLE_MAX as usize + 1 {
+            *buf = Vec::new();
+        }
+        result
+    })
+}
+
+/// Input that lies in memory, hashed in one call (in pieces when a progress bar must move).
+fn hash_slice(data: &[u8], spec: &Spec, progress: &Progress) -> io::Result<Done> {
+    let len = data.len() as u64;
+    let (backend, device, why) = spec.devices.pick(Some(len));
+    if progress.active() && data.len() > PROGRESS_PIECE {
+        let mut hasher = Hasher::with_backend(backend, &spec.mode);
+        for piece in data.chunks(PROGRESS_PIECE) {
+            hasher.update(piece)?;
+            progress.inc(piece.len() as u64);
+        }
+        return Ok((hasher.finalize_xof()?, len, (device, why)));
+    }
+    let reader = b3accel::xof_reader_with(&*backend, &spec.mode, data)?;
+    progress.inc(len);
+    Ok((reader, len, (device, why)))
+}
+
+/// Anything read in a loop: standard input, pipes, devices, `--no-mmap`.
+fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<Done> {
+    let (backend, device, why) = spec.devices.pick(None);
+    let mut hasher = Hasher::with_backend(backend, &spec.mode);
+    let mut buf = vec![0u8; READ_BUF];
+    loop {
+        // Fill the buffer (pipes deliver 64 KiB at a time) so that the device gets large pieces.
+        let mut filled = 0;
+        while filled < buf.len() {
+            match src.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        hasher.update(&buf[..filled])?;
+        progress.inc(filled as u64);
+        if filled < buf.len() {
+            break;
+        }
+    }
+    Ok((hasher.finalize_xof()?, hasher.count(), (device, why)))
+}
+
+/// Reads the `--keyed` key: exactly 32 bytes on standard input.
+fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
+    let mut bytes = Vec::with_capacity(KEY_LEN + 1);
+    io::stdin()
+        .lock()
+        .take(KEY_LEN as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Fatal(format!("reading the key from stdin: {e}")))?;
+    match bytes.len() {
+        n if n < KEY_LEN => Err(Fatal(format!("expected {KEY_LEN} key bytes from stdin, found {n}"))),
+        n if n > KEY_LEN => Err(Fatal(format!("read more than {KEY_LEN} key bytes from stdin"))),
+        _ => {
+            let mut key = [0u8; KEY_LEN];
+            key.copy_from_slice(&bytes);
+            Ok(key)
+        }
+    }
+}
+
+/// Opens the `--backend` device (an error when it is not there), saying with `-v` what it is and
+/// why.
+pub fn open_device(global: &Global) -> Result<Arc<dyn Backend>, Fatal> {
+    let backend = b3accel::backend(global.backend)?;
+    if global.verbose > 0 {
+        let info = backend.info();
+        let threads = rayon::current_num_threads();
+        if global.backend == Device::Auto {
+            crate::warn(format_args!(
+                "--backend auto: inputs under {} MiB are hashed on the CPU ({}, {}), larger ones on \
+                 the device measured fastest at their size; {threads} thread(s){}",
+                b3accel::auto::GPU_MIN_BYTES >> 20,
+                info.name,
+                b3accel::cpu::CpuBackend::new().level(),
+                if global.verbose > 1 { "" } else { " (-vv names each input's device)" },
+            ));
+        } else {
+            crate::warn(format_args!(
+                "hashing on {} ({}, {}), as --backend asks; {threads} thread(s)",
+                info.device, info.name, info.api
+            ));
+        }
+    }
+    Ok(backend)
+}
+
+/// The devices for a run: the `--backend` one, and the CPU for `auto`'s small inputs.
+pub fn devices(global: &Global) -> Result<Devices, Fatal> {
+    let backend = open_device(global)?;
+    let cpu = if global.backend == Device::Auto { b3accel::backend(Device::Cpu)? } else { backend.clone() };
+    Ok(Devices { asked: global.backend, backend, cpu, explain: global.verbose > 1 })
+}
+
+/// Stops the run: standard output is gone (a closed pipe) or failed.
+pub enum Stop {
+    Closed,
+    Fatal(Fatal),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Stop::Closed
+        } else {
+            Stop::Fatal(Fatal(format!("write error: {e}")))
+        }
+    }
+}
+
+/// The exit status once everything is written: 1 when anything failed. A closed standard output
+/// ends the run quietly with that status; any other write error is fatal.
+pub fn finish(result: Result<(), Stop>, out: &mut Out, failed: bool) -> Outcome {
+    let code = if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    match result.and_then(|()| out.flush().map_err(Stop::from)) {
+        Ok(()) | Err(Stop::Closed) => Ok(code),
+        Err(Stop::Fatal(e)) => Err(e),
+    }
+}
+
+/// Whether to hash `inputs` in parallel across inputs: several inputs, and at most one of them
+/// standard input (several `-` must read it in order: the first gets everything).
+pub fn parallel_ok(inputs: &[&Path]) -> bool {
+    inputs.len() > 1 && inputs.iter().filter(|p| **p == Path::new("-")).count() <= 1
+}
+
+/// A progress bar over the sizes of the regular files among `paths`, when one is wanted.
+pub fn progress_for<'a>(global: &Global, paths: impl Iterator<Item = &'a Path>) -> Progress {
+    if !Progress::wanted(global.progress) {
+        return Progress::none();
+    }
+    let total = paths
+        .filter(|p| *p != Path::new("-"))
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    Progress::new(global.progress, total)
+}
+
+pub fn run(args: HashArgs, global: &Global) -> Outcome {
+    if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
+        crate::usage_error("--keyed reads the key from standard input, so --files-from cannot read it (-)");
+    }
+    // The library's output reader counts bytes in a u64, so bytes past 2^64 - 1 of the output
+    // stream cannot be produced. A request that reaches there soon is refused up front; a longer
+    // one (`--length 18446744073709551615` as an endless key stream) is written up to there.
+    let available = u64::MAX - args.seek;
+    let length = args.length.min(available);
+    let cut = args.length > available;
+    if !args.check && cut && available < XOF_REFUSE_WITHIN {
+        return Err(Fatal(format!(
+            "--seek {} with --length {} ends past byte 2^64 of the output stream, which this \
+             version cannot produce",
+            args.seek, args.length
+        )));
+    }
+    let devices = devices(global)?;
+    let inputs = inputs::expand(&Listing {
+        files: &args.file,
+        files_from: args.files_from.as_deref(),
+        recursive: args.recursive,
+        zero: args.zero,
+    })?;
+    if args.raw && inputs.len() > 1 {
+        return Err(Fatal("Only one filename can be provided when using --raw".into()));
+    }
+    let mode = if args.keyed {
+        Mode::Keyed(read_key()?)
+    } else if let Some(context) = &args.derive_key {
+        Mode::DeriveKey(context.clone())
+    } else {
+        Mode::Hash
+    };
+    let spec = Spec { devices, mode, mmap: !args.no_mmap, seek: args.seek, keyed: args.keyed };
+    if args.check {
+        return crate::check::run(&args, global, &spec, &inputs);
+    }
+
+    let paths: Vec<&Path> = inputs.iter().map(Input::path).collect();
+    let parallel = parallel_ok(&paths) && rayon::current_num_threads() > 1;
+    if global.verbose > 0 && parallel {
+        crate::warn(format_args!(
+            "{} inputs, hashed in parallel across files on {} threads (output in input order)",
+            inputs.len(),
+            rayon::current_num_threads()
+        ));
+    }
+    let progress = progress_for(global, paths.iter().copied());
+    let mut out = Out::new();
+    let mut failed = false;
+    let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
+    let mut line = Vec::with_capacity(256);
+    let result = ordered::run(
+        inputs.len(),
+        parallel,
+        |i| (i, hash_input(&inputs[i], &spec, &progress)),
+        |(i, result): (usize, io::Result<Hashed>)| -> Result<(), Stop> {
+            let path = inputs[i].path();
+            line.clear();
+            match result {
+                Ok(mut h) => {
+                    if let Some(why) = h.why.as_ref().filter(|_| global.verbose > 1) {
+                        out.error(format_args!("{}: hashed on {}: {why}", path.to_string_lossy(), h.device))?;
+                    }
+                    if args.raw {
+                        output::write_raw(&mut out, &mut h.reader, length)?;
+                    } else if global.json {
+                        line.extend_from_slice(b"{\"path\":");
+                        line.extend_from_slice(output::json_string(&path.to_string_lossy()).as_bytes());
+                        line.extend_from_slice(b",\"hash\":\"");
+                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                        line.extend_from_slice(
+                            format!(
+                                "\",\"bytes\":{},\"backend\":\"{}\",\"seconds\":{}}}\n",
+                                h.bytes, h.device, h.seconds
+                            )
+                            .as_bytes(),
+                        );
+                    } else if args.no_names {
+                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                        line.extend_from_slice(term);
+                    } else {
+                        let (name, escaped) = display_name(path, args.zero);
+                        if escaped {
+                            line.push(b'\\');
+                        }
+                        if args.tag {
+                            line.extend_from_slice(b"BLAKE3 (");
+                            line.extend_from_slice(name.as_bytes());
+                            line.extend_from_slice(b") = ");
+                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                        } else {
+                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                            line.extend_from_slice(b"  ");
+                            line.extend_from_slice(name.as_bytes());
+                        }
+                        line.extend_from_slice(term);
+                    }
+                }
+                Err(e) => {
+                    failed = true;
+                    out.error(format_args!("{}: {e}", path.to_string_lossy()))?;
+                    if global.json {
+                        line.extend_from_slice(
+                            format!(
+                                "{{\"path\":{},\"error\":{}}}\n",
+                                output::json_string(&path.to_string_lossy()),
+                                output::json_string(&e.to_string())
+                            )
+                            .as_bytes(),
+                        );
+                    }
+                }
+            }
+            out.write(&line)?;
+            progress.suspend(|| out.end_record())?;
+            if cut {
+                return Err(Stop::Fatal(Fatal(
+                    "output stopped at byte 2^64 of the output stream, past which this version \
+                     cannot produce it"
+                        .into(),
+                )));
+            }
+            Ok(())
+        },
+    );
+    progress.finish();
+    finish(result, &mut out, failed)
+}

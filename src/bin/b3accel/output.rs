@@ -1,0 +1,147 @@
+//! Standard output: the buffered writer, file-name escaping, hex and raw output, JSON strings.
+
+use b3accel::OutputReader;
+use std::borrow::Cow;
+use std::io::{self, BufWriter, IsTerminal, Stdout, Write};
+use std::path::Path;
+
+/// Buffered standard output. Lines are written in large blocks when stdout is a file or a pipe
+/// (b3sum makes one `write` per line), and flushed line by line on a terminal. Anything written
+/// to standard error goes through [`Out::error`], which flushes first, so the two streams keep
+/// the order b3sum gives them.
+pub struct Out {
+    w: BufWriter<Stdout>,
+    flush_each: bool,
+}
+
+impl Out {
+    pub fn new() -> Out {
+        let stdout = io::stdout();
+        Out { flush_each: stdout.is_terminal(), w: BufWriter::with_capacity(64 * 1024, stdout) }
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.w.write_all(bytes)
+    }
+
+    /// Marks the end of one record (a line): flushed at once on a terminal.
+    pub fn end_record(&mut self) -> io::Result<()> {
+        if self.flush_each {
+            self.w.flush()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+
+    /// `b3accel: MSG` on standard error, after what is already in the stdout buffer.
+    pub fn error(&mut self, msg: impl std::fmt::Display) -> io::Result<()> {
+        self.w.flush()?;
+        crate::warn(msg);
+        Ok(())
+    }
+}
+
+/// A file name as b3sum prints it: the lossy UTF-8 form, with `\`, newline and carriage return
+/// escaped as `\\`, `\n` and `\r`; the flag says whether anything was escaped (the line then
+/// starts with a backslash). With `zero` (`-z`) nothing is escaped, as in GNU's `--zero`.
+pub fn display_name(path: &Path, zero: bool) -> (Cow<'_, str>, bool) {
+    let name = path.to_string_lossy();
+    if zero || !name.contains(['\\', '\n', '\r']) {
+        return (name, false);
+    }
+    let mut escaped = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            c => escaped.push(c),
+        }
+    }
+    (Cow::Owned(escaped), true)
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex of `bytes` appended to `out`.
+pub fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() * 2);
+    for b in bytes {
+        out.push(HEX[(b >> 4) as usize]);
+        out.push(HEX[(b & 15) as usize]);
+    }
+}
+
+/// Output bytes are produced and written in pieces of this size, so that any `--length` runs
+/// in constant memory.
+const PIECE: usize = 16 * 1024;
+/// Outputs up to this many bytes are produced on the stack.
+const SHORT: usize = 128;
+
+/// Writes `len` output bytes from `reader` as lowercase hex. Short outputs (the usual 32 bytes)
+/// go through `line`, the record being assembled; long ones are streamed.
+pub fn write_hex(out: &mut Out, line: &mut Vec<u8>, reader: &mut OutputReader, len: u64) -> io::Result<()> {
+    if len <= SHORT as u64 {
+        // The usual case (32 bytes): no large buffer to clear for every input.
+        let mut bytes = [0u8; SHORT];
+        let bytes = &mut bytes[..len as usize];
+        reader.fill(bytes);
+        push_hex(line, bytes);
+        return Ok(());
+    }
+    let mut bytes = vec![0u8; PIECE];
+    let mut left = len;
+    while left > 0 {
+        let take = left.min(PIECE as u64) as usize;
+        reader.fill(&mut bytes[..take]);
+        push_hex(line, &bytes[..take]);
+        left -= take as u64;
+        if line.len() >= PIECE {
+            out.write(line)?;
+            line.clear();
+        }
+    }
+    Ok(())
+}
+
+/// Writes `len` raw output bytes from `reader`.
+pub fn write_raw(out: &mut Out, reader: &mut OutputReader, len: u64) -> io::Result<()> {
+    let mut bytes = vec![0u8; len.min(PIECE as u64) as usize];
+    let mut left = len;
+    while left > 0 {
+        let take = left.min(PIECE as u64) as usize;
+        reader.fill(&mut bytes[..take]);
+        out.write(&bytes[..take])?;
+        left -= take as u64;
+    }
+    Ok(())
+}
+
+/// `s` as a JSON string literal.
+pub fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped_as_b3sum_does() {
+        assert_eq!(display_name(Path::new("plain"), false), ("plain".into(), false));
+        let (n, esc) = display_name(Path::new("a\\b\nc\rd"), false);
+        assert_eq!((n.as_ref(), esc), ("a\\\\b\\nc\\rd", true));
+        let (n, esc) = display_name(Path::new("a\nb"), true);
+        assert_eq!((n.as_ref(), esc), ("a\nb", false));
+    }
+
+    #[test]
+    fn hex_is_lowercase() {
+        let mut v = Vec::new();
+        push_hex(&mut v, &[0x00, 0xab, 0xff, 0x10]);
+        assert_eq!(v, b"00abff10");
+    }
+}
