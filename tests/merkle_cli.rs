@@ -1,8 +1,4 @@
 //! `b3accel merkle` end to end.
-//!
-//! IGNORED UNTIL WIRED: the subcommand lives in src/bin/b3accel/merkle.rs (`MerkleArgs`, `run`),
-//! and the lead hooks it into main.rs when merging. Then remove the `#[ignore]`s, or run
-//! `cargo test --test merkle_cli -- --ignored`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -49,7 +45,7 @@ fn check_error(out: &Output, what: &str) {
 }
 
 #[test]
-#[ignore = "waits for `merkle` to be wired into src/bin/b3accel/main.rs"]
+
 fn root_and_tree_match_the_reference() {
     let dir = scratch("ok");
     for n in [1usize, 2, 3, 5, 1000, 4097] {
@@ -78,7 +74,7 @@ fn root_and_tree_match_the_reference() {
 }
 
 #[test]
-#[ignore = "waits for `merkle` to be wired into src/bin/b3accel/main.rs"]
+
 fn bad_files_are_clear_errors() {
     let dir = scratch("bad");
     let empty = dir.join("empty");

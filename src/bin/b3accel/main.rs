@@ -52,7 +52,7 @@ macro_rules! subcommands {
 subcommands! {
     Devices(devices::Args) => devices::run,
     Merkle(merkle::MerkleArgs) => |args, _: &Global| Ok(merkle::run(&args)),
-    // Bench(bench::Args) => bench::run,
+    Bench(bench::Args) => bench::run,
 }
 
 const NAME: &str = "b3accel";
