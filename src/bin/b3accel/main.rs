@@ -191,11 +191,53 @@ impl From<std::io::Error> for Fatal {
     }
 }
 
+/// Held while b3accel writes to standard error, and while [`without_driver_noise`] has it
+/// pointed elsewhere.
+static STDERR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Writes `b3accel: MSG` on standard error. Callers that also write standard output flush it
 /// first (see `output::Out::error`), so that the two streams keep their relative order.
 pub fn warn(msg: impl fmt::Display) {
     use std::io::Write;
+    let _gate = STDERR.lock().unwrap_or_else(|p| p.into_inner());
     let _ = writeln!(std::io::stderr().lock(), "{NAME}: {msg}");
+}
+
+/// Runs `f` with file descriptor 2 pointed at /dev/null. `--backend auto` lists the machine's
+/// GPUs the first time an input is large enough for one, and some drivers write to stderr while
+/// they start (Mesa's EGL: "XDG_RUNTIME_DIR is invalid or not set"); a drop-in for b3sum must
+/// not add that to its standard error. b3accel's own messages wait for the gate meanwhile. If
+/// /dev/null cannot be opened, `f` just runs.
+pub fn without_driver_noise<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(libc::c_int);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: `self.0` is the descriptor `dup` returned below, still open; dup2 and
+            // close take plain integers.
+            unsafe {
+                libc::dup2(self.0, 2);
+                libc::close(self.0);
+            }
+        }
+    }
+    let _gate = STDERR.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: plain descriptor calls on integers; every descriptor opened here is closed, and
+    // fd 2 is restored by `Restore` even if `f` panics.
+    let _restore = unsafe {
+        let saved = libc::dup(2);
+        if saved < 0 {
+            return f();
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null < 0 {
+            libc::close(saved);
+            return f();
+        }
+        libc::dup2(null, 2);
+        libc::close(null);
+        Restore(saved)
+    };
+    f()
 }
 
 /// Ends the process with a usage error (exit status 2), as clap does for the errors it finds.
