@@ -14,7 +14,7 @@
 //! ones one invocation per chunk, whose chaining values come back and are merged on the host in
 //! BLAKE3's tree order (`tree::root_from_chunk_cvs`).
 
-use super::pipelines::{LOG_WORKGROUP, PARAMS_STRIDE, WORKGROUP};
+use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
 use super::{Gpu, MapTicket};
 use crate::backend::Timings;
 use crate::compress::{Cv, CHUNK_LEN};
@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 const MERKLE_SPAN: u32 = LOG_WORKGROUP + 1;
 /// Nodes one workgroup of `merkle_pass` takes.
 const GROUP_NODES: u64 = 2 * WORKGROUP as u64;
-/// Bytes of `MerkleParams` and `ManyParams` in the shader.
+/// Bytes of `MerkleParams` and `ManyParams` in the shader (`MerkleParams` is bound as 64 bytes,
+/// the layout's minimum for every uniform binding).
 const MERKLE_PARAMS_BYTES: u64 = 32;
 const MANY_PARAMS_BYTES: u64 = 64;
 /// Largest output buffer of one `hash_many` submission (a larger batch takes several).
@@ -307,7 +308,7 @@ fn merkle_on_device(
                     ::wgpu::BindGroupEntry { binding: 0, resource: binding(src, src_at, local * 32) },
                     ::wgpu::BindGroupEntry { binding: 1, resource: dst.as_entire_binding() },
                     ::wgpu::BindGroupEntry { binding: 2, resource: inner_buf.as_entire_binding() },
-                    ::wgpu::BindGroupEntry { binding: 5, resource: binding(&params_buf, 0, MERKLE_PARAMS_BYTES) },
+                    ::wgpu::BindGroupEntry { binding: 5, resource: binding(&params_buf, 0, PARAMS_BYTES) },
                 ],
             })
         })
