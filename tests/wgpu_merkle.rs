@@ -211,7 +211,10 @@ fn resident_messages_match() {
                 }
             }
         }
-        assert!(r.hash_many(&storage_buffer(gpu.device(), gpu.queue(), &[], 0), 0, 0, 5, &Mode::Hash).unwrap().is_empty());
+        assert!(r
+            .hash_many(&storage_buffer(gpu.device(), gpu.queue(), &[], 0), 0, 0, 5, &Mode::Hash)
+            .unwrap()
+            .is_empty());
     }
 }
 

@@ -55,7 +55,10 @@ fn grid(gpu: &Gpu, groups: u64) -> Result<(u32, u32)> {
 /// words) inside it.
 fn check_buffer(gpu: &Gpu, what: &str, buffer: &::wgpu::Buffer, offset: u64, len: u64) -> Result<()> {
     if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
-        return Err(Error::InvalidInput(format!("{what}: the buffer needs STORAGE usage (it has {:?})", buffer.usage())));
+        return Err(Error::InvalidInput(format!(
+            "{what}: the buffer needs STORAGE usage (it has {:?})",
+            buffer.usage()
+        )));
     }
     if !offset.is_multiple_of(gpu.storage_align) {
         return Err(Error::InvalidInput(format!(
@@ -317,7 +320,8 @@ fn merkle_on_device(
     let timer = PassTimer::new(gpu, timings.is_some());
     let readback = read_buffer(gpu, "b3accel merkle root", 64);
     let inner_rb = keep.then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
-    let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel merkle") });
+    let mut enc =
+        gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel merkle") });
     {
         let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
             label: Some("b3accel merkle"),
@@ -481,7 +485,10 @@ fn many_round(
                 label: Some("b3accel many_chunks"),
                 layout: &gpu.pipes.many_layout,
                 entries: &[
-                    ::wgpu::BindGroupEntry { binding: 1, resource: binding(&cvs, first * chunks * 32, m * chunks * 32) },
+                    ::wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: binding(&cvs, first * chunks * 32, m * chunks * 32),
+                    },
                     ::wgpu::BindGroupEntry { binding: 4, resource: data_res },
                     ::wgpu::BindGroupEntry { binding: 6, resource: binding(&params_buf, 0, MANY_PARAMS_BYTES) },
                 ],
