@@ -333,7 +333,7 @@ fn merkle_on_device(
             pass.dispatch_workgroups(d.4 .0, d.4 .1, 1);
         }
     }
-    let root_buf = if (passes.len() - 1) % 2 == 0 { &a } else { &b };
+    let root_buf = if (passes.len() - 1).is_multiple_of(2) { &a } else { &b };
     enc.copy_buffer_to_buffer(root_buf, 0, &readback, 0, 32);
     if let Some(t) = &timer {
         t.finish(&mut enc, &readback, 32);
