@@ -319,7 +319,7 @@ fn merkle_on_device(
 
     let timer = PassTimer::new(gpu, timings.is_some());
     let readback = read_buffer(gpu, "b3accel merkle root", 64);
-    let inner_rb = keep.then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
+    let inner_rb = (keep && n > 1).then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
     let mut enc =
         gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel merkle") });
     {
@@ -339,12 +339,10 @@ fn merkle_on_device(
         t.finish(&mut enc, &readback, 32);
     }
     if let Some(rb) = &inner_rb {
-        if n > 1 {
-            enc.copy_buffer_to_buffer(&inner_buf, 0, rb, 0, (n - 1) * 32);
-        }
+        enc.copy_buffer_to_buffer(&inner_buf, 0, rb, 0, (n - 1) * 32);
     }
     let mut maps = vec![&readback];
-    maps.extend(inner_rb.as_ref().filter(|_| n > 1));
+    maps.extend(inner_rb.as_ref());
     submit_and_map(gpu, enc, &maps)?;
     let t_read = Instant::now();
     let view = mapped(gpu, &readback)?;
@@ -354,12 +352,10 @@ fn merkle_on_device(
     drop(view);
     readback.unmap();
     if let (Some(inner), Some(rb)) = (inner, &inner_rb) {
-        if n > 1 {
-            let view = mapped(gpu, rb)?;
-            inner.as_flattened_mut().copy_from_slice(&view);
-            drop(view);
-            rb.unmap();
-        }
+        let view = mapped(gpu, rb)?;
+        inner.as_flattened_mut().copy_from_slice(&view);
+        drop(view);
+        rb.unmap();
     }
     if let Some(t) = timings {
         t.kernel += kernel.unwrap_or_default();
@@ -418,7 +414,8 @@ pub(crate) fn hash_many(
         while first < count {
             let m = rounds.min(count - first);
             let part = &mut out[first as usize..(first + m) as usize];
-            many_round(gpu, data, offset + first * msg_len, msg_len, chunks, per, domain, part, &mut t)?;
+            let at = offset + first * msg_len;
+            many_round(gpu, data, at, msg_len, chunks, per, domain, part, &mut t, timings.is_some())?;
             first += m;
         }
         if let Some(timings) = timings {
@@ -442,6 +439,7 @@ fn many_round(
     domain: Domain,
     out: &mut [Cv],
     t: &mut Timings,
+    timed: bool,
 ) -> Result<()> {
     let count = out.len() as u64;
     let out_bytes = count * chunks * 32;
@@ -495,7 +493,7 @@ fn many_round(
             })
         })
         .collect();
-    let timer = PassTimer::new(gpu, true);
+    let timer = PassTimer::new(gpu, timed);
     let readback = read_buffer(gpu, "b3accel many readback", out_bytes);
     let times = timer.as_ref().map(|_| read_buffer(gpu, "b3accel many timestamps", 16));
     let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel many") });

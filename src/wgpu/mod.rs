@@ -11,7 +11,14 @@
 //!   hashing of the current one.
 //! - [`ResidentHasher`]: hashes a `wgpu::Buffer` that already lies on a device, your own
 //!   `wgpu::Device` or the backend's, reading back only the few chaining values and the last
-//!   chunk (at most 1024 bytes).
+//!   chunk (at most 1024 bytes); and Merkle roots and trees of leaves, and batches of
+//!   equal-length messages, that lie in a `wgpu::Buffer` ([`ResidentHasher::merkle_root`],
+//!   [`ResidentHasher::hash_many`]).
+//!
+//! Merkle trees reduce up to 9 levels per dispatch inside a workgroup (2^25 leaves: 3 dispatches
+//! in one submission) and copy inner levels back only when asked; `hash_many` hashes each message
+//! of up to one chunk in one invocation (`merkle_pass` and `many_chunks` in the shader, driven by
+//! `src/wgpu/merkle.rs`).
 //!
 //! The shaders (shaders/blake3.wgsl) compute one chunk per invocation and reduce the tree inside
 //! each 256-invocation workgroup, so a segment of n chunks takes about log_256(n) + 1 dispatches.
