@@ -5,9 +5,17 @@
 //!
 //! ```text
 //! cargo run --release --example wgpu_report [ADAPTER_INDEX] [--quick]
+//!     [--merkle] [--leaves-log2 20,25] [--many-log2 24]
 //! ```
 //! Without an index: the first adapter that is not a software one (else adapter 0).
 //! `--quick` shrinks every size 64-fold (for software adapters).
+//!
+//! The Merkle / hash_many section (first, after the adapter is opened): device-resident Merkle
+//! roots of 2^20 and 2^25 leaves and `hash_many` of 2^24 64-byte messages, median wall time of
+//! the whole call and median pass time by timestamp queries apart; every result is checked
+//! against the CPU backend. `--leaves-log2` and `--many-log2` set the sizes (`--quick`: 14,16 and
+//! 14), `--merkle` runs only this section. On a software adapter:
+//! `cargo run --release --example wgpu_report -- 0 --merkle --leaves-log2 12,16 --many-log2 14`.
 
 use b3accel::wgpu::{Loads, ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
 use b3accel::{Backend, BackendKind, Mode, Timings};
@@ -106,6 +114,78 @@ fn show(t: &Timings, bytes: u64) -> String {
     )
 }
 
+/// The value after `flag` as a list of numbers.
+fn list_arg(args: &[String], flag: &str) -> Option<Vec<u32>> {
+    let at = args.iter().position(|a| a == flag)?;
+    let v = args.get(at + 1).unwrap_or_else(|| panic!("{flag} needs a value"));
+    Some(v.split(',').map(|x| x.trim().parse().unwrap_or_else(|_| panic!("{flag}: bad number {x}"))).collect())
+}
+
+/// Device-resident Merkle roots and hash_many of 64-byte messages: median wall and pass times.
+fn merkle_report(gpu: &WgpuBackend, leaves_log2: &[u32], many_log2: u32) {
+    let r = gpu.resident();
+    println!("\n== device-resident Merkle roots (median wall of whole calls / median pass time by timestamps)");
+    for &k in leaves_log2 {
+        let n = 1usize << k;
+        let leaves: Vec<[u8; 32]> = (0..n).map(|i| *blake3::hash(&(i as u64).to_le_bytes()).as_bytes()).collect();
+        let t = Instant::now();
+        let want = b3accel::merkle_root(b3accel::Device::Cpu, &leaves).unwrap();
+        let t_cpu = t.elapsed();
+        let buf = upload(gpu, leaves.as_flattened());
+        drop(leaves);
+        let reps = if k >= 22 { 20 } else { 50 };
+        let (mut walls, mut kernels, mut timed) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..=reps {
+            let t = Instant::now();
+            let root = r.merkle_root(&buf, 0, n as u64, None).unwrap();
+            let w = t.elapsed();
+            assert_eq!(root, want, "Merkle root of 2^{k} leaves");
+            let (root, tt) = r.merkle_root_timed(&buf, 0, n as u64).unwrap();
+            assert_eq!(root, want);
+            if i > 0 {
+                walls.push(w);
+                kernels.push(tt.kernel);
+                timed.push(tt.total);
+            }
+        }
+        let (w, kern, tw) = (median(walls), median(kernels), median(timed));
+        println!(
+            "   2^{k:<2} leaves: wall {w:>9.3?}   passes {kern:>9.3?}   (timed call {tw:>9.3?}; CPU backend {t_cpu:>9.3?}) = {:.2} G parents/s in the passes",
+            (n - 1) as f64 / kern.as_secs_f64().max(1e-12) / 1e9
+        );
+    }
+
+    let n = 1usize << many_log2;
+    println!("\n== device-resident hash_many, 2^{many_log2} x 64 B (median wall / median pass time by timestamps)");
+    let data: Vec<u8> = (0..n * 64).map(|i| (i % 251) as u8 ^ (i / 64) as u8).collect();
+    let mut want = vec![[0u8; 32]; n];
+    let cpu = b3accel::cpu::CpuBackend::new();
+    cpu.hash_many(&data, 64, &b3accel::IV, 0, &mut want).unwrap();
+    assert_eq!(want[n - 1], *blake3::hash(&data[(n - 1) * 64..]).as_bytes());
+    let buf = upload(gpu, &data);
+    drop(data);
+    let (mut walls, mut kernels) = (Vec::new(), Vec::new());
+    for i in 0..=10 {
+        let t = Instant::now();
+        let (got, tt) = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap();
+        let w = t.elapsed();
+        assert!(got.iter().zip(&want).all(|(g, w)| g.as_bytes() == w), "hash_many of 2^{many_log2} x 64 B");
+        if i > 0 {
+            walls.push(w);
+            kernels.push(tt.kernel);
+        }
+    }
+    let (w, kern) = (median(walls), median(kernels));
+    let g = |d: Duration| n as f64 / d.as_secs_f64().max(1e-12) / 1e9;
+    println!(
+        "   wall {w:>9.3?} = {:.2} G hashes/s ({}), passes {kern:>9.3?} = {:.2} G hashes/s ({})",
+        g(w),
+        rate(n as u64 * 64, w),
+        g(kern),
+        rate(n as u64 * 64, kern)
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -117,7 +197,12 @@ fn main() {
     let wgpu: Vec<_> = devices.iter().filter(|d| d.backend == BackendKind::Wgpu).collect();
     let index = args
         .iter()
-        .find_map(|a| a.parse::<usize>().ok())
+        .enumerate()
+        // A number that is not the value of a flag.
+        .filter(|&(i, _)| {
+            i == 0 || !args[i - 1].starts_with("--") || args[i - 1] == "--quick" || args[i - 1] == "--merkle"
+        })
+        .find_map(|(_, a)| a.parse::<usize>().ok())
         .or_else(|| wgpu.iter().position(|d| !d.is_software_gpu()))
         .unwrap_or(0);
     let opened = WgpuBackend::open(index).expect("open adapter");
@@ -128,6 +213,14 @@ fn main() {
         opened.has_timestamps()
     );
     println!("   {:?}, max resident segment {} MiB", opened, opened.resident().max_segment_bytes() >> 20);
+
+    let leaves_log2 = list_arg(&args, "--leaves-log2").unwrap_or(if quick { vec![14, 16] } else { vec![20, 25] });
+    let many_log2 = list_arg(&args, "--many-log2").map_or(if quick { 14 } else { 24 }, |v| v[0]);
+    merkle_report(&opened, &leaves_log2, many_log2);
+    if args.iter().any(|a| a == "--merkle") {
+        println!("\nreport done");
+        return;
+    }
 
     let gib = (1u64 << 30) / scale;
     let data = pattern(gib as usize);

@@ -355,3 +355,217 @@ fn copy_tail(@builtin(local_invocation_index) lid: u32) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Binary Merkle trees of 32-byte nodes (src/merkle.rs): a parent is the plain BLAKE3 hash of
+// left || right, one block with CHUNK_START | CHUNK_END | ROOT, counter 0, the IV as key.
+//
+// `merkle_pass`: a workgroup takes 2 * WG consecutive nodes of a level (its first node a multiple
+// of 2 * WG) and reduces them by `levels` (1 to LOG_WG + 1) levels: the first from global memory
+// into registers (two nodes per invocation), the others in workgroup memory, where node k of the
+// workgroup's level L lives at slot k << (L - 1) (the reduction of `reduce_workgroup`: each
+// parent overwrites its left child, which only its own invocation reads). Only the workgroup
+// holding the level's last node can have an odd count: its last node is carried up unchanged,
+// and it already sits in the slot of node (count - 1) / 2 of the next level. Every other
+// workgroup has an even count at each level down to one node, so this is exactly the carry rule
+// of `merkle::reduce`. With `keep`, each level's hashed nodes go to `pieces` (bound to the
+// caller's inner-node buffer here) at the level's start plus the node's index: the layout of
+// `merkle::level_sizes`.
+
+struct MerkleParams {
+    // Nodes of the level in this dispatch's `src` binding.
+    n_local: u32,
+    // Nodes of the whole level.
+    n_total: u32,
+    // Index in the whole level of this dispatch's first workgroup.
+    group_base: u32,
+    // Workgroups of this dispatch (the 2D grid can have a few more).
+    groups: u32,
+    // Levels to reduce (1 to LOG_WG + 1).
+    levels: u32,
+    // Nonzero: write every hashed node to `pieces` (the inner-node buffer).
+    keep: u32,
+    // Node index in `pieces` where the first level made here starts.
+    inner_at: u32,
+    pad: u32,
+}
+@group(0) @binding(5) var<uniform> mparams: MerkleParams;
+
+fn merkle_parent(l0: vec4<u32>, l1: vec4<u32>, r0: vec4<u32>, r1: vec4<u32>) -> State {
+    return compress(vec4<u32>(IV0, IV1, IV2, IV3), vec4<u32>(IV4, IV5, IV6, IV7), words(l0, l1, r0, r1),
+                    0u, 0u, BLOCK_LEN, CHUNK_START | CHUNK_END | ROOT);
+}
+
+fn keep_node(i: u32, h0: vec4<u32>, h1: vec4<u32>) {
+    pieces[2u * i] = h0;
+    pieces[2u * i + 1u] = h1;
+}
+
+@compute @workgroup_size(256)
+fn merkle_pass(@builtin(local_invocation_index) lid: u32,
+               @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = wid.y * nwg.x + wid.x;
+    if (g >= mparams.groups) {
+        return;
+    }
+    let first = g * (2u * WG);
+    let gfirst = (mparams.group_base + g) * (2u * WG);
+    var count = min(2u * WG, mparams.n_local - first);
+    var total = mparams.n_total;
+    var level_at = mparams.inner_at;
+    let keep = mparams.keep != 0u;
+
+    // Level 1: a pair from global memory, in registers.
+    var h0 = vec4<u32>(0u);
+    var h1 = vec4<u32>(0u);
+    var pairs = count >> 1u;
+    if (lid < pairs) {
+        let q = 2u * (first + 2u * lid);
+        let s = merkle_parent(src[q], src[q + 1u], src[q + 2u], src[q + 3u]);
+        h0 = s.a ^ s.c;
+        h1 = s.b ^ s.d;
+        if (keep) {
+            keep_node(level_at + (gfirst >> 1u) + lid, h0, h1);
+        }
+    } else if (lid == pairs && (count & 1u) == 1u) {
+        let q = 2u * (first + 2u * lid);
+        h0 = src[q];
+        h1 = src[q + 1u];
+    }
+    level_at = level_at + (total >> 1u);
+    total = (total + 1u) >> 1u;
+    count = (count + 1u) >> 1u;
+
+    let levels = mparams.levels;
+    if (levels > 1u) {
+        if (lid < count) {
+            store_cv(lid, h0, h1);
+        }
+        workgroupBarrier();
+        for (var level = 2u; level <= levels; level = level + 1u) {
+            let stride = 1u << (level - 2u);
+            pairs = count >> 1u;
+            if (lid < pairs) {
+                let left = (2u * lid) * stride;
+                let right = left + stride;
+                let s = merkle_parent(load_lo(left), load_hi(left), load_lo(right), load_hi(right));
+                h0 = s.a ^ s.c;
+                h1 = s.b ^ s.d;
+                store_cv(left, h0, h1);
+                if (keep) {
+                    keep_node(level_at + (gfirst >> level) + lid, h0, h1);
+                }
+            }
+            level_at = level_at + (total >> 1u);
+            total = (total + 1u) >> 1u;
+            count = (count + 1u) >> 1u;
+            workgroupBarrier();
+        }
+        if (lid < count) {
+            let slot = lid << (levels - 1u);
+            h0 = load_lo(slot);
+            h1 = load_hi(slot);
+        }
+    }
+    if (lid < count) {
+        let o = ((mparams.group_base + g) * ((2u * WG) >> levels) + lid) * 2u;
+        dst[o] = h0;
+        dst[o + 1u] = h1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many equal-length messages laid end to end (Backend::hash_many), read from `tail_src` (bound as
+// words: messages need not start on a word boundary). `many_chunks`: one invocation per chunk of
+// each message; a message of one chunk or less gets its hash (ROOT), a longer one the chaining
+// value of each chunk, which the host merges in BLAKE3's tree order.
+
+struct ManyParams {
+    key_lo: vec4<u32>,
+    key_hi: vec4<u32>,
+    // Bytes per message.
+    msg_len: u32,
+    // Items (chunks of messages) in this dispatch.
+    n_items: u32,
+    // Chunks per message (1 for messages of at most one chunk, 0 bytes included).
+    chunks: u32,
+    // Mode flags.
+    flags: u32,
+    // Words in the `tail_src` binding (reads at or past it give 0).
+    n_words: u32,
+    // Items per row of the 2D grid (workgroups in x times WG).
+    row_items: u32,
+    pad0: u32,
+    pad1: u32,
+}
+@group(0) @binding(6) var<uniform> nparams: ManyParams;
+
+fn data_word(w: u32) -> u32 {
+    if (w < nparams.n_words) {
+        return tail_src[w];
+    }
+    return 0u;
+}
+
+// The four bytes at byte `b` (any alignment), little-endian, bytes at or past `end` as zero.
+fn load4(b: u32, end: u32) -> u32 {
+    if (b >= end) {
+        return 0u;
+    }
+    let q = b >> 2u;
+    let sh = (b & 3u) * 8u;
+    var w = data_word(q);
+    if (sh != 0u) {
+        w = (w >> sh) | (data_word(q + 1u) << (32u - sh));
+    }
+    let avail = end - b;
+    if (avail < 4u) {
+        w = w & ((1u << (avail * 8u)) - 1u);
+    }
+    return w;
+}
+
+@compute @workgroup_size(256)
+fn many_chunks(@builtin(local_invocation_index) lid: u32,
+               @builtin(workgroup_id) wid: vec3<u32>) {
+    let item = wid.y * nparams.row_items + wid.x * WG + lid;
+    if (item >= nparams.n_items) {
+        return;
+    }
+    var msg = item;
+    var c = 0u;
+    if (nparams.chunks > 1u) {
+        msg = item / nparams.chunks;
+        c = item - msg * nparams.chunks;
+    }
+    let start = msg * nparams.msg_len + c * CHUNK_LEN;
+    let chunk_len = min(CHUNK_LEN, nparams.msg_len - c * CHUNK_LEN);
+    let end = start + chunk_len;
+    let blocks = max(1u, (chunk_len + BLOCK_LEN - 1u) / BLOCK_LEN);
+    var end_flags = CHUNK_END;
+    if (nparams.chunks == 1u) {
+        end_flags = CHUNK_END | ROOT;
+    }
+    var h0 = nparams.key_lo;
+    var h1 = nparams.key_hi;
+    for (var b = 0u; b < blocks; b = b + 1u) {
+        let at = start + b * BLOCK_LEN;
+        var m: array<u32, 16>;
+        for (var k = 0u; k < 16u; k = k + 1u) {
+            m[k] = load4(at + 4u * k, end);
+        }
+        var f = nparams.flags;
+        if (b == 0u) {
+            f = f | CHUNK_START;
+        }
+        if (b + 1u == blocks) {
+            f = f | end_flags;
+        }
+        let s = compress(h0, h1, m, c, 0u, min(BLOCK_LEN, chunk_len - b * BLOCK_LEN), f);
+        h0 = s.a ^ s.c;
+        h1 = s.b ^ s.d;
+    }
+    dst[2u * item] = h0;
+    dst[2u * item + 1u] = h1;
+}

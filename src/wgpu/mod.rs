@@ -11,7 +11,14 @@
 //!   hashing of the current one.
 //! - [`ResidentHasher`]: hashes a `wgpu::Buffer` that already lies on a device, your own
 //!   `wgpu::Device` or the backend's, reading back only the few chaining values and the last
-//!   chunk (at most 1024 bytes).
+//!   chunk (at most 1024 bytes); and Merkle roots and trees of leaves, and batches of
+//!   equal-length messages, that lie in a `wgpu::Buffer` ([`ResidentHasher::merkle_root`],
+//!   [`ResidentHasher::hash_many`]).
+//!
+//! Merkle trees reduce up to 9 levels per dispatch inside a workgroup (2^25 leaves: 3 dispatches
+//! in one submission) and copy inner levels back only when asked; `hash_many` hashes each message
+//! of up to one chunk in one invocation (`merkle_pass` and `many_chunks` in the shader, driven by
+//! `src/wgpu/merkle.rs`).
 //!
 //! The shaders (shaders/blake3.wgsl) compute one chunk per invocation and reduce the tree inside
 //! each 256-invocation workgroup, so a segment of n chunks takes about log_256(n) + 1 dispatches.
@@ -28,6 +35,7 @@
 
 mod adapter;
 mod buffers;
+mod merkle;
 mod pipelines;
 mod resident;
 
@@ -844,4 +852,46 @@ impl Backend for WgpuBackend {
         let gpu = &*self.gpu;
         scoped(&gpu.device, gpu.id, || buffers::hash_blocks(gpu, blocks, out))
     }
+
+    /// On the device, several levels per dispatch (`merkle_pass`): the leaves go up in one
+    /// upload, and only the root comes back unless `inner` asks for the whole tree. A tree too
+    /// large for this device's buffers is reduced by the default instead.
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        crate::merkle::check_merkle_args(leaves, inner.as_deref())?;
+        let n = leaves.len() as u64;
+        let limits = self.gpu.device.limits();
+        let bind = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        let fits = n * 32 <= limits.max_buffer_size && n < 1 << 31 && (inner.is_none() || (n - 1) * 32 <= bind);
+        if !fits {
+            return crate::merkle::reduce_on(self, leaves, inner);
+        }
+        self.gpu.check_health()?;
+        let buf = merkle::upload(&self.gpu, "b3accel leaves", leaves.as_flattened());
+        merkle::merkle(&self.gpu, &buf, 0, n, inner, None)
+    }
+
+    /// Messages of up to 64 chunks on the device (`many_chunks`), in batches of about 64 MiB;
+    /// longer ones one at a time through the chunk passes (the default), which spread a long
+    /// message over the whole device.
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        crate::merkle::check_many_args(data, msg_len, out)?;
+        if msg_len > MANY_MAX_CHUNKS * CHUNK_LEN {
+            return crate::merkle::hash_many_on(self, data, msg_len, key, flags, out);
+        }
+        let domain = Domain { key: *key, flags };
+        let per_batch = (MANY_BATCH_BYTES / msg_len.max(1)).clamp(1, 1 << 21);
+        for (i, part) in out.chunks_mut(per_batch).enumerate() {
+            let at = i * per_batch * msg_len;
+            let bytes = &data[at..at + part.len() * msg_len];
+            self.gpu.check_health()?;
+            let buf = merkle::upload(&self.gpu, "b3accel messages", bytes);
+            merkle::hash_many(&self.gpu, &buf, 0, msg_len as u64, domain, part, None)?;
+        }
+        Ok(())
+    }
 }
+
+/// Messages longer than this many chunks are hashed one at a time by `WgpuBackend::hash_many`.
+const MANY_MAX_CHUNKS: usize = 64;
+/// Bytes of host messages uploaded at once by `WgpuBackend::hash_many`.
+const MANY_BATCH_BYTES: usize = 64 << 20;

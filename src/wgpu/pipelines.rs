@@ -72,6 +72,14 @@ pub(crate) struct Pipelines {
     pub reduce: ::wgpu::ComputePipeline,
     pub blocks: ::wgpu::ComputePipeline,
     pub tail: ::wgpu::ComputePipeline,
+    /// Layout of `merkle_pass`: src (nodes), dst (the next level), pieces (inner nodes), Merkle
+    /// params (binding 5, dynamic offset).
+    pub merkle_layout: ::wgpu::BindGroupLayout,
+    pub merkle: ::wgpu::ComputePipeline,
+    /// Layout of `many_chunks`: dst (hashes or chunk CVs), tail_src (messages as words), many
+    /// params (binding 6, dynamic offset).
+    pub many_layout: ::wgpu::BindGroupLayout,
+    pub many: ::wgpu::ComputePipeline,
     pub loads: Loads,
     pub checks: ShaderChecks,
 }
@@ -90,8 +98,12 @@ fn storage(binding: u32, read_only: bool) -> ::wgpu::BindGroupLayoutEntry {
 }
 
 fn params_entry() -> ::wgpu::BindGroupLayoutEntry {
+    uniform_entry(3)
+}
+
+fn uniform_entry(binding: u32) -> ::wgpu::BindGroupLayoutEntry {
     ::wgpu::BindGroupLayoutEntry {
-        binding: 3,
+        binding,
         visibility: ::wgpu::ShaderStages::COMPUTE,
         ty: ::wgpu::BindingType::Buffer {
             ty: ::wgpu::BufferBindingType::Uniform,
@@ -120,6 +132,11 @@ impl Pipelines {
             // stays below 64 because a segment has fewer than 2^32 chunks; `tail_src` is bound
             // to at least `src_word + n_items` words; workgroup arrays are indexed below their
             // constant sizes (`lid < WG`, `w < 16`). Loops have constant or uniform bounds.
+            // `merkle_pass` reads nodes below `n_local` of `src` (bound to exactly that many),
+            // writes `dst` below ceil(n_total / 2^levels) and, with `keep`, `pieces` below
+            // n_total - 1 + inner_at (the host binds the whole inner buffer); its workgroup slots
+            // are below WG. `many_chunks` reads `tail_src` only below `n_words` (checked in the
+            // shader) and writes `dst` below `n_items` CVs (bound to that many).
             ShaderChecks::Trusted => unsafe {
                 device.create_shader_module_trusted(desc, ::wgpu::ShaderRuntimeChecks::unchecked())
             },
@@ -131,6 +148,14 @@ impl Pipelines {
         let tail_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
             label: Some("b3accel copy_tail"),
             entries: &[storage(1, false), params_entry(), storage(4, true)],
+        });
+        let merkle_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+            label: Some("b3accel merkle_pass"),
+            entries: &[storage(0, true), storage(1, false), storage(2, false), uniform_entry(5)],
+        });
+        let many_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+            label: Some("b3accel many_chunks"),
+            entries: &[storage(1, false), storage(4, true), uniform_entry(6)],
         });
         let make = |bgl: &::wgpu::BindGroupLayout, entry: &str| {
             let pl = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
@@ -161,6 +186,10 @@ impl Pipelines {
             reduce: make(&layout, "reduce_pass"),
             blocks: make(&layout, "hash_blocks"),
             tail: make(&tail_layout, "copy_tail"),
+            merkle: make(&merkle_layout, "merkle_pass"),
+            many: make(&many_layout, "many_chunks"),
+            merkle_layout,
+            many_layout,
             layout,
             tail_layout,
             loads,

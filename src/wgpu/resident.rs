@@ -143,6 +143,103 @@ impl ResidentHasher {
         Ok(OutputReader::new(self.root(buffer, offset, len, mode.domain(), None)?))
     }
 
+    /// The root of the binary Merkle tree (see [`merkle`](crate::merkle)) over `count` 32-byte
+    /// leaves lying end to end in `leaves` from byte `offset`, computed where they lie: no leaf
+    /// passes through host memory and only the root (32 bytes) comes back. With `inner` (exactly
+    /// `count - 1` entries) every inner node is copied back too, level by level in the layout of
+    /// [`merkle::level_sizes`](crate::merkle::level_sizes).
+    ///
+    /// Requirements on `leaves` as for [`hash`](Self::hash); zero leaves, a range outside the
+    /// buffer or a wrong `inner` length is an error.
+    ///
+    /// ```no_run
+    /// # let (hasher, queue): (b3accel::wgpu::ResidentHasher, wgpu::Queue) = unimplemented!();
+    /// # let device: wgpu::Device = unimplemented!();
+    /// let leaves = vec![[5u8; 32]; 1000];
+    /// let buf = device.create_buffer(&wgpu::BufferDescriptor {
+    ///     label: Some("leaves"), size: 32 * 1000,
+    ///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false,
+    /// });
+    /// queue.write_buffer(&buf, 0, leaves.as_flattened());
+    /// let root = hasher.merkle_root(&buf, 0, 1000, None)?;
+    /// assert_eq!(root, b3accel::merkle_root(b3accel::Device::Cpu, &leaves)?);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn merkle_root(
+        &self,
+        leaves: &::wgpu::Buffer,
+        offset: u64,
+        count: u64,
+        inner: Option<&mut [[u8; 32]]>,
+    ) -> Result<Hash> {
+        Ok(Hash::from_bytes(super::merkle::merkle(&self.gpu, leaves, offset, count, inner, None)?))
+    }
+
+    /// [`merkle_root`](Self::merkle_root) without inner nodes, and where the time went:
+    /// `kernel` is the one compute pass of all the Merkle dispatches by the device's timestamp
+    /// queries (zero without them), `download` the host's reading of the root, `total` the wall
+    /// time of the call.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (root, t) = hasher.merkle_root_timed(&buf, 0, buf.size() / 32)?;
+    /// println!("{root}: {:?} on the device, {:?} in all", t.kernel, t.total);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn merkle_root_timed(&self, leaves: &::wgpu::Buffer, offset: u64, count: u64) -> Result<(Hash, Timings)> {
+        let mut t = Timings::default();
+        let root = super::merkle::merkle(&self.gpu, leaves, offset, count, None, Some(&mut t))?;
+        Ok((Hash::from_bytes(root), t))
+    }
+
+    /// Hashes `count` independent messages of `msg_len` bytes each (0 allowed) lying end to end
+    /// in `data` from byte `offset`, in `mode`, where they lie: element i is the hash of message
+    /// i. Messages of up to one chunk take one invocation each; longer ones one per chunk, their
+    /// chunk chaining values merged on the host. Requirements on `data` as for
+    /// [`hash`](Self::hash) (messages need not start on a word boundary).
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// // 1000 records of 100 bytes each.
+    /// let hashes = hasher.hash_many(&buf, 0, 1000, 100, &b3accel::Mode::Hash)?;
+    /// assert_eq!(hashes.len(), 1000);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_many(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+    ) -> Result<Vec<Hash>> {
+        Ok(self.hash_many_timed(data, offset, count, msg_len, mode)?.0)
+    }
+
+    /// [`hash_many`](Self::hash_many), and where the time went: `kernel` is the device's time in
+    /// the hashing passes (timestamps; zero without them), `download` the host's reading of the
+    /// results (and merging, for messages longer than a chunk), `total` the wall time.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (hashes, t) = hasher.hash_many_timed(&buf, 0, 1 << 20, 64, &b3accel::Mode::Hash)?;
+    /// println!("{:.2} G hashes/s on the device", hashes.len() as f64 / t.kernel.as_secs_f64() / 1e9);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_many_timed(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+    ) -> Result<(Vec<Hash>, Timings)> {
+        let mut out = vec![[0u8; 32]; count];
+        let mut t = Timings::default();
+        super::merkle::hash_many(&self.gpu, data, offset, msg_len, mode.domain(), &mut out, Some(&mut t))?;
+        Ok((out.into_iter().map(Hash::from_bytes).collect(), t))
+    }
+
     fn root(
         &self,
         buffer: &::wgpu::Buffer,

@@ -1,0 +1,260 @@
+//! The wgpu backend's Merkle and hash_many kernels on every adapter, host and device-resident
+//! inputs, against the CPU backend and upstream `blake3` (a loop of `blake3::hash` over pairs).
+#![cfg(feature = "wgpu")]
+
+use b3accel::cpu::CpuBackend;
+use b3accel::merkle::{hash_each_with, hash_many_with, level_sizes};
+use b3accel::wgpu::{ResidentHasher, WgpuBackend};
+use b3accel::{Backend, BackendKind, Device, Mode};
+use rand::{Rng, SeedableRng};
+
+type Node = [u8; 32];
+
+const KEY: [u8; 32] = *b"whats the Elvish word for friend";
+const CONTEXT: &str = "b3accel wgpu_merkle test context";
+const COUNTS: [usize; 10] = [1, 2, 3, 5, 7, 8, 9, 1000, 4097, 1 << 16];
+const LENGTHS: [usize; 9] = [0, 1, 63, 64, 65, 1023, 1024, 1025, 3000];
+
+/// The wgpu adapters; none is a loud warning, and a failure under CI=true.
+fn adapters() -> Vec<WgpuBackend> {
+    let found: Vec<usize> = b3accel::devices()
+        .iter()
+        .filter(|d| d.backend == BackendKind::Wgpu)
+        .filter_map(|d| match d.device {
+            Device::Wgpu(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    if found.is_empty() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(!ci, "CI=true: the wgpu backend is built but found no adapter");
+        eprintln!("\n*** WARNING: no wgpu adapter; these tests did NOT run. ***\n");
+    }
+    found.into_iter().map(|i| WgpuBackend::open(i).unwrap_or_else(|e| panic!("wgpu:{i}: {e}"))).collect()
+}
+
+fn name(b: &WgpuBackend) -> String {
+    format!("{} ({}, {})", b.info().device, b.info().name, b.info().api)
+}
+
+fn parent(left: &Node, right: &Node) -> Node {
+    *blake3::hash(&[&left[..], &right[..]].concat()).as_bytes()
+}
+
+/// Every inner node, level by level, by a loop of upstream `blake3::hash` over pairs.
+fn reference_inner(leaves: &[Node]) -> Vec<Node> {
+    let mut all = Vec::new();
+    let mut cur = leaves.to_vec();
+    while cur.len() > 1 {
+        let stored: Vec<Node> = cur.chunks_exact(2).map(|p| parent(&p[0], &p[1])).collect();
+        all.extend_from_slice(&stored);
+        let carried = (cur.len() % 2 == 1).then(|| cur[cur.len() - 1]);
+        cur = stored;
+        cur.extend(carried);
+    }
+    all
+}
+
+fn random_leaves(n: usize, seed: u64) -> Vec<Node> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random()).collect()
+}
+
+fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random()).collect()
+}
+
+fn upstream(mode: &Mode, msg: &[u8]) -> blake3::Hash {
+    match mode {
+        Mode::Hash => blake3::hash(msg),
+        Mode::Keyed(k) => blake3::keyed_hash(k, msg),
+        Mode::DeriveKey(c) => blake3::Hash::from_bytes(blake3::derive_key(c, msg)),
+    }
+}
+
+fn modes() -> [Mode; 3] {
+    [Mode::Hash, Mode::Keyed(KEY), Mode::DeriveKey(CONTEXT.into())]
+}
+
+/// A STORAGE buffer holding `bytes` at byte `offset` (padded to whole words).
+fn storage_buffer(device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8], offset: u64) -> wgpu::Buffer {
+    let size = (offset + bytes.len() as u64).next_multiple_of(4).max(4);
+    let buf = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test input"),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut padded = bytes.to_vec();
+    padded.resize((bytes.len()).next_multiple_of(4), 0);
+    if !padded.is_empty() {
+        queue.write_buffer(&buf, offset, &padded);
+    }
+    buf
+}
+
+#[test]
+fn roots_and_trees_match_cpu_and_upstream() {
+    let cpu = CpuBackend::new();
+    for gpu in adapters() {
+        for &n in &COUNTS {
+            let leaves = random_leaves(n, 100 + n as u64);
+            let want = reference_inner(&leaves);
+            let want_root = want.last().copied().unwrap_or(leaves[0]);
+            assert_eq!(cpu.merkle(&leaves, None).unwrap(), want_root, "cpu, n = {n}");
+            let root = gpu.merkle(&leaves, None).unwrap();
+            assert_eq!(root, want_root, "{}: root of {n}", name(&gpu));
+            let mut inner = vec![[0u8; 32]; n - 1];
+            assert_eq!(gpu.merkle(&leaves, Some(&mut inner)).unwrap(), want_root, "{}: tree of {n}", name(&gpu));
+            assert_eq!(inner, want, "{}: inner nodes of {n}", name(&gpu));
+            assert_eq!(inner.len(), level_sizes(n).sum::<usize>());
+        }
+    }
+}
+
+#[test]
+fn merkle_errors_are_errors() {
+    for gpu in adapters() {
+        assert!(gpu.merkle(&[], None).is_err());
+        let leaves = random_leaves(5, 1);
+        let mut short = vec![[0u8; 32]; 3];
+        assert!(gpu.merkle(&leaves, Some(&mut short)).is_err());
+        let r = gpu.resident();
+        let buf = storage_buffer(gpu.device(), gpu.queue(), leaves.as_flattened(), 0);
+        assert!(r.merkle_root(&buf, 0, 0, None).is_err(), "zero leaves");
+        assert!(r.merkle_root(&buf, 0, 6, None).is_err(), "more leaves than the buffer holds");
+        assert!(r.merkle_root(&buf, 3, 1, None).is_err(), "unaligned offset");
+        assert!(r.merkle_root(&buf, 0, 5, Some(&mut short)).is_err(), "inner of the wrong length");
+        let no_storage = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: 1024,
+            usage: wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        assert!(r.merkle_root(&no_storage, 0, 2, None).is_err(), "no STORAGE usage");
+        assert!(r.hash_many(&no_storage, 0, 2, 10, &Mode::Hash).is_err());
+        assert!(r.hash_many(&buf, 0, 3, 100, &Mode::Hash).is_err(), "messages beyond the buffer");
+        assert!(r.hash_many(&buf, 4, 1, 1, &Mode::Hash).is_err(), "unaligned offset");
+        let mut out = [[0u8; 32]; 3];
+        assert!(gpu.hash_many(&[0u8; 10], 3, &b3accel::IV, 0, &mut out).is_err(), "10 bytes are not 3 x 3");
+        // The device is still fine afterwards.
+        assert_eq!(r.merkle_root(&buf, 0, 5, None).unwrap().as_bytes(), &reference_inner(&leaves)[3]);
+    }
+}
+
+#[test]
+fn resident_leaves_match() {
+    for gpu in adapters() {
+        let r = gpu.resident();
+        for &n in &[1usize, 2, 3, 9, 1000, 4097] {
+            let leaves = random_leaves(n, 7 + n as u64);
+            let want = reference_inner(&leaves);
+            let want_root = want.last().copied().unwrap_or(leaves[0]);
+            // At offset 256 (aligned for every device) after some other data.
+            let buf = storage_buffer(gpu.device(), gpu.queue(), leaves.as_flattened(), 256);
+            let root = r.merkle_root(&buf, 256, n as u64, None).unwrap();
+            assert_eq!(root.as_bytes(), &want_root, "{}: resident root of {n}", name(&gpu));
+            let mut inner = vec![[0u8; 32]; n - 1];
+            r.merkle_root(&buf, 256, n as u64, Some(&mut inner)).unwrap();
+            assert_eq!(inner, want, "{}: resident tree of {n}", name(&gpu));
+            let (timed, t) = r.merkle_root_timed(&buf, 256, n as u64).unwrap();
+            assert_eq!(timed, root);
+            assert!(t.total >= t.kernel);
+        }
+    }
+}
+
+#[test]
+fn hash_many_matches_cpu_and_upstream_in_every_mode() {
+    let cpu = CpuBackend::new();
+    for gpu in adapters() {
+        for &len in &LENGTHS {
+            let count = if len <= 1024 { 300 } else { 37 };
+            let data = random_bytes(len * count, len as u64);
+            let messages: Vec<&[u8]> = (0..count).map(|i| &data[i * len..(i + 1) * len]).collect();
+            for mode in modes() {
+                // Through the public API, which calls the backend's hash_many override with the
+                // mode's key words and flags (hash_each: messages of 0 bytes too).
+                let got = if len == 0 {
+                    hash_each_with(&gpu, &mode, &messages).unwrap()
+                } else {
+                    hash_many_with(&gpu, &mode, &data, len).unwrap()
+                };
+                let on_cpu = if len == 0 {
+                    hash_each_with(&cpu, &mode, &messages).unwrap()
+                } else {
+                    hash_many_with(&cpu, &mode, &data, len).unwrap()
+                };
+                assert_eq!(got.len(), count);
+                for (i, msg) in messages.iter().enumerate() {
+                    assert_eq!(got[i], upstream(&mode, msg), "{}: message {i} of {len} bytes, {mode:?}", name(&gpu));
+                }
+                assert_eq!(got, on_cpu);
+            }
+        }
+    }
+}
+
+#[test]
+fn resident_messages_match() {
+    for gpu in adapters() {
+        let r = gpu.resident();
+        for &len in &LENGTHS {
+            let count = if len <= 1024 { 513 } else { 20 };
+            let data = random_bytes(len * count, 1000 + len as u64);
+            let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 256);
+            for mode in modes() {
+                let got = r.hash_many(&buf, 256, count, len as u64, &mode).unwrap();
+                for (i, h) in got.iter().enumerate() {
+                    assert_eq!(*h, upstream(&mode, &data[i * len..(i + 1) * len]), "{}: {len} bytes", name(&gpu));
+                }
+            }
+        }
+        assert!(r
+            .hash_many(&storage_buffer(gpu.device(), gpu.queue(), &[], 0), 0, 0, 5, &Mode::Hash)
+            .unwrap()
+            .is_empty());
+    }
+}
+
+/// A device of the caller's with 64 KiB storage bindings: level 0 of 2^16 leaves (2 MiB) is split
+/// over 32 bindings, and a batch of messages over many dispatches.
+#[test]
+fn callers_device_with_small_bindings() {
+    for gpu in adapters() {
+        let info = gpu.device().adapter_info();
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::all();
+        let instance = wgpu::Instance::new(desc);
+        let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        let adapter = adapters
+            .into_iter()
+            .find(|a| a.get_info() == info)
+            .unwrap_or_else(|| panic!("{}: no matching adapter", name(&gpu)));
+        let limits = wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..wgpu::Limits::default() };
+        let desc = wgpu::DeviceDescriptor { label: Some("caller's"), required_limits: limits, ..Default::default() };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).expect("caller's device");
+        let r = ResidentHasher::new(&device, &queue).unwrap();
+        let n = 1 << 16;
+        let leaves = random_leaves(n, 99);
+        let want = reference_inner(&leaves);
+        let buf = storage_buffer(&device, &queue, leaves.as_flattened(), 0);
+        assert_eq!(r.merkle_root(&buf, 0, n as u64, None).unwrap().as_bytes(), want.last().unwrap());
+        // The inner nodes (2 MiB) exceed one binding: a clear error.
+        let mut inner = vec![[0u8; 32]; n - 1];
+        assert!(r.merkle_root(&buf, 0, n as u64, Some(&mut inner)).is_err());
+        let small = random_leaves(1500, 3);
+        let sbuf = storage_buffer(&device, &queue, small.as_flattened(), 0);
+        let mut inner = vec![[0u8; 32]; 1499];
+        r.merkle_root(&sbuf, 0, 1500, Some(&mut inner)).unwrap();
+        assert_eq!(inner, reference_inner(&small));
+        // 5000 messages of 65 bytes: 325_000 bytes over 6 dispatches of 768 messages.
+        let data = random_bytes(65 * 5000, 5);
+        let mbuf = storage_buffer(&device, &queue, &data, 0);
+        let got = r.hash_many(&mbuf, 0, 5000, 65, &Mode::Keyed(KEY)).unwrap();
+        for (i, h) in got.iter().enumerate() {
+            assert_eq!(*h, blake3::keyed_hash(&KEY, &data[i * 65..(i + 1) * 65]), "message {i}");
+        }
+    }
+}
