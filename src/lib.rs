@@ -168,3 +168,8 @@ pub fn xof_reader_on(device: Device, mode: &Mode, data: &[u8]) -> Result<OutputR
 pub fn xof_reader_with(backend: &dyn Backend, mode: &Mode, data: &[u8]) -> Result<OutputReader> {
     Ok(OutputReader::new(hash_all(backend, data, mode.domain())?))
 }
+
+/// The README's Rust examples, compiled and run as doc tests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,7 +1,7 @@
 //! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
 //! portable scalar code), and rayon across cores for large inputs only.
 //!
-//! A complete subtree is hashed in leaves of `LEAF_CHUNKS` (64) chunks: all chunk CVs of a leaf in
+//! A complete subtree is hashed in leaves of `LEAF_CHUNKS` (256) chunks: all chunk CVs of a leaf in
 //! SIMD groups, then its parent levels, also in SIMD groups. Above the leaves the subtree is split
 //! in halves, on other cores (`rayon::join`) while the halves are large enough to pay for it.
 
@@ -25,8 +25,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Chunks hashed together before their parents are merged (a power of two, a multiple of the
-/// widest SIMD group).
-const LEAF_CHUNKS: usize = 64;
+/// widest SIMD group). 256 measured 3% faster than 64 at 1 MiB on one AVX-512 thread: more of
+/// the parent levels fill whole SIMD groups.
+const LEAF_CHUNKS: usize = 256;
 /// Inputs smaller than this never touch the thread pool.
 const PARALLEL_MIN_BYTES: usize = 128 * 1024;
 /// Subtrees smaller than this are not split across cores.
