@@ -26,9 +26,8 @@ use std::time::{Duration, Instant};
 const MERKLE_SPAN: u32 = LOG_WORKGROUP + 1;
 /// Nodes one workgroup of `merkle_pass` takes.
 const GROUP_NODES: u64 = 2 * WORKGROUP as u64;
-/// Bytes of `MerkleParams` and `ManyParams` in the shader (`MerkleParams` is bound as 64 bytes,
+/// Bytes of `ManyParams` in the shader, as bound (`MerkleParams`, 8 words, is bound as 64 bytes,
 /// the layout's minimum for every uniform binding).
-const MERKLE_PARAMS_BYTES: u64 = 32;
 const MANY_PARAMS_BYTES: u64 = 64;
 /// Largest output buffer of one `hash_many` submission (a larger batch takes several).
 const MANY_OUT_BYTES: u64 = 1 << 30;
@@ -79,13 +78,23 @@ fn words_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
-fn uniform_buffer(gpu: &Gpu, label: &str, blocks: usize) -> ::wgpu::Buffer {
-    gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+/// A uniform buffer holding one parameter block per dispatch, block i at `i * PARAMS_STRIDE`
+/// (the dynamic-offset alignment the bind groups use), written to the device.
+fn params_buffer<'a>(gpu: &Gpu, label: &str, blocks: impl ExactSizeIterator<Item = &'a [u32]>) -> ::wgpu::Buffer {
+    let n = blocks.len();
+    let buf = gpu.device.create_buffer(&::wgpu::BufferDescriptor {
         label: Some(label),
-        size: (blocks.max(1) as u64) * PARAMS_STRIDE,
+        size: (n.max(1) as u64) * PARAMS_STRIDE,
         usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
-    })
+    });
+    let mut bytes = vec![0u8; n * PARAMS_STRIDE as usize];
+    for (i, words) in blocks.enumerate() {
+        let at = i * PARAMS_STRIDE as usize;
+        bytes[at..at + 4 * words.len()].copy_from_slice(&words_bytes(words));
+    }
+    gpu.queue.write_buffer(&buf, 0, &bytes);
+    buf
 }
 
 fn read_buffer(gpu: &Gpu, label: &str, size: u64) -> ::wgpu::Buffer {
@@ -293,13 +302,7 @@ fn merkle_on_device(
             first += local;
         }
     }
-    let params_buf = uniform_buffer(gpu, "b3accel merkle params", dispatches.len());
-    let mut block = vec![0u8; dispatches.len() * PARAMS_STRIDE as usize];
-    for (i, d) in dispatches.iter().enumerate() {
-        let at = i * PARAMS_STRIDE as usize;
-        block[at..at + MERKLE_PARAMS_BYTES as usize].copy_from_slice(&words_bytes(&d.5));
-    }
-    gpu.queue.write_buffer(&params_buf, 0, &block);
+    let params_buf = params_buffer(gpu, "b3accel merkle params", dispatches.iter().map(|d| &d.5[..]));
     let bind_groups: Vec<::wgpu::BindGroup> = dispatches
         .iter()
         .map(|&(p, src, src_at, local, _, _)| {
@@ -465,13 +468,7 @@ fn many_round(
         dispatches.push((first, m, data_bytes, (x, y), p));
         first += m;
     }
-    let params_buf = uniform_buffer(gpu, "b3accel many params", dispatches.len());
-    let mut block = vec![0u8; dispatches.len() * PARAMS_STRIDE as usize];
-    for (i, d) in dispatches.iter().enumerate() {
-        let at = i * PARAMS_STRIDE as usize;
-        block[at..at + MANY_PARAMS_BYTES as usize].copy_from_slice(&words_bytes(&d.4));
-    }
-    gpu.queue.write_buffer(&params_buf, 0, &block);
+    let params_buf = params_buffer(gpu, "b3accel many params", dispatches.iter().map(|d| &d.4[..]));
     let bind_groups: Vec<::wgpu::BindGroup> = dispatches
         .iter()
         .map(|&(first, m, data_bytes, _, _)| {
