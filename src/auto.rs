@@ -123,43 +123,63 @@ pub fn recalibrate() -> Calibration {
 /// assert_eq!(b3accel::auto::choose(1000).device, b3accel::Device::Cpu);
 /// ```
 pub fn choose(len: u64) -> Choice {
+    let gb = |x: f64| x / 1e9;
+    let decision = decide(len);
+    let reason = match &decision {
+        Decision::Small => {
+            format!("{len} bytes is under {} MiB: small inputs always stay on the CPU", GPU_MIN_BYTES >> 20)
+        }
+        Decision::NoGpu => "no hardware GPU on this machine".into(),
+        Decision::Measured { best, cpu, cal } if best.1 > *cpu => format!(
+            "{} ({}) is measured fastest at this size: {:.1} GB/s end to end against the CPU's {:.1} GB/s ({})",
+            best.0.device,
+            best.0.name,
+            gb(best.1),
+            gb(*cpu),
+            cal.source
+        ),
+        Decision::Measured { best, cpu, cal } => format!(
+            "the CPU is measured fastest at this size: {:.1} GB/s against {:.1} GB/s for {} ({})",
+            gb(*cpu),
+            gb(best.1),
+            best.0.device,
+            cal.source
+        ),
+    };
+    Choice { device: decision.device(), reason }
+}
+
+/// Why Auto picks what it picks, without the words: [`AutoBackend`] asks on every call, and only
+/// [`choose`] needs the sentence.
+enum Decision {
+    Small,
+    NoGpu,
+    /// The fastest GPU with its throughput at this size, the CPU's, and where they come from.
+    Measured {
+        best: (&'static Curve, f64),
+        cpu: f64,
+        cal: &'static Calibration,
+    },
+}
+
+impl Decision {
+    fn device(&self) -> Device {
+        match self {
+            Decision::Measured { best, cpu, .. } if best.1 > *cpu => best.0.device,
+            _ => Device::Cpu,
+        }
+    }
+}
+
+fn decide(len: u64) -> Decision {
     if len < GPU_MIN_BYTES {
-        return Choice {
-            device: Device::Cpu,
-            reason: format!("{len} bytes is under {} MiB: small inputs always stay on the CPU", GPU_MIN_BYTES >> 20),
-        };
+        return Decision::Small;
     }
     let cal = calibration();
-    if cal.gpus.is_empty() {
-        return Choice { device: Device::Cpu, reason: "no hardware GPU on this machine".into() };
-    }
-    let cpu = cal.cpu.at(len);
-    let best = cal.gpus.iter().map(|g| (g, g.at(len))).max_by(|a, b| a.1.total_cmp(&b.1)).expect("non-empty");
-    let gb = |x: f64| x / 1e9;
-    if best.1 > cpu {
-        Choice {
-            device: best.0.device,
-            reason: format!(
-                "{} ({}) is measured fastest at this size: {:.1} GB/s end to end against the CPU's {:.1} GB/s ({})",
-                best.0.device,
-                best.0.name,
-                gb(best.1),
-                gb(cpu),
-                cal.source
-            ),
-        }
-    } else {
-        Choice {
-            device: Device::Cpu,
-            reason: format!(
-                "the CPU is measured fastest at this size: {:.1} GB/s against {:.1} GB/s for {} ({})",
-                gb(cpu),
-                gb(best.1),
-                best.0.device,
-                cal.source
-            ),
-        }
-    }
+    let Some(best) = cal.gpus.iter().map(|g| (g, g.at(len))).max_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return Decision::NoGpu;
+    };
+    Decision::Measured { best, cpu: cal.cpu.at(len), cal }
 }
 
 /// Hardware GPUs: what Auto may choose besides the CPU.
@@ -312,7 +332,7 @@ impl AutoBackend {
 
     /// The backend for a call on `len` bytes: the chosen device, or the CPU if it fails to open.
     fn pick(&self, len: u64) -> Arc<dyn Backend> {
-        match choose(len).device {
+        match decide(len).device() {
             Device::Cpu | Device::Auto => self.cpu.clone(),
             d => backend(d).unwrap_or_else(|_| self.cpu.clone()),
         }
