@@ -41,43 +41,6 @@ impl Word for __m512i {
     }
 }
 
-/// Transposes sixteen vectors of sixteen words: lane j of output i is lane i of input j.
-#[inline(always)]
-unsafe fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
-    // SAFETY: the caller guarantees AVX-512F.
-    unsafe {
-        // Within each 128-bit lane L (words 4L..4L+3): rows interleaved by word, then by word pair,
-        // so that c[g][j] holds, in lane L, word 4L+j of the four rows 4g..4g+3.
-        let mut c = [[_mm512_setzero_si512(); 4]; 4];
-        for g in 0..4 {
-            let lo01 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]);
-            let hi01 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
-            let lo23 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
-            let hi23 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
-            c[g] = [
-                _mm512_unpacklo_epi64(lo01, lo23),
-                _mm512_unpackhi_epi64(lo01, lo23),
-                _mm512_unpacklo_epi64(hi01, hi23),
-                _mm512_unpackhi_epi64(hi01, hi23),
-            ];
-        }
-        // Then a 4x4 transpose of 128-bit lanes across the four row groups: word 4L+j gathers
-        // lane L of c[0][j], c[1][j], c[2][j], c[3][j].
-        let mut out = [_mm512_setzero_si512(); 16];
-        for j in 0..4 {
-            let t0 = _mm512_shuffle_i32x4::<0x44>(c[0][j], c[1][j]); // c0.0 c0.1 c1.0 c1.1
-            let t1 = _mm512_shuffle_i32x4::<0xEE>(c[0][j], c[1][j]); // c0.2 c0.3 c1.2 c1.3
-            let t2 = _mm512_shuffle_i32x4::<0x44>(c[2][j], c[3][j]);
-            let t3 = _mm512_shuffle_i32x4::<0xEE>(c[2][j], c[3][j]);
-            out[j] = _mm512_shuffle_i32x4::<0x88>(t0, t2); // lane 0 of each group
-            out[4 + j] = _mm512_shuffle_i32x4::<0xDD>(t0, t2); // lane 1
-            out[8 + j] = _mm512_shuffle_i32x4::<0x88>(t1, t3); // lane 2
-            out[12 + j] = _mm512_shuffle_i32x4::<0xDD>(t1, t3); // lane 3
-        }
-        out
-    }
-}
-
 impl Lanes for __m512i {
     const N: usize = 16;
     #[inline(always)]
@@ -99,13 +62,46 @@ impl Lanes for __m512i {
         // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
         // lanes past `valid` read the last valid lane's; prefetches never fault.
         unsafe {
-            let mut rows = [_mm512_setzero_si512(); 16];
-            for (lane, row) in rows.iter_mut().enumerate() {
-                let p = lane_ptr(input, stride, valid, lane);
+            let mut ptrs = [input; 16];
+            for (lane, p) in ptrs.iter_mut().enumerate() {
+                *p = lane_ptr(input, stride, valid, lane);
                 _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
-                *row = _mm512_loadu_si512(p as *const __m512i);
             }
-            transpose16(rows)
+            let mut m = [_mm512_setzero_si512(); 16];
+            for half in 0..2 {
+                // Row i: lane i's eight words of this half in the low 256 bits, lane i + 8's in
+                // the high 256 bits.
+                let mut r = [_mm512_setzero_si512(); 8];
+                for (i, row) in r.iter_mut().enumerate() {
+                    let lo = _mm256_loadu_si256(ptrs[i].add(32 * half) as *const __m256i);
+                    let hi = _mm256_loadu_si256(ptrs[i + 8].add(32 * half) as *const __m256i);
+                    *row = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+                }
+                // Within each 128-bit lane, word j of rows 4g..4g+3 gathered (two unpack steps);
+                // then a two-source qword permute puts rows 0-3, 4-7, 8-11, 12-15 in order.
+                let mut q = [[_mm512_setzero_si512(); 4]; 2];
+                for g in 0..2 {
+                    let (a, b, c, d) = (r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]);
+                    let ab_lo = _mm512_unpacklo_epi32(a, b);
+                    let ab_hi = _mm512_unpackhi_epi32(a, b);
+                    let cd_lo = _mm512_unpacklo_epi32(c, d);
+                    let cd_hi = _mm512_unpackhi_epi32(c, d);
+                    q[g] = [
+                        _mm512_unpacklo_epi64(ab_lo, cd_lo),
+                        _mm512_unpackhi_epi64(ab_lo, cd_lo),
+                        _mm512_unpacklo_epi64(ab_hi, cd_hi),
+                        _mm512_unpackhi_epi64(ab_hi, cd_hi),
+                    ];
+                }
+                // q[g][j], 128-bit lane L: word j + 4 * (L % 2) of lanes 4g..4g+3 (+ 8 if L >= 2).
+                let even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+                let odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+                for j in 0..4 {
+                    m[8 * half + j] = _mm512_permutex2var_epi64(q[0][j], even, q[1][j]);
+                    m[8 * half + 4 + j] = _mm512_permutex2var_epi64(q[0][j], odd, q[1][j]);
+                }
+            }
+            m
         }
     }
 }
