@@ -149,6 +149,31 @@ pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter
     compress_portable(cv, block, block_len, counter, flags)
 }
 
+/// Whether the row-form compression can use AVX-512 (F, VL and BW: masked byte loads).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[inline]
+pub(crate) fn has_avx512_rows() -> bool {
+    std::is_x86_feature_detected!("avx512vl")
+        && std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+}
+
+/// The compression of a block given as bytes: `block.len()` (at most 64) is the block length
+/// and the block is zero-padded. Reads the bytes where they lie when the CPU can (AVX-512), and
+/// otherwise pads a copy.
+#[inline]
+pub(crate) fn compress_bytes(cv: &[u32; 8], block: &[u8], counter: u64, flags: u32) -> [u32; 16] {
+    debug_assert!(block.len() <= BLOCK_LEN);
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if has_avx512_rows() {
+        // SAFETY: AVX-512F, VL and BW were just detected.
+        return unsafe { crate::cpu::rows::compress_bytes_avx512(cv, block, counter, flags) };
+    }
+    let mut padded = [0u8; BLOCK_LEN];
+    padded[..block.len()].copy_from_slice(block);
+    compress(cv, &block_words(&padded), block.len() as u32, counter, flags)
+}
+
 /// The compression in plain Rust, one word at a time.
 #[inline]
 pub(crate) fn compress_portable(

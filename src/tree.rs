@@ -6,7 +6,8 @@
 
 use crate::backend::{subtree_count, Backend, MAX_SUBTREE};
 use crate::compress::{
-    block_words, compress, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN, CHUNK_LEN, IV,
+    block_words, compress, compress_bytes, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN,
+    CHUNK_LEN, IV,
 };
 use crate::error::Result;
 
@@ -53,6 +54,7 @@ impl Output {
     }
 
     /// The first 32 bytes of root output: the hash.
+    #[inline]
     pub fn root_hash(&self) -> [u8; 32] {
         words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, 0, self.flags | flags::ROOT))
     }
@@ -89,34 +91,40 @@ impl Output {
     }
 }
 
-/// The output node of one chunk of 0 to 1024 bytes (0 only for the empty input) with index
-/// `chunk_index`: every block but the last is compressed, the last is kept for the caller.
-pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Output {
+/// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
+/// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
+/// flags it is to be compressed with (ROOT aside).
+#[inline]
+fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
     debug_assert!(chunk.len() <= CHUNK_LEN);
     let mut cv = domain.key;
     let mut start = flags::CHUNK_START;
-    let mut blocks = chunk.chunks(BLOCK_LEN);
-    let n_blocks = blocks.len().max(1);
-    for _ in 1..n_blocks {
-        let block: &[u8; BLOCK_LEN] = blocks.next().and_then(|b| b.try_into().ok()).expect("full block");
-        cv = compress_cv(&cv, &block_words(block), BLOCK_LEN as u32, chunk_index, domain.flags | start);
+    let last_start = chunk.len().saturating_sub(1) / BLOCK_LEN * BLOCK_LEN;
+    for block in chunk[..last_start].chunks_exact(BLOCK_LEN) {
+        let out = compress_bytes(&cv, block, chunk_index, domain.flags | start);
+        cv = core::array::from_fn(|i| out[i]);
         start = 0;
     }
-    let last = blocks.next().unwrap_or(&[]);
-    let mut block = [0u8; BLOCK_LEN];
-    block[..last.len()].copy_from_slice(last);
-    Output {
-        input_cv: cv,
-        block: block_words(&block),
-        block_len: last.len() as u32,
-        counter: chunk_index,
-        flags: domain.flags | start | flags::CHUNK_END,
-    }
+    (cv, &chunk[last_start..], domain.flags | start | flags::CHUNK_END)
 }
 
-/// The hash of an input of at most one chunk: no backend is involved at all.
+/// The output node of one chunk of 0 to 1024 bytes (0 only for the empty input) with index
+/// `chunk_index`: every block but the last is compressed, the last is kept for the caller.
+#[inline]
+pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Output {
+    let (cv, last, flags) = chunk_head(chunk, chunk_index, domain);
+    let mut block = [0u8; BLOCK_LEN];
+    block[..last.len()].copy_from_slice(last);
+    Output { input_cv: cv, block: block_words(&block), block_len: last.len() as u32, counter: chunk_index, flags }
+}
+
+/// The hash of an input of at most one chunk: no backend is involved at all, and the last block
+/// is compressed from where it lies (see [`compress_bytes`]).
+#[inline]
 pub(crate) fn hash_small(input: &[u8], domain: Domain) -> [u8; 32] {
-    chunk_output(input, 0, domain).root_hash()
+    let (cv, last, flags) = chunk_head(input, 0, domain);
+    let out = compress_bytes(&cv, last, 0, flags | flags::ROOT);
+    words_to_cv(&core::array::from_fn(|i| out[i]))
 }
 
 /// Deepest possible stack: 2^64 bytes are 2^54 chunks.

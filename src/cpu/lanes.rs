@@ -36,6 +36,22 @@ pub(crate) trait Lanes: Word {
     /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
     /// `valid` (1 to `N`).
     unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
+    /// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below
+    /// `valid`; the default goes through a stack array, word by word.
+    ///
+    /// # Safety
+    /// As for `splat`; `out` has at least `valid` entries, `valid <= N`.
+    #[inline(always)]
+    unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
+        let mut words = Aligned([[0u32; MAX_LANES]; 8]);
+        for (w, v) in words.0.iter_mut().zip(h) {
+            // SAFETY: as the caller guarantees.
+            unsafe { v.store(w) };
+        }
+        for (lane, cv) in out[..valid].iter_mut().enumerate() {
+            *cv = words_to_cv(&core::array::from_fn(|w| words.0[w][lane]));
+        }
+    }
 }
 
 impl Lanes for u32 {
@@ -82,7 +98,7 @@ pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usiz
 }
 
 /// How far ahead of the block being hashed each lane's data is prefetched.
-pub(crate) const PREFETCH_AHEAD: usize = 4 * BLOCK_LEN;
+pub(crate) const PREFETCH_AHEAD: usize = 2 * BLOCK_LEN;
 
 /// Most lanes of any vector type: the size of the staging buffer for partial last blocks.
 const MAX_LANES: usize = 16;
@@ -90,7 +106,7 @@ const MAX_LANES: usize = 16;
 /// Cache-line alignment for the kernel's stack buffers. It also makes the compiler align the
 /// kernel's stack frame, so that the vectors it spills there never straddle two cache lines.
 #[repr(C, align(64))]
-struct Aligned<T>(T);
+pub(crate) struct Aligned<T>(pub(crate) T);
 
 /// Bytes of each input that a group reads: `blocks - 1` full blocks and the last block's
 /// `job.last_block_len` bytes.
@@ -99,14 +115,9 @@ pub(crate) fn input_span(blocks: usize, job: &Job) -> usize {
     (blocks - 1) * BLOCK_LEN + job.last_block_len
 }
 
-/// The state words a compression starts from besides the chaining value: the IV's first four
-/// words, the counter's low and high words and the block length, each as a vector.
-///
-/// They are read from this stack array with volatile loads when each compression begins: the
-/// compiler would otherwise keep all seven in registers across the loop, and with the 16 state
-/// and 16 message vectors that is more than AVX-512's 32, so it spilled state mid-round
-/// (measured: 6% of the chunk kernel's time).
-#[repr(C, align(64))]
+/// The state words a compression starts from besides the chaining value and the flags: the IV's
+/// first four words, the counter's low and high words and the block length, each as a vector,
+/// made once per group.
 struct Prelude<V>([V; 7]);
 
 /// One compression of every lane, chaining values `h` updated in place.
@@ -115,9 +126,9 @@ struct Prelude<V>([V; 7]);
 /// The CPU must support `V`'s instruction set.
 #[inline(always)]
 unsafe fn compress_lanes<V: Lanes>(h: &mut [V; 8], m: &[V; 16], pre: &Prelude<V>, flags: u32) {
-    // SAFETY: the caller guarantees the instruction set; `pre` is a valid, aligned reference.
+    // SAFETY: the caller guarantees the instruction set.
     unsafe {
-        let p = |i: usize| core::ptr::read_volatile(&pre.0[i]);
+        let p = |i: usize| pre.0[i];
         let mut v =
             [h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], p(0), p(1), p(2), p(3), p(4), p(5), p(6), V::splat(flags)];
         rounds(&mut v, m);
@@ -199,23 +210,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
-        let mut words = Aligned([[0u32; 16]; 8]);
-        for (w, v) in words.0.iter_mut().zip(h) {
-            v.store(w);
-        }
-        for (lane, cv) in out[..valid].iter_mut().enumerate() {
-            let lane_words: [u32; 8] = [
-                words.0[0][lane],
-                words.0[1][lane],
-                words.0[2][lane],
-                words.0[3][lane],
-                words.0[4][lane],
-                words.0[5][lane],
-                words.0[6][lane],
-                words.0[7][lane],
-            ];
-            *cv = words_to_cv(&lane_words);
-        }
+        V::store_cvs(h, out, valid);
     }
 }
 
