@@ -149,15 +149,30 @@ pub(crate) struct BuildConfig {
     pub parent_wg: usize,
     pub merkle_wg: usize,
     pub staged: bool,
+    /// Tree levels the chunk kernel reduces inside a work-group; `None`: all of them. Capped at
+    /// log2 of `chunk_wg` (see [`chunk_levels`](Self::chunk_levels)).
+    pub chunk_levels: Option<u32>,
     pub extra_options: String,
 }
 
 impl BuildConfig {
     pub fn options(&self) -> String {
         format!(
-            "-cl-std=CL1.2 -D CHUNK_WG={} -D PARENT_WG={} -D MERKLE_WG={} -D STAGED={} {}",
-            self.chunk_wg, self.parent_wg, self.merkle_wg, self.staged as u32, self.extra_options
+            "-cl-std=CL1.2 -D CHUNK_WG={} -D CHUNK_LEVELS={} -D PARENT_WG={} -D MERKLE_WG={} -D STAGED={} {}",
+            self.chunk_wg,
+            self.chunk_levels(),
+            self.parent_wg,
+            self.merkle_wg,
+            self.staged as u32,
+            self.extra_options
         )
+    }
+
+    /// The tree levels the chunk kernel reduces inside a work-group: each node it writes stands
+    /// for 2^this many chunks.
+    pub fn chunk_levels(&self) -> u32 {
+        let all = self.chunk_wg.max(1).ilog2();
+        self.chunk_levels.map_or(all, |l| l.min(all))
     }
 
     /// Local memory the chunk kernel declares, in bytes (see shaders/blake3.cl).

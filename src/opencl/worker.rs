@@ -20,6 +20,8 @@ const PIECE_SLOTS: usize = 64;
 /// The device's subtree CVs, then room for an input's last chunk, fetched in the same read.
 const PIECES_BYTES: usize = PIECE_SLOTS * 32;
 const RESULT_BYTES: usize = PIECES_BYTES + CHUNK_LEN;
+/// Host result slots: one per streaming slot in flight (at most this many staging slots).
+pub(crate) const RESULT_SLOTS: usize = 4;
 
 /// A run of full chunks in a device buffer.
 pub(crate) struct Run<'a> {
@@ -178,7 +180,7 @@ impl Scratch {
     }
 }
 
-/// Host memory that results are read into: two slots of [`RESULT_BYTES`].
+/// Host memory that results are read into: [`RESULT_SLOTS`] slots of [`RESULT_BYTES`].
 ///
 /// Pinned where the driver gives it (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once): NVIDIA's
 /// driver then copies straight into it, and a read is complete when its copy is. A read into
@@ -187,10 +189,10 @@ impl Scratch {
 /// after the copy's end, more the longer the kernels before it ran.
 enum HostResults {
     Pinned(PinnedResults),
-    Pageable(Box<[[u8; RESULT_BYTES]; 2]>),
+    Pageable(Box<[[u8; RESULT_BYTES]; RESULT_SLOTS]>),
 }
 
-/// A mapped `CL_MEM_ALLOC_HOST_PTR` buffer of two result slots.
+/// A mapped `CL_MEM_ALLOC_HOST_PTR` buffer of [`RESULT_SLOTS`] result slots.
 struct PinnedResults {
     mem: Mem,
     map: MemMap<u8>,
@@ -213,12 +215,12 @@ impl Drop for PinnedResults {
 
 impl HostResults {
     fn pageable() -> HostResults {
-        HostResults::Pageable(Box::new([[0; RESULT_BYTES]; 2]))
+        HostResults::Pageable(Box::new([[0; RESULT_BYTES]; RESULT_SLOTS]))
     }
 
     /// Pinned slots, or `None` where the driver has no such memory to give.
     fn pinned(context: &core::Context, queue: &CommandQueue) -> Option<HostResults> {
-        let len = 2 * RESULT_BYTES;
+        let len = RESULT_SLOTS * RESULT_BYTES;
         // SAFETY: a plain allocation with no host pointer.
         let mem = unsafe {
             core::create_buffer::<_, u8>(context, MemFlags::READ_WRITE | MemFlags::ALLOC_HOST_PTR, len, None)
@@ -243,9 +245,10 @@ impl HostResults {
 
     fn slot(&self, slot: usize) -> &[u8] {
         match self {
-            // SAFETY: the mapping is 2 * RESULT_BYTES bytes long and lives as long as `self`.
+            // SAFETY: the mapping is RESULT_SLOTS * RESULT_BYTES bytes long and lives as long as
+            // `self`.
             HostResults::Pinned(p) => unsafe {
-                &p.map.as_slice(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+                &p.map.as_slice(RESULT_SLOTS * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
             },
             HostResults::Pageable(b) => &b[slot][..],
         }
@@ -255,7 +258,7 @@ impl HostResults {
         match self {
             // SAFETY: as above, and `&mut self` makes the borrow unique.
             HostResults::Pinned(p) => unsafe {
-                &mut p.map.as_slice_mut(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+                &mut p.map.as_slice_mut(RESULT_SLOTS * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
             },
             HostResults::Pageable(b) => &mut b[slot][..],
         }
@@ -281,8 +284,8 @@ pub(crate) struct Worker {
     pub many_merge: Kernel,
     pub levels: [Scratch; 2],
     pieces: Mem,
-    /// Two host buffers for results, so that a streamed segment's results can arrive while the
-    /// previous one's are read.
+    /// Host buffers for results, one per streaming slot, so that a streamed segment's results
+    /// can arrive while earlier ones' are read.
     host_pieces: HostResults,
     pub input: Scratch,
     pub output: Scratch,
@@ -371,8 +374,9 @@ impl Worker {
     /// input's last chunk) into host buffer `slot`. Once the returned read event is complete,
     /// [`take_pieces`](Self::take_pieces) and [`tail`](Self::tail) give the results.
     ///
-    /// Dispatch 1 (`chunk_cvs`) reduces each work-group's chunks; each further one (`parent_cvs`)
-    /// reduces the previous one's group CVs, until one CV or none is left (see shaders/blake3.cl).
+    /// Dispatch 1 (`chunk_cvs`) reduces each work-group's chunks by the configured levels; each
+    /// further one (`parent_cvs`) reduces the previous one's CVs by a whole group's levels, until
+    /// one CV or none is left (see shaders/blake3.cl).
     pub fn enqueue_subtrees(
         &mut self,
         be: &OpenClBackend,
@@ -402,10 +406,12 @@ impl Worker {
         let Run { data, chunk_offset, n, counter, domain } = run;
         let (tail_at, tail_len) = tail.map_or((0u64, 0u32), |(at, len)| (at as u64, len as u32));
         debug_assert!(tail_len as usize <= CHUNK_LEN);
-        debug_assert!(n >= 1 && slot < 2);
+        debug_assert!(n >= 1 && slot < RESULT_SLOTS);
         let w1 = be.config.chunk_wg as u64;
         let w2 = be.config.parent_wg as u64;
-        let q1 = n / w1;
+        // The chunk kernel leaves one node per 2^l chunks (l = its in-group levels).
+        let l1 = be.config.chunk_levels();
+        let q1 = n >> l1;
         let level0 = self.levels[0].get(self.device, &self.context, (q1.max(1) * 32) as usize)?;
         let level1 = self.levels[1].get(self.device, &self.context, ((q1 / w2).max(1) * 32) as usize)?;
         let key = domain.key;
@@ -450,7 +456,7 @@ impl Worker {
         core::flush(queue).map_err(|e| err("flushing the queue", e))?;
 
         let mut count = q1;
-        let mut level = w1.trailing_zeros();
+        let mut level = l1;
         let mut bufs = [level0, level1];
         while count > 1 {
             let p = &self.parent;
@@ -622,7 +628,7 @@ impl Worker {
                 Ok(())
             });
         }
-        self.stream(be, stack, counter_base, input, domain, prof)
+        self.stream(be, std::slice::from_mut(stack), MAX_SUBTREE, counter_base, input, domain, prof)
     }
 
     /// The subtree CVs of `input`'s full chunks (the first with chunk counter `counter`),
