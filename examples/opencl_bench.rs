@@ -567,7 +567,7 @@ mod bench {
             let label = format!(
                 "{}wg{cw}/L{}/{pw}{}{}{}{}",
                 if i == 0 { "default:" } else { "" },
-                be.chunk_levels(),
+                opts.chunk_levels.map_or("auto".into(), |l| l.to_string()),
                 if staged { "-staged" } else { "-direct" },
                 match opts.spin_wait {
                     Some(true) => "-spin",

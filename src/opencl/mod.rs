@@ -92,9 +92,10 @@ pub struct OpenClOptions {
     /// Work-items (= chunks) per work-group of the chunk kernel, a power of two. Default: 256 on
     /// a GPU, 64 on a CPU device, lowered to what the device allows.
     pub chunk_work_group: Option<usize>,
-    /// Tree levels the chunk kernel reduces inside a work-group before it writes CVs out (at most
-    /// log2 of the chunk work-group; `Some(0)` writes every chunk's CV). The parent kernel takes
-    /// the rest. Default: see `initial_config`.
+    /// Tree levels the chunk kernel reduces inside a work-group before it writes CVs out, for
+    /// every call (at most log2 of the chunk work-group; `Some(0)` writes every chunk's CV). The
+    /// parent kernel takes the rest. Default (`None`): chosen per call, the fewest dispatches and
+    /// then the fewest levels that still keep 32 work-items busy (see `shaders/blake3.cl`).
     pub chunk_levels: Option<u32>,
     /// Work-items (= CVs) per work-group of the parent kernel, a power of two. Default as above.
     pub parent_work_group: Option<usize>,
@@ -200,7 +201,7 @@ impl std::fmt::Debug for OpenClBackend {
             .field("parent_work_group", &self.config.parent_wg)
             .field("merkle_work_group", &self.config.merkle_wg)
             .field("staged_loads", &self.config.staged)
-            .field("chunk_levels", &self.config.chunk_levels())
+            .field("chunk_levels", &self.config.chunk_levels)
             .field("segment_bytes", &self.segment_bytes)
             .finish()
     }
@@ -468,16 +469,17 @@ impl OpenClBackend {
         (self.config.chunk_wg, self.config.parent_wg, self.config.staged)
     }
 
-    /// The tree levels the chunk kernel reduces inside a work-group (each CV it writes stands for
-    /// 2^this many chunks); the parent kernel reduces the rest.
+    /// The tree levels the chunk kernel reduces inside a work-group for a run of `chunks` full
+    /// chunks (each CV it writes stands for 2^this many chunks); the parent kernel reduces the
+    /// rest.
     ///
     /// ```no_run
     /// let gpu = b3accel::opencl::OpenClBackend::open(0)?;
-    /// assert!(1usize << gpu.chunk_levels() <= gpu.kernel_config().0);
+    /// assert!(1usize << gpu.chunk_levels(1 << 20) <= gpu.kernel_config().0);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn chunk_levels(&self) -> u32 {
-        self.config.chunk_levels()
+    pub fn chunk_levels(&self, chunks: u64) -> u32 {
+        self.config.levels_for(chunks)
     }
 
     /// The compiler's log from building the kernels (empty where the driver said nothing; with

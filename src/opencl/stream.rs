@@ -340,7 +340,7 @@ impl Worker {
         };
         let run = Run { data: &dev, chunk_offset: 0, n, counter, domain };
         let done = self.enqueue_subtrees(be, run, uploaded.as_ref(), slot, None, prof)?;
-        self.stream.as_mut().expect("ensured").slots[slot].reader = Some(done.chunk_kernel.clone());
+        self.stream.as_mut().expect("ensured").slots[slot].reader = done.chunk_kernel.clone();
         Ok(done)
     }
 

@@ -38,8 +38,9 @@ pub(crate) struct Run<'a> {
 
 /// The events of one enqueued dispatch sequence.
 pub(crate) struct Enqueued {
-    /// The only command that reads the input buffer.
-    pub chunk_kernel: Event,
+    /// The only command that reads the input buffer (where asked for: an event costs the driver
+    /// time on every call).
+    pub chunk_kernel: Option<Event>,
     /// The read of the results: complete means everything is.
     pub read: Event,
 }
@@ -387,11 +388,13 @@ impl Worker {
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
         let queue = self.compute.clone();
-        self.enqueue_subtrees_on(&queue, be, run, wait, slot, tail, prof)
+        self.enqueue_subtrees_on(&queue, be, run, wait, slot, tail, true, prof)
     }
 
     /// [`enqueue_subtrees`](Self::enqueue_subtrees) on `queue`, an in-order queue of the
-    /// worker's context (the backend's own queue, for data its user wrote there).
+    /// worker's context (the backend's own queue, for data its user wrote there); with
+    /// `kernel_event`, the chunk kernel's event comes back too. Events are made only where
+    /// someone waits on them or profiles: NVIDIA's driver spends microseconds on each.
     #[allow(clippy::too_many_arguments)]
     pub fn enqueue_subtrees_on(
         &mut self,
@@ -401,6 +404,7 @@ impl Worker {
         wait: Option<&Event>,
         slot: usize,
         tail: Option<(usize, usize)>,
+        kernel_event: bool,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
         let Run { data, chunk_offset, n, counter, domain } = run;
@@ -410,7 +414,7 @@ impl Worker {
         let w1 = be.config.chunk_wg as u64;
         let w2 = be.config.parent_wg as u64;
         // The chunk kernel leaves one node per 2^l chunks (l = its in-group levels).
-        let l1 = be.config.chunk_levels();
+        let l1 = be.config.levels_for(n);
         let q1 = n >> l1;
         let level0 = self.levels[0].get(self.device, &self.context, (q1.max(1) * 32) as usize)?;
         let level1 = self.levels[1].get(self.device, &self.context, ((q1 / w2).max(1) * 32) as usize)?;
@@ -432,8 +436,10 @@ impl Worker {
             .and_then(|_| set(7, ArgVal::mem(&self.pieces)))
             .and_then(|_| set(8, ArgVal::scalar(&tail_at)))
             .and_then(|_| set(9, ArgVal::scalar(&tail_len)))
+            .and_then(|_| set(10, ArgVal::scalar(&l1)))
             .map_err(|e| err("setting kernel arguments", e))?;
         let groups = n.div_ceil(w1);
+        let events = prof.is_some();
         let mut chunk_kernel = Event::null();
         // SAFETY: every argument is set, the buffers outlive the command (OpenCL retains them),
         // and the work-group size is the one the kernel was compiled for.
@@ -447,7 +453,7 @@ impl Worker {
                 &[(groups * w1) as usize, 1, 1],
                 Some([w1 as usize, 1, 1]),
                 wait,
-                Some(&mut chunk_kernel),
+                (events || kernel_event).then_some(&mut chunk_kernel),
             )
         }
         .map_err(|e| err("running the chunk kernel", e))?;
@@ -483,7 +489,7 @@ impl Worker {
                     &[(groups * w2) as usize, 1, 1],
                     Some([w2 as usize, 1, 1]),
                     None::<&Event>,
-                    Some(&mut ev),
+                    events.then_some(&mut ev),
                 )
             }
             .map_err(|e| err("running the parent kernel", e))?;
@@ -512,7 +518,7 @@ impl Worker {
         .map_err(|e| err("reading subtree CVs", e))?;
         Prof::push(prof, Stage::Download, &read);
         core::flush(queue).map_err(|e| err("flushing the queue", e))?;
-        Ok(Enqueued { chunk_kernel, read })
+        Ok(Enqueued { chunk_kernel: kernel_event.then_some(chunk_kernel), read })
     }
 
     /// The subtree CVs of the `n` chunks last dispatched into host buffer `slot`, largest first:
