@@ -162,9 +162,10 @@ fn capped_runs_share_one_stream() {
                 check_hash(&be, &what, &Mode::Hash, &pattern(len));
             }
             check_hash(&be, &what, &Mode::Keyed(KEY), &pattern((2 << 20) + 1));
-            // Caps at, above and below the segment length (64 chunks), ragged last runs too.
+            // Caps above, at and below the segment length (64 chunks; below it the segments shrink
+            // to the cap, and tiny caps take one call per piece), ragged last runs too.
             for (n, first, max) in
-                [(2048u64, 0u64, 1024u64), (2048 + 64 * 3 + 5, 4096, 256), (1500, 0, 64), (1500, 0, 16)]
+                [(2048u64, 0u64, 1024u64), (2048 + 64 * 3 + 5, 4096, 256), (1500, 0, 64), (1500, 0, 16), (1500, 0, 8)]
             {
                 let data = pattern(n as usize * CHUNK_LEN);
                 let count = b3accel::subtree_count(n, max);

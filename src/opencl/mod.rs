@@ -22,13 +22,15 @@
 //!
 //! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`,
 //! wall time per call with everything in it, kernel time from profiling events:
-//! - device-resident 1 GiB: 730 us per call (1.47 TB/s), of which kernels 702 us (1.53 TB/s);
-//!   64 MiB: 93 us (0.72 TB/s), kernels 66 us. The rest is the driver's enqueue call (11 us),
-//!   the first kernel's start (7 us) and the gaps between the few commands (10 us);
+//! - device-resident 1 GiB: 707 us per call (1.52 TB/s), of which kernels 684 us (1.57 TB/s);
+//!   64 MiB: 82 us (0.81 TB/s), kernels 66 us. The rest is mostly the driver's enqueue call and
+//!   the first kernel's start; events are made only where needed (each cost the driver time).
+//!   In one `b3accel bench` run: 1.51 TB/s at 1 GiB, 0.79 TB/s at 64 MiB;
 //! - Merkle root of 2^25 device-resident leaves: 1.315 ms per call, kernels 1.287 ms;
 //! - 2^24 device-resident 64-byte messages: 676 us per call (24.8 G hashes/s), kernels 662 us;
-//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s), of which the upload
-//!   takes 20 to 21 ms and the kernels 1.3 ms.
+//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s) in `opencl_bench`, of which
+//!   the upload takes 20 to 21 ms and the kernels 1.3 ms; `b3accel bench` measured only 38 GB/s
+//!   in the same build (its uploads ran at 40 GB/s there, not 53), which is not understood yet.
 //!
 //! ```no_run
 //! use b3accel::opencl::OpenClBackend;
@@ -144,7 +146,10 @@ pub struct OpenClOptions {
     /// How many segments a streamed host input keeps in flight, each with its own pinned staging
     /// buffer and device buffer (2 to 4). With two, the CPU's copy of segment k+1 into staging
     /// memory must finish within the upload of segment k, or the bus waits; with more, the copy
-    /// runs ahead of the uploads and absorbs the copy's jitter. Default: 3.
+    /// runs ahead of the uploads. Default: 2, as measured on an H200 host (1 GiB end to end,
+    /// median of 5, 64 MiB segments): 45.2 GB/s with 2 slots, 44.1 to 45.9 GB/s with 3, 42.9 GB/s
+    /// with 4, where the copy running ahead slowed the DMA engine's reads of pinned memory from
+    /// 53 to 48 GB/s. More slots may pay where the host's memory has bandwidth to spare.
     pub staging_slots: Option<usize>,
     /// The largest device buffer the backend allocates for streaming, in bytes. A larger request
     /// is treated like a device out of memory: the backend falls back to smaller segments. Useful
@@ -357,7 +362,7 @@ impl OpenClBackend {
         };
         let max_workers = if options.max_workers == 0 { 4 } else { options.max_workers };
         let staging_slots = match options.staging_slots {
-            None => 3,
+            None => 2,
             Some(n) if (2..=worker::RESULT_SLOTS).contains(&n) => n,
             Some(n) => {
                 return Err(Error::InvalidInput(format!(
@@ -614,7 +619,9 @@ impl Backend for OpenClBackend {
     /// One pipeline for the whole run: the tree module caps the subtrees where an input is
     /// exactly a power of two of chunks (it needs the root's two children), and the default, one
     /// `chunk_subtrees` call per capped piece, would drain and refill the streaming pipeline
-    /// between the pieces. Each piece gets its own stack instead, fed by the one stream.
+    /// between the pieces. Each piece gets its own stack instead, fed by the one stream (with
+    /// segments no longer than a piece). On an H200, 1 GiB from host memory through `hash_on`:
+    /// 23.4 ms (45.9 GB/s, median of 7) in one stream, against 41.5 GB/s as two.
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],
@@ -625,12 +632,11 @@ impl Backend for OpenClBackend {
         out: &mut [Cv],
     ) -> Result<()> {
         let n = check_subtree_args(input, first_chunk, max_chunks, out)?;
-        let seg_chunks = (self.segment_bytes / CHUNK_LEN) as u64;
         if n <= max_chunks {
             return self.chunk_subtrees(input, first_chunk, key, flags, out);
         }
-        if input.len() <= DIRECT_MAX || max_chunks < seg_chunks {
-            // Small inputs take the direct path anyway; caps under a segment would split segments.
+        if input.len() <= DIRECT_MAX || max_chunks < 16 {
+            // Small inputs take the direct path anyway; tiny caps would make tiny segments.
             for (i, run) in input.chunks((max_chunks as usize).saturating_mul(CHUNK_LEN)).enumerate() {
                 let start = subtree_count(i as u64 * max_chunks, max_chunks);
                 let count = subtree_count((run.len() / CHUNK_LEN) as u64, max_chunks);

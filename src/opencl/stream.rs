@@ -122,7 +122,9 @@ impl StreamBuffers {
 /// `streaming`, non-temporal stores: the destination is not read into the cache first (see
 /// `OpenClOptions::streaming_stores` for when that pays).
 fn copy_parallel(src: &[u8], dst: &mut [u8], streaming: bool) {
-    const PIECE: usize = 1 << 20;
+    // Pieces of 256 KiB: the pipeline's first segments are small (1/32 of a segment and up), and
+    // one core copying them alone held up the start of every mid-sized input.
+    const PIECE: usize = 256 << 10;
     let copy = |d: &mut [u8], s: &[u8]| {
         if streaming {
             copy_streaming(d, s)
@@ -130,7 +132,7 @@ fn copy_parallel(src: &[u8], dst: &mut [u8], streaming: bool) {
             d.copy_from_slice(s)
         }
     };
-    if src.len() < 4 * PIECE {
+    if src.len() < 2 * PIECE {
         copy(dst, src);
         return;
     }
@@ -261,8 +263,8 @@ impl Worker {
     /// segment k lives in slot k % S. While the CPU copies segment k into its staging buffer,
     /// the DMA engine works through the uploads of segments k-S+1 .. k-1 and the device hashes
     /// what has arrived; the copy waits only for the upload of segment k-S (which used the same
-    /// staging memory), so with three or more slots it runs ahead of the bus and the DMA engine
-    /// never waits for a copy. A slot's results are collected when the slot is needed again, and
+    /// staging memory), so with three or more slots it may run ahead of the bus, and the DMA engine
+    /// need not wait for a copy. A slot's results are collected when the slot is needed again, and
     /// merged into the stacks at the end.
     #[allow(clippy::too_many_arguments)]
     fn stream_segments(
@@ -279,7 +281,9 @@ impl Worker {
             let s = self.stream.as_ref().expect("ensured by the caller");
             (s.seg, s.slots.len())
         };
-        debug_assert!(stacks.len() == 1 || run_chunks >= (seg / CHUNK_LEN) as u64);
+        // No segment may straddle two runs: segments of at most a run's length, each at a multiple
+        // of its length, never do.
+        let seg = seg.min(run_chunks.saturating_mul(CHUNK_LEN as u64).min(usize::MAX as u64) as usize);
         let parts = segments(input, seg);
         let chunks: Vec<u64> = parts.iter().map(|p| (p.len() / CHUNK_LEN) as u64).collect();
         let starts: Vec<u64> = chunks.iter().scan(0, |pos, &n| Some(std::mem::replace(pos, *pos + n))).collect();
