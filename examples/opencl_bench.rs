@@ -9,6 +9,11 @@
 //!                     host figures (default 0: skip)
 //!   --sweep           also time other kernel configurations and segment sizes
 //!   --wg LIST         chunk work-group sizes the sweep tries (default 64,128,256,512)
+//!   --configs LIST    kernel configurations to time as well, each WG:LEVELS:PARENT_WG[:OPTIONS]
+//!                     (chunk work-group, tree levels the chunk kernel reduces in the group,
+//!                     parent work-group, extra compiler options), e.g. 256:3:512,128:2:512
+//!   --host-configs L  with --sweep, host streaming variants SEGMENT:SLOTS (default
+//!                     64M:2,64M:3,64M:4,32M:4,128M:3)
 //!   --build-options L extra compiler option sets the sweep tries with the default work-groups,
 //!                     separated by ';' (e.g. "-cl-nv-maxrregcount=64;-cl-mad-enable")
 //!   --merkle K        Merkle root of 2^K device-resident leaves (default 25; 0 skips), checked
@@ -101,6 +106,8 @@ mod bench {
         many: usize,
         spin: Vec<bool>,
         merkle_configs: Vec<(usize, u32)>,
+        configs: Vec<(usize, u32, usize, String)>,
+        host_configs: Vec<(usize, usize)>,
     }
 
     fn args() -> Args {
@@ -117,6 +124,8 @@ mod bench {
             many: 1 << 24,
             spin: vec![true, false],
             merkle_configs: vec![(128, 3), (128, 4), (256, 3), (256, 4), (256, 5)],
+            configs: Vec::new(),
+            host_configs: vec![(64 << 20, 2), (64 << 20, 3), (64 << 20, 4), (32 << 20, 4), (128 << 20, 3)],
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -140,6 +149,32 @@ mod bench {
                         .map(|s| {
                             let (wg, levels) = s.split_once(':').expect("--merkle-configs WG:LEVELS,...");
                             (wg.parse().expect("work-group size"), levels.parse().expect("levels"))
+                        })
+                        .collect()
+                }
+                "--configs" => {
+                    a.configs = val()
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| {
+                            let f: Vec<&str> = s.splitn(4, ':').collect();
+                            assert!(f.len() >= 3, "--configs WG:LEVELS:PARENT_WG[:OPTIONS],...");
+                            (
+                                f[0].parse().expect("chunk work-group"),
+                                f[1].parse().expect("levels"),
+                                f[2].parse().expect("parent work-group"),
+                                f.get(3).map_or(String::new(), |o| o.to_string()),
+                            )
+                        })
+                        .collect()
+                }
+                "--host-configs" => {
+                    a.host_configs = val()
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| {
+                            let (seg, slots) = s.split_once(':').expect("--host-configs SEGMENT:SLOTS,...");
+                            (parse_size(seg) as usize, slots.parse().expect("slots"))
                         })
                         .collect()
                 }
@@ -431,9 +466,13 @@ mod bench {
             }
         }
         let t = best.expect("at least one run");
+        let mut sorted = all.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median_ms = sorted[sorted.len() / 2];
         println!(
-            "  host {:>8} {label}: {:7.2} ms = {:6.1} GB/s end to end | upload {:7.2} ms ({:5.1} GB/s), kernels {:6.3} ms, download {:6.3} ms",
+            "  host {:>8} {label}: median {median_ms:7.2} ms = {:6.1} GB/s; best {:7.2} ms = {:6.1} GB/s end to end | upload {:7.2} ms ({:5.1} GB/s), kernels {:6.3} ms, download {:6.3} ms",
             human(size),
+            size as f64 / median_ms / 1e6,
             t.total.as_secs_f64() * 1e3,
             rate(size, t.total) / 1e9,
             t.upload.as_secs_f64() * 1e3,
@@ -444,6 +483,7 @@ mod bench {
         json!({
             "config": label, "bytes": size, "runs_ms": all,
             "total_ms": t.total.as_secs_f64() * 1e3, "gb_s": rate(size, t.total) / 1e9,
+            "median_ms": median_ms, "median_gb_s": size as f64 / median_ms / 1e6,
             "upload_ms": t.upload.as_secs_f64() * 1e3, "kernel_ms": t.kernel.as_secs_f64() * 1e3,
             "download_ms": t.download.as_secs_f64() * 1e3,
         })
@@ -484,6 +524,15 @@ mod bench {
                 configs.push(OpenClOptions { build_options: format!("{verbose} {opt}"), ..Default::default() });
             }
         }
+        for (wg, levels, pwg, opt) in &a.configs {
+            configs.push(OpenClOptions {
+                chunk_work_group: Some(*wg),
+                chunk_levels: Some(*levels),
+                parent_work_group: Some(*pwg),
+                build_options: opt.clone(),
+                ..Default::default()
+            });
+        }
         if a.sweep && !a.resident.is_empty() {
             for &wg in &a.wg {
                 for staged in [false, true] {
@@ -516,8 +565,9 @@ mod bench {
             };
             let (cw, pw, staged) = be.kernel_config();
             let label = format!(
-                "{}wg{cw}/{pw}{}{}{}{}",
+                "{}wg{cw}/L{}/{pw}{}{}{}{}",
                 if i == 0 { "default:" } else { "" },
+                opts.chunk_levels.map_or("auto".into(), |l| l.to_string()),
                 if staged { "-staged" } else { "-direct" },
                 match opts.spin_wait {
                     Some(true) => "-spin",
@@ -621,13 +671,38 @@ mod bench {
             let be = OpenClBackend::open(device).expect("open");
             be.hash_timed(&d[..(256 << 20).min(d.len())], &Mode::Hash).expect("warm-up");
             rows.push(host(&be, &format!("default seg {}", human(be.segment_bytes() as u64)), &d, expected, 5));
+            // Through the public API, as `b3accel bench` measures it: the cached backend, the
+            // median of several calls.
+            let mut walls = Vec::new();
+            for i in 0..8 {
+                let t = Instant::now();
+                let h = b3accel::hash_on(Device::OpenCl(device), &d).expect("hash_on");
+                if i > 0 {
+                    walls.push(t.elapsed());
+                }
+                assert_eq!(h, expected, "hash_on of {} in host memory", human(a.host));
+            }
+            let api = median(walls);
+            println!(
+                "  host {:>8} hash_on (median of 7): {:7.2} ms = {:6.1} GB/s",
+                human(a.host),
+                api.as_secs_f64() * 1e3,
+                rate(a.host, api) / 1e9
+            );
+            rows.push(json!({ "config": "hash_on median", "bytes": a.host, "total_ms": api.as_secs_f64() * 1e3,
+                              "gb_s": rate(a.host, api) / 1e9 }));
             if a.sweep {
-                let mut variants: Vec<(String, OpenClOptions)> = [32usize << 20, 128 << 20]
-                    .into_iter()
-                    .map(|seg| {
+                let mut variants: Vec<(String, OpenClOptions)> = a
+                    .host_configs
+                    .iter()
+                    .map(|&(seg, slots)| {
                         (
-                            format!("seg {}", human(seg as u64)),
-                            OpenClOptions { segment_bytes: Some(seg), ..Default::default() },
+                            format!("seg {} x {slots}", human(seg as u64)),
+                            OpenClOptions {
+                                segment_bytes: Some(seg),
+                                staging_slots: Some(slots),
+                                ..Default::default()
+                            },
                         )
                     })
                     .collect();
@@ -638,7 +713,7 @@ mod bench {
                 for (label, opts) in variants {
                     if let Ok(be) = OpenClBackend::with_options(device, &opts) {
                         be.hash_timed(&d[..(256 << 20).min(d.len())], &Mode::Hash).expect("warm-up");
-                        rows.push(host(&be, &label, &d, expected, 3));
+                        rows.push(host(&be, &label, &d, expected, 5));
                     }
                 }
             }

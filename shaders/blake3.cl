@@ -10,9 +10,14 @@
 //   MERKLE_WG  work-items per work-group of `merkle_levels` (a power of two): two nodes each
 //
 // The tree a dispatch computes. Work-group g of `chunk_cvs` hashes chunks [g*W, g*W + W) of its
-// input (W = CHUNK_WG). A full group reduces its W chunk CVs to the CV of one complete subtree of
-// W chunks and writes it to `group_cvs[g]`; the next dispatch (`parent_cvs`, same scheme one level
-// up) reduces those. Only the last group of a dispatch can be ragged: it holds `valid < W` nodes,
+// input (W = CHUNK_WG). A full group reduces its W chunk CVs by `levels` = L levels (a kernel
+// argument, 0 to log2 W) to the CVs of W / 2^L complete subtrees of 2^L chunks each and writes them
+// to `group_cvs[g * W / 2^L ..]`; the next dispatch (`parent_cvs`, the same scheme with all levels
+// of its group) reduces those. The host picks L per call: the fewest dispatches, and among those
+// the fewest levels down to the last one that keeps 32 work-items busy. The sparse top levels of
+// a group (16, 8, 4, 2, 1 busy work-items, each costing a whole SIMD instruction stream) are
+// then left to the parent kernel, where they are a small share of the work: on an H200, 1 GiB
+// device-resident took 678 us of kernel time with L = 3 against 701 us with L = 8. Only the last group of a dispatch can be ragged: it holds `valid < W` nodes,
 // which form one complete subtree per set bit of `valid` (BLAKE3's tree is left-heavy). Such a
 // group writes the CV of the subtree of 2^l nodes to `pieces[piece_level + l]`, where piece_level
 // is log2 of the chunks one node of its input stands for. After the last dispatch `pieces[b]`
@@ -29,15 +34,21 @@
 //   PREFETCH       with direct loads, load block b+1 while block b is compressed. Default 1: on an
 //                  H200 (NVIDIA OpenCL, driver 580) 1.53 against 1.51 TB/s at 1 GiB and 1.02
 //                  against 0.92 TB/s at 64 MiB, where fewer work-items must hide the latency.
-//   UNROLL_BLOCKS  unroll the 16 blocks of a chunk. Default 0: unrolled ran at 1.27 TB/s there.
+//   UNROLL_BLOCKS  1: unroll the 16 blocks of a chunk; N >= 2: unroll by N (with PREFETCH, the
+//                  next block's registers then become this block's message without moves).
+//                  Default 0: fully unrolled ran at 1.27 TB/s there.
 #ifndef PREFETCH
 #define PREFETCH 1
 #endif
 #ifndef UNROLL_BLOCKS
 #define UNROLL_BLOCKS 0
 #endif
-#if UNROLL_BLOCKS
+#define B3_STR(x) #x
+#define B3_UNROLL(n) _Pragma(B3_STR(unroll n))
+#if UNROLL_BLOCKS == 1
 #define BLOCK_LOOP _Pragma("unroll")
+#elif UNROLL_BLOCKS > 1
+#define BLOCK_LOOP B3_UNROLL(UNROLL_BLOCKS)
 #else
 #define BLOCK_LOOP
 #endif
@@ -128,19 +139,21 @@ inline void put4(uint m[16], uint i, uint4 w) {
     m[i] = w.x; m[i + 1] = w.y; m[i + 2] = w.z; m[i + 3] = w.w;
 }
 
-// Reduces a work-group's nodes to the CV of its subtree, or for a ragged group to its pieces (see
-// the top of this file). `nodes` holds `width` nodes word-major (word i of node j at
-// nodes[i * width + j]); `spare` has room for width / 2 more. Every work-item of the group calls it
-// (it has barriers); `valid` is how many nodes are real.
-inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, uint lid,
-                         uint valid, uint8 key, uint flags, __global uint *group_cvs,
+// Reduces a work-group's nodes until `out_width` are left, the CVs of its subtrees, and writes
+// those to group_cvs[group * out_width ..]; a ragged group writes the subtrees of the set bits
+// below that level to its pieces (see the top of this file), and `top` (the dispatch's only node
+// at that level) goes to its piece slot. `nodes` holds `width` nodes word-major (word i of node j
+// at nodes[i * width + j]); `spare` has room for width / 2 more. Every work-item of the group
+// calls it (it has barriers); `valid` is how many nodes are real.
+inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, uint out_width,
+                         uint lid, uint valid, uint8 key, uint flags, __global uint *group_cvs,
                          size_t group, __global uint *pieces, uint piece_level, bool top) {
     __local uint *src = nodes;
     __local uint *dst = spare;
     uint count = valid;  // complete nodes at this level
     uint level = piece_level;
     barrier(CLK_LOCAL_MEM_FENCE);
-    while (width > 1u) {
+    while (width > out_width) {
         if ((count & 1u) && lid == count - 1u) {
             // An unpaired last node: the CV of a complete subtree, and not a root.
             for (uint i = 0; i < 8u; i++) pieces[level * 8u + i] = src[i * width + lid];
@@ -165,9 +178,14 @@ inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, u
         count >>= 1;
         level++;
     }
-    if (lid == 0 && count == 1u) {
-        __global uint *dst = top ? pieces + level * 8u : group_cvs + group * 8u;
-        for (uint i = 0; i < 8u; i++) dst[i] = src[i];
+    // `count` complete nodes of this level are left (out_width for a full group).
+    if (top) {
+        if (lid == 0 && count == 1u) {
+            for (uint i = 0; i < 8u; i++) pieces[level * 8u + i] = src[i * width];
+        }
+    } else if (lid < count) {
+        __global uint *dst = group_cvs + (group * out_width + lid) * 8u;
+        for (uint i = 0; i < 8u; i++) dst[i] = src[i * width + lid];
     }
 }
 
@@ -182,7 +200,7 @@ inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, u
 __kernel __attribute__((reqd_work_group_size(CHUNK_WG, 1, 1)))
 void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
                ulong first_counter, uint8 key, uint flags, __global uint *group_cvs,
-               __global uint *pieces, ulong tail_at, uint tail_len) {
+               __global uint *pieces, ulong tail_at, uint tail_len, uint levels) {
     // Local memory: the CV tree (CHUNK_WG nodes + half as many); with STAGED, first two tiles of
     // one block per chunk, 20 words apart so that a quarter-warp's 16-byte reads hit distinct
     // banks. The tree reuses the tiles once the chunks are done.
@@ -290,8 +308,8 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
 #endif
 #endif
     for (uint i = 0; i < 8u; i++) tree[i * CHUNK_WG + lid] = cv[i];
-    reduce_group(tree, tree + CHUNK_WG * 8, CHUNK_WG, lid, valid, key, flags, group_cvs, group,
-                 pieces, 0, n_chunks / CHUNK_WG == 1);
+    reduce_group(tree, tree + CHUNK_WG * 8, CHUNK_WG, CHUNK_WG >> levels, lid, valid, key, flags,
+                 group_cvs, group, pieces, 0, (n_chunks >> levels) == 1);
 }
 
 // One work-item per node of the level below: n_nodes CVs (8 words each), each standing for
@@ -317,8 +335,8 @@ void parent_cvs(__global const uint4 *nodes, ulong n_nodes, uint8 key, uint flag
         tree[6 * PARENT_WG + lid] = hi.z;
         tree[7 * PARENT_WG + lid] = hi.w;
     }
-    reduce_group(tree, tree + PARENT_WG * 8, PARENT_WG, lid, valid, key, flags, group_cvs, group,
-                 pieces, piece_level, n_nodes / PARENT_WG == 1);
+    reduce_group(tree, tree + PARENT_WG * 8, PARENT_WG, 1, lid, valid, key, flags, group_cvs,
+                 group, pieces, piece_level, n_nodes / PARENT_WG == 1);
 }
 
 // One work-item per 64-byte block, each hashed as a complete one-block message: hash(block).

@@ -72,8 +72,12 @@ fn check_subtrees(be: &OpenClBackend, what: &str, n: u64, first_chunk: u64, flag
 
 #[test]
 fn work_group_boundaries() {
-    for i in devices() {
-        let be = open(i, OpenClOptions::default());
+    // The default configuration, and a chunk kernel that reduces only two levels in its group
+    // (a whole dispatch more for the parent kernel).
+    for (i, opts) in devices().into_iter().flat_map(|i| {
+        [(i, OpenClOptions::default()), (i, OpenClOptions { chunk_levels: Some(2), ..Default::default() })]
+    }) {
+        let be = open(i, opts);
         let (w, p, _) = be.kernel_config();
         let (w, p) = (w as u64, p as u64);
         let mut counts = vec![1, 2, 3, w - 1, w, w + 1, 2 * w - 1, 2 * w + 1, 3 * w + 5];
@@ -90,7 +94,10 @@ fn work_group_boundaries() {
         for len in [w * CHUNK_LEN as u64, w * CHUNK_LEN as u64 + 1, (w * p + 1) * 1024 - 1] {
             check_hash(&be, "default", &Mode::Hash, &pattern(len as usize));
         }
-        eprintln!("opencl:{i}: work-group boundaries ok for {w} x {p} ({counts:?} chunks)");
+        eprintln!(
+            "opencl:{i}: work-group boundaries ok for {w} x {p}, {} levels in the chunk kernel ({counts:?} chunks)",
+            be.chunk_levels(w * p)
+        );
     }
 }
 
@@ -118,6 +125,59 @@ fn tiny_work_groups_take_many_levels() {
                 check_hash(&be, "4x2", &mode, &pattern(300 * CHUNK_LEN + 1));
             }
         }
+        // A chunk kernel that stops short of its group's top: it writes 2^(3 - levels) CVs per
+        // group of 8, and ragged groups leave pieces below that level and nodes at it.
+        for levels in [0, 1, 2] {
+            let opts = OpenClOptions {
+                chunk_work_group: Some(8),
+                chunk_levels: Some(levels),
+                parent_work_group: Some(4),
+                ..Default::default()
+            };
+            let be = open(i, opts);
+            assert_eq!(be.chunk_levels(1000), levels);
+            let what = format!("8x4, {levels} levels in the chunk kernel");
+            for n in (1..=40).chain([63, 64, 65, 127, 128, 129, 255, 256, 257, 683, 1000]) {
+                check_subtrees(&be, &what, n, 0, 0);
+            }
+            check_subtrees(&be, &what, 683, 1024 * 7, 64);
+            for mode in modes() {
+                check_hash(&be, &what, &mode, &pattern(300 * CHUNK_LEN + 1));
+            }
+        }
+    }
+}
+
+#[test]
+fn capped_runs_share_one_stream() {
+    // Inputs of exactly 2^k chunks ask for capped subtrees (the root's two children); the
+    // backend streams all pieces in one pipeline, each onto a stack of its own.
+    for i in devices() {
+        for slots in [2, 3, 4] {
+            let opts =
+                OpenClOptions { segment_bytes: Some(64 << 10), staging_slots: Some(slots), ..Default::default() };
+            let be = open(i, opts);
+            let what = format!("64 KiB segments x {slots}");
+            for len in [2 << 20, 4 << 20] {
+                check_hash(&be, &what, &Mode::Hash, &pattern(len));
+            }
+            check_hash(&be, &what, &Mode::Keyed(KEY), &pattern((2 << 20) + 1));
+            // Caps above, at and below the segment length (64 chunks; below it the segments shrink
+            // to the cap, and tiny caps take one call per piece), ragged last runs too.
+            for (n, first, max) in
+                [(2048u64, 0u64, 1024u64), (2048 + 64 * 3 + 5, 4096, 256), (1500, 0, 64), (1500, 0, 16), (1500, 0, 8)]
+            {
+                let data = pattern(n as usize * CHUNK_LEN);
+                let count = b3accel::subtree_count(n, max);
+                let mut want = vec![[0u8; 32]; count];
+                CpuBackend::new().chunk_subtrees_capped(&data, first, max, &IV, 0, &mut want).unwrap();
+                let mut got = vec![[0u8; 32]; count];
+                be.chunk_subtrees_capped(&data, first, max, &IV, 0, &mut got).unwrap();
+                assert_eq!(got, want, "{what}: {n} chunks at {first}, at most {max} per subtree");
+            }
+        }
+        let bad = OpenClBackend::with_options(i, &OpenClOptions { staging_slots: Some(9), ..Default::default() });
+        assert!(matches!(bad, Err(Error::InvalidInput(_))), "9 staging slots must be refused");
     }
 }
 

@@ -149,6 +149,9 @@ pub(crate) struct BuildConfig {
     pub parent_wg: usize,
     pub merkle_wg: usize,
     pub staged: bool,
+    /// Tree levels the chunk kernel reduces inside a work-group, for every call (capped at log2
+    /// of `chunk_wg`); `None`: chosen per call (see [`levels_for`](Self::levels_for)).
+    pub chunk_levels: Option<u32>,
     pub extra_options: String,
 }
 
@@ -158,6 +161,30 @@ impl BuildConfig {
             "-cl-std=CL1.2 -D CHUNK_WG={} -D PARENT_WG={} -D MERKLE_WG={} -D STAGED={} {}",
             self.chunk_wg, self.parent_wg, self.merkle_wg, self.staged as u32, self.extra_options
         )
+    }
+
+    /// The tree levels the chunk kernel reduces inside a work-group for a run of `n` chunks: each
+    /// node it writes stands for 2^this many chunks. Unless fixed by the options: the fewest
+    /// dispatches in all, and among those the fewest levels, but no fewer than leave 32 nodes
+    /// per group (a whole NVIDIA warp's worth of work on the last level the group reduces). On
+    /// an H200 with 256-chunk groups that is 3 levels for 1 GiB (2^17 nodes, then two parent
+    /// dispatches as with all 8 levels) and all 8 for 64 MiB (where 3 would take a dispatch more).
+    pub fn levels_for(&self, n: u64) -> u32 {
+        let all = self.chunk_wg.max(1).ilog2();
+        if let Some(l) = self.chunk_levels {
+            return l.min(all);
+        }
+        let parent = self.parent_wg.max(2) as u64;
+        let rounds = |mut count: u64| {
+            let mut r = 0;
+            while count > 1 {
+                count /= parent;
+                r += 1;
+            }
+            r
+        };
+        let least = all.saturating_sub(5);
+        (least..=all).min_by_key(|&l| (rounds(n >> l), l)).unwrap_or(all)
     }
 
     /// Local memory the chunk kernel declares, in bytes (see shaders/blake3.cl).

@@ -22,13 +22,15 @@
 //!
 //! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`,
 //! wall time per call with everything in it, kernel time from profiling events:
-//! - device-resident 1 GiB: 730 us per call (1.47 TB/s), of which kernels 702 us (1.53 TB/s);
-//!   64 MiB: 93 us (0.72 TB/s), kernels 66 us. The rest is the driver's enqueue call (11 us),
-//!   the first kernel's start (7 us) and the gaps between the few commands (10 us);
+//! - device-resident 1 GiB: 707 us per call (1.52 TB/s), of which kernels 684 us (1.57 TB/s);
+//!   64 MiB: 82 us (0.81 TB/s), kernels 66 us. The rest is mostly the driver's enqueue call and
+//!   the first kernel's start; events are made only where needed (each cost the driver time).
+//!   In one `b3accel bench` run: 1.51 TB/s at 1 GiB, 0.79 TB/s at 64 MiB;
 //! - Merkle root of 2^25 device-resident leaves: 1.315 ms per call, kernels 1.287 ms;
 //! - 2^24 device-resident 64-byte messages: 676 us per call (24.8 G hashes/s), kernels 662 us;
-//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s), of which the upload
-//!   takes 20 to 21 ms and the kernels 1.3 ms.
+//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s) in `opencl_bench`, of which
+//!   the upload takes 20 to 21 ms and the kernels 1.3 ms; `b3accel bench` measured only 38 GB/s
+//!   in the same build (its uploads ran at 40 GB/s there, not 53), which is not understood yet.
 //!
 //! ```no_run
 //! use b3accel::opencl::OpenClBackend;
@@ -49,7 +51,7 @@ mod worker;
 
 pub use merkle::MerkleInner;
 
-use crate::backend::{check_blocks_args, check_subtree_args, Backend, Timings, MAX_SUBTREE};
+use crate::backend::{check_blocks_args, check_subtree_args, subtree_count, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
@@ -92,6 +94,11 @@ pub struct OpenClOptions {
     /// Work-items (= chunks) per work-group of the chunk kernel, a power of two. Default: 256 on
     /// a GPU, 64 on a CPU device, lowered to what the device allows.
     pub chunk_work_group: Option<usize>,
+    /// Tree levels the chunk kernel reduces inside a work-group before it writes CVs out, for
+    /// every call (at most log2 of the chunk work-group; `Some(0)` writes every chunk's CV). The
+    /// parent kernel takes the rest. Default (`None`): chosen per call, the fewest dispatches and
+    /// then the fewest levels that still keep 32 work-items busy (see `shaders/blake3.cl`).
+    pub chunk_levels: Option<u32>,
     /// Work-items (= CVs) per work-group of the parent kernel, a power of two. Default as above.
     pub parent_work_group: Option<usize>,
     /// Work-items per work-group of the Merkle kernel, a power of two; each takes a pair of nodes,
@@ -136,6 +143,14 @@ pub struct OpenClOptions {
     /// reads a segment faster when part of it is still in the CPU's cache). Worth trying where
     /// the copy, not the bus, is the bottleneck.
     pub streaming_stores: Option<bool>,
+    /// How many segments a streamed host input keeps in flight, each with its own pinned staging
+    /// buffer and device buffer (2 to 4). With two, the CPU's copy of segment k+1 into staging
+    /// memory must finish within the upload of segment k, or the bus waits; with more, the copy
+    /// runs ahead of the uploads. Default: 2, as measured on an H200 host (1 GiB end to end,
+    /// median of 5, 64 MiB segments): 45.2 GB/s with 2 slots, 44.1 to 45.9 GB/s with 3, 42.9 GB/s
+    /// with 4, where the copy running ahead slowed the DMA engine's reads of pinned memory from
+    /// 53 to 48 GB/s. More slots may pay where the host's memory has bandwidth to spare.
+    pub staging_slots: Option<usize>,
     /// The largest device buffer the backend allocates for streaming, in bytes. A larger request
     /// is treated like a device out of memory: the backend falls back to smaller segments. Useful
     /// to bound its memory, and to test that fallback.
@@ -170,6 +185,8 @@ pub struct OpenClBackend {
     segment_bytes: usize,
     max_alloc_bytes: u64,
     streaming_stores: bool,
+    /// Segments in flight when streaming host inputs.
+    staging_slots: usize,
     /// PoCL: calls are serialised, see [`Pool::with_worker`].
     serialize: bool,
     /// Levels per Merkle dispatch while levels are large.
@@ -189,6 +206,7 @@ impl std::fmt::Debug for OpenClBackend {
             .field("parent_work_group", &self.config.parent_wg)
             .field("merkle_work_group", &self.config.merkle_wg)
             .field("staged_loads", &self.config.staged)
+            .field("chunk_levels", &self.config.chunk_levels)
             .field("segment_bytes", &self.segment_bytes)
             .finish()
     }
@@ -343,6 +361,16 @@ impl OpenClBackend {
             None => default_segment(&limits),
         };
         let max_workers = if options.max_workers == 0 { 4 } else { options.max_workers };
+        let staging_slots = match options.staging_slots {
+            None => 2,
+            Some(n) if (2..=worker::RESULT_SLOTS).contains(&n) => n,
+            Some(n) => {
+                return Err(Error::InvalidInput(format!(
+                    "{device}: {n} staging slots is not between 2 and {}",
+                    worker::RESULT_SLOTS
+                )))
+            }
+        };
         let merkle_span = (2 * config.merkle_wg).trailing_zeros();
         let merkle_levels = match options.merkle_levels {
             Some(l) if (1..=merkle_span).contains(&l) => l,
@@ -371,6 +399,7 @@ impl OpenClBackend {
             segment_bytes,
             max_alloc_bytes: options.max_alloc_bytes.unwrap_or(u64::MAX),
             streaming_stores: options.streaming_stores.unwrap_or(false),
+            staging_slots,
             merkle_levels,
             spin_wait,
             pinned_results: options.pinned_results.unwrap_or(true),
@@ -443,6 +472,19 @@ impl OpenClBackend {
     /// ```
     pub fn kernel_config(&self) -> (usize, usize, bool) {
         (self.config.chunk_wg, self.config.parent_wg, self.config.staged)
+    }
+
+    /// The tree levels the chunk kernel reduces inside a work-group for a run of `chunks` full
+    /// chunks (each CV it writes stands for 2^this many chunks); the parent kernel reduces the
+    /// rest.
+    ///
+    /// ```no_run
+    /// let gpu = b3accel::opencl::OpenClBackend::open(0)?;
+    /// assert!(1usize << gpu.chunk_levels(1 << 20) <= gpu.kernel_config().0);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn chunk_levels(&self, chunks: u64) -> u32 {
+        self.config.levels_for(chunks)
     }
 
     /// The compiler's log from building the kernels (empty where the driver said nothing; with
@@ -520,6 +562,7 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
         // cache serves the rest of the line. Measured on an H200 (NVIDIA OpenCL, driver 580) at
         // 1 GiB: 1.51 TB/s direct against 1.29 TB/s staged through local memory (256-chunk groups).
         staged: options.staged_loads.unwrap_or(false),
+        chunk_levels: options.chunk_levels,
         extra_options: options.build_options.clone(),
     };
     // Local memory: shrink the groups until the kernels' arrays fit.
@@ -570,6 +613,53 @@ impl Backend for OpenClBackend {
         let mut stack = CvStack::new();
         self.pool.with_worker(self, |w| w.commit_host(self, &mut stack, first_chunk, input, domain, None))?;
         stack.subtree_cvs(domain, out);
+        Ok(())
+    }
+
+    /// One pipeline for the whole run: the tree module caps the subtrees where an input is
+    /// exactly a power of two of chunks (it needs the root's two children), and the default, one
+    /// `chunk_subtrees` call per capped piece, would drain and refill the streaming pipeline
+    /// between the pieces. Each piece gets its own stack instead, fed by the one stream (with
+    /// segments no longer than a piece). On an H200, 1 GiB from host memory through `hash_on`:
+    /// 23.4 ms (45.9 GB/s, median of 7) in one stream, against 41.5 GB/s as two.
+    fn chunk_subtrees_capped(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        let n = check_subtree_args(input, first_chunk, max_chunks, out)?;
+        if n <= max_chunks {
+            return self.chunk_subtrees(input, first_chunk, key, flags, out);
+        }
+        if input.len() <= DIRECT_MAX || max_chunks < 16 {
+            // Small inputs take the direct path anyway; tiny caps would make tiny segments.
+            for (i, run) in input.chunks((max_chunks as usize).saturating_mul(CHUNK_LEN)).enumerate() {
+                let start = subtree_count(i as u64 * max_chunks, max_chunks);
+                let count = subtree_count((run.len() / CHUNK_LEN) as u64, max_chunks);
+                self.chunk_subtrees(
+                    run,
+                    first_chunk + i as u64 * max_chunks,
+                    key,
+                    flags,
+                    &mut out[start..start + count],
+                )?;
+            }
+            return Ok(());
+        }
+        let domain = Domain { key: *key, flags };
+        let mut stacks = vec![CvStack::new(); n.div_ceil(max_chunks) as usize];
+        self.pool.with_worker(self, |w| w.stream(self, &mut stacks, max_chunks, first_chunk, input, domain, None))?;
+        let mut at = 0;
+        for (r, stack) in stacks.iter().enumerate() {
+            let chunks = (n - r as u64 * max_chunks).min(max_chunks);
+            let count = chunks.count_ones() as usize;
+            stack.subtree_cvs(domain, &mut out[at..at + count]);
+            at += count;
+        }
         Ok(())
     }
 

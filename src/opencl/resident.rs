@@ -139,7 +139,8 @@ impl OpenClBackend {
             let mut whole: Vec<Cv> = vec![[0; 32]; full_chunks.count_ones() as usize];
             if full_chunks > 0 {
                 let run = Run { data: mem, chunk_offset: 0, n: full_chunks, counter: 0, domain };
-                let done = w.enqueue_subtrees_on(queue, self, run, None, 0, Some((tail_at, last_len)), &mut prof)?;
+                let done =
+                    w.enqueue_subtrees_on(queue, self, run, None, 0, Some((tail_at, last_len)), false, &mut prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, full_chunks, &mut whole);
                 last.copy_from_slice(w.tail(0, last_len));
@@ -159,7 +160,7 @@ impl OpenClBackend {
                     return Ok(());
                 }
                 let run = Run { data: mem, chunk_offset: offset, n, counter: first, domain };
-                let done = w.enqueue_subtrees_on(queue, self, run, None, 0, None, &mut prof)?;
+                let done = w.enqueue_subtrees_on(queue, self, run, None, 0, None, false, &mut prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, n, out);
                 Ok(())

@@ -1,6 +1,7 @@
-//! Host inputs larger than the direct path stream through the device in segments: two device
-//! buffers, each fed from a pinned staging buffer (`CL_MEM_ALLOC_HOST_PTR`, mapped once) on the
-//! worker's transfer queue, so that the upload of segment k+1 overlaps the hashing of segment k.
+//! Host inputs larger than the direct path stream through the device in segments: a few device
+//! buffers (`OpenClOptions::staging_slots`), each fed from a pinned staging buffer
+//! (`CL_MEM_ALLOC_HOST_PTR`, mapped once) on the worker's transfer queue, so that the CPU's copy
+//! into staging memory, the upload and the hashing of different segments overlap.
 //!
 //! Segments are a power of two of chunks at a multiple of their size, so each full one is one
 //! complete subtree; their CVs go onto the caller's [`CvStack`], which merges them by the tree's
@@ -69,8 +70,9 @@ impl StreamBuffers {
                 be.limits.max_alloc
             )));
         }
-        let mut bufs = StreamBuffers { seg, slots: Vec::with_capacity(2), queue: w.transfer.clone() };
-        for _ in 0..2 {
+        let count = be.staging_slots;
+        let mut bufs = StreamBuffers { seg, slots: Vec::with_capacity(count), queue: w.transfer.clone() };
+        for _ in 0..count {
             let alloc = |flags| {
                 // SAFETY: a plain allocation with no host pointer.
                 unsafe { core::create_buffer::<_, u8>(&w.context, flags, seg, None) }
@@ -120,7 +122,9 @@ impl StreamBuffers {
 /// `streaming`, non-temporal stores: the destination is not read into the cache first (see
 /// `OpenClOptions::streaming_stores` for when that pays).
 fn copy_parallel(src: &[u8], dst: &mut [u8], streaming: bool) {
-    const PIECE: usize = 1 << 20;
+    // Pieces of 256 KiB: the pipeline's first segments are small (1/32 of a segment and up), and
+    // one core copying them alone held up the start of every mid-sized input.
+    const PIECE: usize = 256 << 10;
     let copy = |d: &mut [u8], s: &[u8]| {
         if streaming {
             copy_streaming(d, s)
@@ -128,7 +132,7 @@ fn copy_parallel(src: &[u8], dst: &mut [u8], streaming: bool) {
             d.copy_from_slice(s)
         }
     };
-    if src.len() < 4 * PIECE {
+    if src.len() < 2 * PIECE {
         copy(dst, src);
         return;
     }
@@ -187,31 +191,38 @@ fn segments(input: &[u8], seg: usize) -> Vec<&[u8]> {
 }
 
 impl Worker {
-    /// Streams `input` (full chunks continuing `stack`'s input; chunk counters from
-    /// `counter_base + stack.chunks()`) in segments. A device short of memory gets smaller
-    /// segments (the call starts again from `stack` as it was); below 64 KiB it is an error.
+    /// Streams `input` (full chunks; chunk counters from `counter_base`) in segments onto
+    /// `stacks`: run r (chunks `[r * run_chunks, (r + 1) * run_chunks)` of `input`) onto
+    /// `stacks[r]`, all in one pipeline. With one stack and `run_chunks` = [`MAX_SUBTREE`] that is
+    /// the whole input, continuing that stack's input (chunk counters from `counter_base +
+    /// stack.chunks()`); with several, each stack is fresh and `run_chunks` (a power of two) is at
+    /// least the segment length, so no segment straddles two runs. A device short of memory gets
+    /// smaller segments (the call starts again from the stacks as they were); below 64 KiB it is
+    /// an error.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn stream(
         &mut self,
         be: &OpenClBackend,
-        stack: &mut CvStack,
+        stacks: &mut [CvStack],
+        run_chunks: u64,
         counter_base: u64,
         input: &[u8],
         domain: Domain,
         prof: Option<&mut Prof>,
     ) -> Result<()> {
         let mut prof = prof;
-        let start = stack.clone();
+        let start = stacks.to_vec();
         let prof_len = prof.as_ref().map_or(0, |p| p.len());
         let min = MIN_FALLBACK_SEGMENT.min(be.segment_bytes);
         loop {
             self.ensure_stream(be, min)?;
             let seg = self.segment_cap;
-            match self.stream_segments(be, stack, counter_base, input, domain, &mut prof) {
+            match self.stream_segments(be, stacks, run_chunks, counter_base, input, domain, &mut prof) {
                 Err(Error::OutOfMemory { .. }) if seg / 2 >= min => {
                     self.quiesce();
                     self.stream = None;
                     self.segment_cap = seg / 2;
-                    *stack = start.clone();
+                    stacks.clone_from_slice(&start);
                     if let Some(p) = prof.as_deref_mut() {
                         p.truncate(prof_len);
                     }
@@ -224,7 +235,7 @@ impl Worker {
     /// Makes sure this worker has segment buffers, halving the segment size while the device
     /// cannot hold them.
     fn ensure_stream(&mut self, be: &OpenClBackend, min: usize) -> Result<()> {
-        if self.stream.as_ref().is_some_and(|s| s.seg == self.segment_cap) {
+        if self.stream.as_ref().is_some_and(|s| s.seg == self.segment_cap && s.slots.len() == be.staging_slots) {
             return Ok(());
         }
         self.stream = None;
@@ -248,88 +259,101 @@ impl Worker {
         }
     }
 
-    /// The pipeline: while the CPU copies segment k+1 into its pinned staging buffer, the DMA
-    /// engine uploads segment k and the device hashes segment k-1. Segment k lives in slot k % 2
-    /// (device buffer, staging buffer, host result buffer). Its results are collected once the
-    /// slot is needed again, and merged into `stack` at the end.
+    /// The pipeline over S slots (device buffer, pinned staging buffer, host result buffer):
+    /// segment k lives in slot k % S. While the CPU copies segment k into its staging buffer,
+    /// the DMA engine works through the uploads of segments k-S+1 .. k-1 and the device hashes
+    /// what has arrived; the copy waits only for the upload of segment k-S (which used the same
+    /// staging memory), so with three or more slots it may run ahead of the bus, and the DMA engine
+    /// need not wait for a copy. A slot's results are collected when the slot is needed again, and
+    /// merged into the stacks at the end.
+    #[allow(clippy::too_many_arguments)]
     fn stream_segments(
         &mut self,
         be: &OpenClBackend,
-        stack: &mut CvStack,
+        stacks: &mut [CvStack],
+        run_chunks: u64,
         counter_base: u64,
         input: &[u8],
         domain: Domain,
         prof: &mut Option<&mut Prof>,
     ) -> Result<()> {
-        let seg = self.stream.as_ref().expect("ensured by the caller").seg;
+        let (seg, slots) = {
+            let s = self.stream.as_ref().expect("ensured by the caller");
+            (s.seg, s.slots.len())
+        };
+        // No segment may straddle two runs: segments of at most a run's length, each at a multiple
+        // of its length, never do.
+        let seg = seg.min(run_chunks.saturating_mul(CHUNK_LEN as u64).min(usize::MAX as u64) as usize);
         let parts = segments(input, seg);
         let chunks: Vec<u64> = parts.iter().map(|p| (p.len() / CHUNK_LEN) as u64).collect();
         let starts: Vec<u64> = chunks.iter().scan(0, |pos, &n| Some(std::mem::replace(pos, *pos + n))).collect();
         let mut results: Vec<Vec<Cv>> = chunks.iter().map(|n| vec![[0; 32]; n.count_ones() as usize]).collect();
-        let mut inflight: [Option<(usize, Enqueued)>; 2] = [None, None];
+        let mut inflight: Vec<Option<(usize, Enqueued)>> = (0..slots).map(|_| None).collect();
 
-        self.upload(0, parts[0], be.streaming_stores, prof)?;
-        inflight[0] = Some((0, self.dispatch_segment(be, 0, chunks[0], counter_base + starts[0], domain, prof)?));
-        for k in 1..parts.len() {
-            let slot = k % 2;
-            self.upload(k, parts[k], be.streaming_stores, prof)?;
+        for k in 0..parts.len() {
+            let slot = k % slots;
+            self.upload(k % slots, parts[k], be.streaming_stores, prof)?;
             // The slot's previous segment must be collected before its results are overwritten.
             if let Some((j, done)) = inflight[slot].take() {
                 self.wait(&done.read)?;
                 self.take_pieces(slot, chunks[j], &mut results[j]);
             }
             inflight[slot] =
-                Some((k, self.dispatch_segment(be, k, chunks[k], counter_base + starts[k], domain, prof)?));
+                Some((k, self.dispatch_segment(be, slot, chunks[k], counter_base + starts[k], domain, prof)?));
         }
-        for k in parts.len().saturating_sub(2)..parts.len() {
-            if let Some((j, done)) = inflight[k % 2].take() {
+        for k in parts.len().saturating_sub(slots)..parts.len() {
+            if let Some((j, done)) = inflight[k % slots].take() {
                 self.wait(&done.read)?;
-                self.take_pieces(k % 2, chunks[j], &mut results[j]);
+                self.take_pieces(k % slots, chunks[j], &mut results[j]);
             }
         }
 
-        // Merge by the tree's rules. A fresh stack takes each segment as one run, as dispatched;
-        // any other cut (a stack that did not start at chunk 0) is hashed again as it asks.
+        // Merge by the tree's rules, each segment onto the stack of its run. A fresh stack takes
+        // each segment as one run, as dispatched; any other cut (a stack that did not start at
+        // chunk 0) is hashed again as it asks.
         for (k, part) in parts.iter().enumerate() {
-            stack.commit_runs(chunks[k], MAX_SUBTREE, domain, |offset, n, first, out| {
-                if (offset, n, first) == (0, chunks[k], starts[k]) {
+            let r = if stacks.len() == 1 { 0 } else { (starts[k] / run_chunks) as usize };
+            let run_start = r as u64 * run_chunks;
+            let base = counter_base + run_start;
+            stacks[r].commit_runs(chunks[k], MAX_SUBTREE, domain, |offset, n, first, out| {
+                if (offset, n, first) == (0, chunks[k], starts[k] - run_start) {
                     out.copy_from_slice(&results[k]);
                     return Ok(());
                 }
                 let run = &part[offset as usize * CHUNK_LEN..(offset + n) as usize * CHUNK_LEN];
-                self.hash_run_direct(be, run, counter_base + first, domain, out)
+                self.hash_run_direct(be, run, base + first, domain, out)
             })?;
         }
         Ok(())
     }
 
-    /// Enqueues the kernels for segment `k`, once its upload is done, into host result slot k % 2.
+    /// Enqueues the kernels for the segment in `slot`, once its upload is done, into host
+    /// result slot `slot`.
     fn dispatch_segment(
         &mut self,
         be: &OpenClBackend,
-        k: usize,
+        slot: usize,
         n: u64,
         counter: u64,
         domain: Domain,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
-        let slot = k % 2;
         let (dev, uploaded) = {
             let s = &self.stream.as_ref().expect("ensured").slots[slot];
             (s.device.clone(), s.upload.clone())
         };
         let run = Run { data: &dev, chunk_offset: 0, n, counter, domain };
         let done = self.enqueue_subtrees(be, run, uploaded.as_ref(), slot, None, prof)?;
-        self.stream.as_mut().expect("ensured").slots[slot].reader = Some(done.chunk_kernel.clone());
+        self.stream.as_mut().expect("ensured").slots[slot].reader = done.chunk_kernel.clone();
         Ok(done)
     }
 
-    /// Copies segment `k` into its slot's staging buffer and enqueues its upload, which waits on
-    /// the device for the kernel that last read the slot's device buffer.
-    fn upload(&mut self, k: usize, part: &[u8], streaming: bool, prof: &mut Option<&mut Prof>) -> Result<()> {
+    /// Copies a segment into staging slot `slot` and enqueues its upload, which waits on the
+    /// device for the kernel that last read the slot's device buffer.
+    fn upload(&mut self, slot: usize, part: &[u8], streaming: bool, prof: &mut Option<&mut Prof>) -> Result<()> {
         let device = self.device;
         let stream = self.stream.as_mut().expect("ensured by the caller");
-        let slot = &mut stream.slots[k % 2];
+        let slot = &mut stream.slots[slot];
         if let Some(ev) = slot.upload.take() {
             // The staging memory is free once its previous upload is done.
             ev.wait_for().map_err(|e| cl_err(device, "waiting for an upload", e))?;

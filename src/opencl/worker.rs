@@ -20,6 +20,8 @@ const PIECE_SLOTS: usize = 64;
 /// The device's subtree CVs, then room for an input's last chunk, fetched in the same read.
 const PIECES_BYTES: usize = PIECE_SLOTS * 32;
 const RESULT_BYTES: usize = PIECES_BYTES + CHUNK_LEN;
+/// Host result slots: one per streaming slot in flight (at most this many staging slots).
+pub(crate) const RESULT_SLOTS: usize = 4;
 
 /// A run of full chunks in a device buffer.
 pub(crate) struct Run<'a> {
@@ -36,8 +38,9 @@ pub(crate) struct Run<'a> {
 
 /// The events of one enqueued dispatch sequence.
 pub(crate) struct Enqueued {
-    /// The only command that reads the input buffer.
-    pub chunk_kernel: Event,
+    /// The only command that reads the input buffer (where asked for: an event costs the driver
+    /// time on every call).
+    pub chunk_kernel: Option<Event>,
     /// The read of the results: complete means everything is.
     pub read: Event,
 }
@@ -178,7 +181,7 @@ impl Scratch {
     }
 }
 
-/// Host memory that results are read into: two slots of [`RESULT_BYTES`].
+/// Host memory that results are read into: [`RESULT_SLOTS`] slots of [`RESULT_BYTES`].
 ///
 /// Pinned where the driver gives it (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once): NVIDIA's
 /// driver then copies straight into it, and a read is complete when its copy is. A read into
@@ -187,10 +190,10 @@ impl Scratch {
 /// after the copy's end, more the longer the kernels before it ran.
 enum HostResults {
     Pinned(PinnedResults),
-    Pageable(Box<[[u8; RESULT_BYTES]; 2]>),
+    Pageable(Box<[[u8; RESULT_BYTES]; RESULT_SLOTS]>),
 }
 
-/// A mapped `CL_MEM_ALLOC_HOST_PTR` buffer of two result slots.
+/// A mapped `CL_MEM_ALLOC_HOST_PTR` buffer of [`RESULT_SLOTS`] result slots.
 struct PinnedResults {
     mem: Mem,
     map: MemMap<u8>,
@@ -213,12 +216,12 @@ impl Drop for PinnedResults {
 
 impl HostResults {
     fn pageable() -> HostResults {
-        HostResults::Pageable(Box::new([[0; RESULT_BYTES]; 2]))
+        HostResults::Pageable(Box::new([[0; RESULT_BYTES]; RESULT_SLOTS]))
     }
 
     /// Pinned slots, or `None` where the driver has no such memory to give.
     fn pinned(context: &core::Context, queue: &CommandQueue) -> Option<HostResults> {
-        let len = 2 * RESULT_BYTES;
+        let len = RESULT_SLOTS * RESULT_BYTES;
         // SAFETY: a plain allocation with no host pointer.
         let mem = unsafe {
             core::create_buffer::<_, u8>(context, MemFlags::READ_WRITE | MemFlags::ALLOC_HOST_PTR, len, None)
@@ -243,9 +246,10 @@ impl HostResults {
 
     fn slot(&self, slot: usize) -> &[u8] {
         match self {
-            // SAFETY: the mapping is 2 * RESULT_BYTES bytes long and lives as long as `self`.
+            // SAFETY: the mapping is RESULT_SLOTS * RESULT_BYTES bytes long and lives as long as
+            // `self`.
             HostResults::Pinned(p) => unsafe {
-                &p.map.as_slice(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+                &p.map.as_slice(RESULT_SLOTS * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
             },
             HostResults::Pageable(b) => &b[slot][..],
         }
@@ -255,7 +259,7 @@ impl HostResults {
         match self {
             // SAFETY: as above, and `&mut self` makes the borrow unique.
             HostResults::Pinned(p) => unsafe {
-                &mut p.map.as_slice_mut(2 * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
+                &mut p.map.as_slice_mut(RESULT_SLOTS * RESULT_BYTES)[slot * RESULT_BYTES..][..RESULT_BYTES]
             },
             HostResults::Pageable(b) => &mut b[slot][..],
         }
@@ -281,8 +285,8 @@ pub(crate) struct Worker {
     pub many_merge: Kernel,
     pub levels: [Scratch; 2],
     pieces: Mem,
-    /// Two host buffers for results, so that a streamed segment's results can arrive while the
-    /// previous one's are read.
+    /// Host buffers for results, one per streaming slot, so that a streamed segment's results
+    /// can arrive while earlier ones' are read.
     host_pieces: HostResults,
     pub input: Scratch,
     pub output: Scratch,
@@ -371,8 +375,9 @@ impl Worker {
     /// input's last chunk) into host buffer `slot`. Once the returned read event is complete,
     /// [`take_pieces`](Self::take_pieces) and [`tail`](Self::tail) give the results.
     ///
-    /// Dispatch 1 (`chunk_cvs`) reduces each work-group's chunks; each further one (`parent_cvs`)
-    /// reduces the previous one's group CVs, until one CV or none is left (see shaders/blake3.cl).
+    /// Dispatch 1 (`chunk_cvs`) reduces each work-group's chunks by the configured levels; each
+    /// further one (`parent_cvs`) reduces the previous one's CVs by a whole group's levels, until
+    /// one CV or none is left (see shaders/blake3.cl).
     pub fn enqueue_subtrees(
         &mut self,
         be: &OpenClBackend,
@@ -383,11 +388,13 @@ impl Worker {
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
         let queue = self.compute.clone();
-        self.enqueue_subtrees_on(&queue, be, run, wait, slot, tail, prof)
+        self.enqueue_subtrees_on(&queue, be, run, wait, slot, tail, true, prof)
     }
 
     /// [`enqueue_subtrees`](Self::enqueue_subtrees) on `queue`, an in-order queue of the
-    /// worker's context (the backend's own queue, for data its user wrote there).
+    /// worker's context (the backend's own queue, for data its user wrote there); with
+    /// `kernel_event`, the chunk kernel's event comes back too. Events are made only where
+    /// someone waits on them or profiles: NVIDIA's driver spends microseconds on each.
     #[allow(clippy::too_many_arguments)]
     pub fn enqueue_subtrees_on(
         &mut self,
@@ -397,15 +404,18 @@ impl Worker {
         wait: Option<&Event>,
         slot: usize,
         tail: Option<(usize, usize)>,
+        kernel_event: bool,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
         let Run { data, chunk_offset, n, counter, domain } = run;
         let (tail_at, tail_len) = tail.map_or((0u64, 0u32), |(at, len)| (at as u64, len as u32));
         debug_assert!(tail_len as usize <= CHUNK_LEN);
-        debug_assert!(n >= 1 && slot < 2);
+        debug_assert!(n >= 1 && slot < RESULT_SLOTS);
         let w1 = be.config.chunk_wg as u64;
         let w2 = be.config.parent_wg as u64;
-        let q1 = n / w1;
+        // The chunk kernel leaves one node per 2^l chunks (l = its in-group levels).
+        let l1 = be.config.levels_for(n);
+        let q1 = n >> l1;
         let level0 = self.levels[0].get(self.device, &self.context, (q1.max(1) * 32) as usize)?;
         let level1 = self.levels[1].get(self.device, &self.context, ((q1 / w2).max(1) * 32) as usize)?;
         let key = domain.key;
@@ -426,8 +436,10 @@ impl Worker {
             .and_then(|_| set(7, ArgVal::mem(&self.pieces)))
             .and_then(|_| set(8, ArgVal::scalar(&tail_at)))
             .and_then(|_| set(9, ArgVal::scalar(&tail_len)))
+            .and_then(|_| set(10, ArgVal::scalar(&l1)))
             .map_err(|e| err("setting kernel arguments", e))?;
         let groups = n.div_ceil(w1);
+        let events = prof.is_some();
         let mut chunk_kernel = Event::null();
         // SAFETY: every argument is set, the buffers outlive the command (OpenCL retains them),
         // and the work-group size is the one the kernel was compiled for.
@@ -441,7 +453,7 @@ impl Worker {
                 &[(groups * w1) as usize, 1, 1],
                 Some([w1 as usize, 1, 1]),
                 wait,
-                Some(&mut chunk_kernel),
+                (events || kernel_event).then_some(&mut chunk_kernel),
             )
         }
         .map_err(|e| err("running the chunk kernel", e))?;
@@ -450,7 +462,7 @@ impl Worker {
         core::flush(queue).map_err(|e| err("flushing the queue", e))?;
 
         let mut count = q1;
-        let mut level = w1.trailing_zeros();
+        let mut level = l1;
         let mut bufs = [level0, level1];
         while count > 1 {
             let p = &self.parent;
@@ -477,7 +489,7 @@ impl Worker {
                     &[(groups * w2) as usize, 1, 1],
                     Some([w2 as usize, 1, 1]),
                     None::<&Event>,
-                    Some(&mut ev),
+                    events.then_some(&mut ev),
                 )
             }
             .map_err(|e| err("running the parent kernel", e))?;
@@ -506,7 +518,7 @@ impl Worker {
         .map_err(|e| err("reading subtree CVs", e))?;
         Prof::push(prof, Stage::Download, &read);
         core::flush(queue).map_err(|e| err("flushing the queue", e))?;
-        Ok(Enqueued { chunk_kernel, read })
+        Ok(Enqueued { chunk_kernel: kernel_event.then_some(chunk_kernel), read })
     }
 
     /// The subtree CVs of the `n` chunks last dispatched into host buffer `slot`, largest first:
@@ -622,7 +634,7 @@ impl Worker {
                 Ok(())
             });
         }
-        self.stream(be, stack, counter_base, input, domain, prof)
+        self.stream(be, std::slice::from_mut(stack), MAX_SUBTREE, counter_base, input, domain, prof)
     }
 
     /// The subtree CVs of `input`'s full chunks (the first with chunk counter `counter`),
