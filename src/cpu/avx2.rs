@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, lane_ptr, Job, Lanes, PREFETCH_AHEAD};
+use super::lanes::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
 use crate::compress::{Cv, Word};
 
 impl Word for __m256i {
@@ -117,7 +117,7 @@ impl Lanes for __m256i {
             let mut ptrs = [input; 8];
             for (lane, p) in ptrs.iter_mut().enumerate() {
                 *p = lane_ptr(input, stride, valid, lane);
-                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
             }
             let mut m = [_mm256_setzero_si256(); 16];
             for half in 0..2 {

@@ -97,8 +97,15 @@ pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usiz
     input.wrapping_add(lane.min(valid - 1) * stride)
 }
 
-/// How far ahead of the block being hashed each lane's data is prefetched.
-pub(crate) const PREFETCH_AHEAD: usize = 2 * BLOCK_LEN;
+/// What each lane prefetches as it loads a block: the same block of the input that the same lane
+/// of the next group will hash (`lanes * stride` bytes on), one whole group's time ahead. Data
+/// beyond the caches then arrives in time: measured on one thread of the 2-core machine, 64 MiB
+/// went from 0.73x upstream's speed (prefetching two blocks ahead within the chunk, as upstream
+/// does) to 1.10x, with no change at 1 MiB.
+#[inline(always)]
+pub(crate) fn prefetch_address(lane_ptr: *const u8, stride: usize, lanes: usize) -> *const i8 {
+    lane_ptr.wrapping_add(stride * lanes) as *const i8
+}
 
 /// Most lanes of any vector type: the size of the staging buffer for partial last blocks.
 const MAX_LANES: usize = 16;
