@@ -49,6 +49,7 @@ use crate::tree::{self, CvStack, Domain};
 use crate::{Hash, Mode};
 use buffers::StreamPool;
 use pipelines::{Params, Pipelines, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -119,7 +120,17 @@ pub struct WgpuOptions {
     pub loads: Loads,
     /// Bounds-checked or trusted shader module.
     pub checks: ShaderChecks,
+    /// Tree levels one Merkle dispatch reduces inside a workgroup (1 to 9). `None`: the default,
+    /// [`DEFAULT_MERKLE_LEVELS`].
+    pub merkle_levels: Option<u32>,
 }
+
+/// Levels one Merkle dispatch reduces by default (see [`WgpuOptions::merkle_levels`]).
+///
+/// ```
+/// assert!((1..=9).contains(&b3accel::wgpu::DEFAULT_MERKLE_LEVELS));
+/// ```
+pub const DEFAULT_MERKLE_LEVELS: u32 = 9;
 
 /// The default bytes of host input per segment. Host-resident hashing is bound by host memory
 /// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
@@ -158,6 +169,12 @@ pub(crate) struct Gpu {
     timestamp_period: f64,
     health: Option<Arc<Health>>,
     scratch: Mutex<Vec<Scratch>>,
+    /// Levels per Merkle dispatch.
+    merkle_span: u32,
+    /// Kept Merkle, hash_many and upload buffers (src/wgpu/merkle.rs).
+    merkle_pool: Mutex<Vec<merkle::MerkleScratch>>,
+    many_pool: Mutex<Vec<merkle::ManyScratch>>,
+    uploads: Mutex<Vec<merkle::UploadBuf>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -174,6 +191,15 @@ impl MapTicket {
         let slot = t.0.clone();
         buffer.map_async(mode, .., move |r| {
             *lock(&slot) = Some(r.is_ok());
+        });
+        t
+    }
+    /// Done once the device has finished all work submitted to `queue` so far.
+    fn work_done(queue: &::wgpu::Queue) -> MapTicket {
+        let t = MapTicket::default();
+        let slot = t.0.clone();
+        queue.on_submitted_work_done(move || {
+            *lock(&slot) = Some(true);
         });
         t
     }
@@ -253,6 +279,10 @@ impl Gpu {
             timestamp_period,
             health,
             scratch: Mutex::new(Vec::new()),
+            merkle_span: opts.merkle_levels.unwrap_or(DEFAULT_MERKLE_LEVELS).clamp(1, LOG_WORKGROUP + 1),
+            merkle_pool: Mutex::new(Vec::new()),
+            many_pool: Mutex::new(Vec::new()),
+            uploads: Mutex::new(Vec::new()),
         })
     }
 
@@ -340,12 +370,17 @@ impl Gpu {
     /// byte `offset` into the pieces of segment slot `seg` of `scr`: one CV per set bit of n
     /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index.
     #[allow(clippy::too_many_arguments)]
+    ///
+    /// The parameters are written only where `scr` does not already hold them, and the bind
+    /// groups that name only `scr`'s buffers (every pass after the first, and the first too when
+    /// `src_ours`: `src` is a buffer that stays with `scr`) are kept in `scr` for the next call.
     fn encode_segment(
         &self,
         enc: &mut ::wgpu::CommandEncoder,
-        scr: &Scratch,
+        scr: &mut Scratch,
         seg: u64,
         src: &::wgpu::Buffer,
+        src_ours: bool,
         offset: u64,
         n: u64,
         counter: u64,
@@ -375,53 +410,70 @@ impl Gpu {
             let at = l * PARAMS_STRIDE as usize;
             block[at..at + PARAMS_BYTES as usize].copy_from_slice(&p.bytes());
         }
-        self.queue.write_buffer(&scr.params, params_base, &block);
+        scr.write_params(self, params_base, block);
 
         fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
             ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
         }
-        let bind_groups: Vec<::wgpu::BindGroup> = passes
-            .iter()
-            .enumerate()
-            .map(|(l, &items)| {
-                // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
-                // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
-                // less room than pass l, so cv_a is always large enough).
-                let (input, output) = if l % 2 == 0 { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
-                let src_binding = if l == 0 {
-                    ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
-                } else {
-                    cvs(input, items)
-                };
-                self.device.create_bind_group(&::wgpu::BindGroupDescriptor {
-                    label: Some("b3accel pass"),
-                    layout: &self.pipes.layout,
-                    entries: &[
-                        ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
-                        ::wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
-                        },
-                        ::wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                                buffer: &scr.pieces,
-                                offset: seg * PIECES_BYTES,
-                                size: ::wgpu::BufferSize::new(PIECES_BYTES),
-                            }),
-                        },
-                        ::wgpu::BindGroupEntry {
-                            binding: 3,
-                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                                buffer: &scr.params,
-                                offset: 0,
-                                size: ::wgpu::BufferSize::new(PARAMS_BYTES),
-                            }),
-                        },
-                    ],
-                })
+        let make = |scr: &Scratch, l: usize, items: u64| {
+            // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
+            // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
+            // less room than pass l, so cv_a is always large enough).
+            let (input, output) = if l % 2 == 0 { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            let src_binding = if l == 0 {
+                ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
+            } else {
+                cvs(input, items)
+            };
+            self.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+                label: Some("b3accel pass"),
+                layout: &self.pipes.layout,
+                entries: &[
+                    ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
+                    ::wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
+                    },
+                    ::wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.pieces,
+                            offset: seg * PIECES_BYTES,
+                            size: ::wgpu::BufferSize::new(PIECES_BYTES),
+                        }),
+                    },
+                    ::wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.params,
+                            offset: 0,
+                            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+                        }),
+                    },
+                ],
             })
-            .collect();
+        };
+        let mut bind_groups = Vec::with_capacity(passes.len());
+        for (l, &items) in passes.iter().enumerate() {
+            if l == 0 && !src_ours {
+                bind_groups.push(make(scr, l, items));
+                continue;
+            }
+            // Pass 0 over our own input binds it at `offset`, which is always 0 there.
+            let key = (seg, l, items, if l == 0 { offset } else { 0 });
+            let bg = match scr.groups.get(&key) {
+                Some(bg) => bg.clone(),
+                None => {
+                    let bg = make(scr, l, items);
+                    if scr.groups.len() >= 256 {
+                        scr.groups.clear();
+                    }
+                    scr.groups.insert(key, bg.clone());
+                    bg
+                }
+            };
+            bind_groups.push(bg);
+        }
         {
             let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
                 label: Some("b3accel segment"),
@@ -486,6 +538,20 @@ pub(crate) struct Scratch {
     /// copy_tail's output (resident inputs).
     tail: ::wgpu::Buffer,
     queries: Option<(::wgpu::QuerySet, ::wgpu::Buffer)>,
+    /// What each parameter block of `params` (by byte offset) last had written to it.
+    params_shadow: HashMap<u64, Vec<u8>>,
+    /// Bind groups naming only this scratch's buffers, by (segment, pass, items, source offset).
+    groups: HashMap<(u64, usize, u64, u64), ::wgpu::BindGroup>,
+}
+
+impl Scratch {
+    /// Writes `bytes` at byte `at` of `params` unless they are there already.
+    fn write_params(&mut self, gpu: &Gpu, at: u64, bytes: Vec<u8>) {
+        if self.params_shadow.get(&at) != Some(&bytes) {
+            gpu.queue.write_buffer(&self.params, at, &bytes);
+            self.params_shadow.insert(at, bytes);
+        }
+    }
 }
 
 /// Timestamps per segment: upload begin/end, pass begin/end, readback copy end.
@@ -530,6 +596,8 @@ impl Scratch {
             }),
             tail: gpu.storage_buffer("b3accel tail", CHUNK_LEN as u64, ::wgpu::BufferUsages::COPY_SRC),
             queries,
+            params_shadow: HashMap::new(),
+            groups: HashMap::new(),
         }
     }
 }
@@ -866,8 +934,10 @@ impl Backend for WgpuBackend {
             return crate::merkle::reduce_on(self, leaves, inner);
         }
         self.gpu.check_health()?;
-        let buf = merkle::upload(&self.gpu, "b3accel leaves", leaves.as_flattened());
-        merkle::merkle(&self.gpu, &buf, 0, n, inner, None)
+        let up = scoped(&self.gpu.device, self.gpu.id, || merkle::upload(&self.gpu, leaves.as_flattened()))?;
+        let r = merkle::merkle(&self.gpu, &up.input, 0, n, inner, None);
+        merkle::give_upload(&self.gpu, up);
+        r
     }
 
     /// Messages of up to 64 chunks on the device (`many_chunks`), in batches of about 64 MiB;
@@ -884,8 +954,10 @@ impl Backend for WgpuBackend {
             let at = i * per_batch * msg_len;
             let bytes = &data[at..at + part.len() * msg_len];
             self.gpu.check_health()?;
-            let buf = merkle::upload(&self.gpu, "b3accel messages", bytes);
-            merkle::hash_many(&self.gpu, &buf, 0, msg_len as u64, domain, part, None)?;
+            let up = scoped(&self.gpu.device, self.gpu.id, || merkle::upload(&self.gpu, bytes))?;
+            let r = merkle::hash_many(&self.gpu, &up.input, 0, msg_len as u64, domain, part, None);
+            merkle::give_upload(&self.gpu, up);
+            r?;
         }
         Ok(())
     }
