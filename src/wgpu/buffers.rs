@@ -99,7 +99,7 @@ impl StreamPool {
 
 /// Copies `src` into a mapped staging buffer, in parallel for large segments, and zeros the bytes
 /// after it up to `pad_to` (>= `src.len()`); unmaps the staging buffer.
-pub(crate) fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], pad_to: usize, gpu: &Gpu) -> Result<()> {
+fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], pad_to: usize, gpu: &Gpu) -> Result<()> {
     let mut view = staging
         .slice(..pad_to as u64)
         .get_mapped_range_mut()

@@ -3,9 +3,9 @@
 //! [`Backend`](crate::Backend) overrides of [`WgpuBackend`](super::WgpuBackend) upload host memory
 //! and call the same code.
 //!
-//! A Merkle tree takes one dispatch per 9 levels (a workgroup of 256 invocations reduces 512
-//! nodes to one: 2^25 leaves are 3 dispatches, 9 + 9 + 7 levels), all in one compute pass of one
-//! submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
+//! A Merkle tree takes one dispatch per `merkle_levels` levels (4 by default; a workgroup of 256
+//! invocations takes 512 nodes and reduces them by up to 9 levels: 2^25 leaves are 7 dispatches
+//! of 4 levels, or 3 of 9), all in one compute pass of one submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
 //! larger than one storage binding are split over several dispatches, and every dispatch uses a
 //! 2D grid, so neither the binding size nor the 65535 workgroups per dimension limit the leaf
 //! count.
@@ -816,66 +816,20 @@ fn many_round(
     Ok(())
 }
 
-/// A host upload kept per device: a host-visible staging buffer (kept mapped between uses) and a
-/// STORAGE buffer of `cap` bytes that the staging one is copied into.
-pub(crate) struct UploadBuf {
-    cap: u64,
-    staging: ::wgpu::Buffer,
-    /// Set while the staging buffer is being mapped again after its last copy.
-    remap: Option<(::wgpu::SubmissionIndex, MapTicket)>,
-    pub input: ::wgpu::Buffer,
-}
-
-/// Uploads kept per device.
-const UPLOADS_KEPT: usize = 2;
-
-/// Copies `bytes` (padded with zeros to whole words) into a kept STORAGE buffer: through mapped
-/// staging memory and a copy submitted now, so that work submitted after it reads the data.
-/// Return it with [`give_upload`] after submitting the work that reads it.
-pub(crate) fn upload(gpu: &Gpu, bytes: &[u8]) -> Result<UploadBuf> {
+/// Uploads `bytes` into a new STORAGE buffer (padded to whole words, at least one).
+pub(crate) fn upload(gpu: &Gpu, label: &str, bytes: &[u8]) -> ::wgpu::Buffer {
     let size = (bytes.len() as u64).next_multiple_of(4).max(4);
-    let mut pool = lock(&gpu.uploads);
-    let found = pool.iter().position(|u| u.cap >= size).map(|i| pool.swap_remove(i));
-    drop(pool);
-    let mut up = match found {
-        Some(u) => u,
-        None => {
-            let cap = size.next_power_of_two().max(1 << 16);
-            UploadBuf {
-                cap,
-                staging: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
-                    label: Some("b3accel upload staging"),
-                    size: cap,
-                    usage: ::wgpu::BufferUsages::MAP_WRITE | ::wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: true,
-                }),
-                remap: None,
-                input: gpu.storage_buffer("b3accel upload", cap, ::wgpu::BufferUsages::COPY_DST),
-            }
-        }
-    };
-    if let Some((index, ticket)) = up.remap.take() {
-        gpu.wait(&index, &ticket)?;
+    let buf = gpu.storage_buffer(label, size, ::wgpu::BufferUsages::COPY_DST);
+    let whole = bytes.len() / 4 * 4;
+    if whole > 0 {
+        gpu.queue.write_buffer(&buf, 0, &bytes[..whole]);
     }
-    super::buffers::fill_staging(&up.staging, bytes, size as usize, gpu)?;
-    let mut enc =
-        gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel upload") });
-    enc.copy_buffer_to_buffer(&up.staging, 0, &up.input, 0, size);
-    gpu.queue.submit([enc.finish()]);
-    Ok(up)
-}
-
-/// Starts mapping the staging buffer again (it becomes writable once the copy is done) and keeps
-/// the upload for the next call.
-pub(crate) fn give_upload(gpu: &Gpu, mut up: UploadBuf) {
-    let index = gpu.queue.submit([]);
-    up.remap = Some((index, MapTicket::begin(&up.staging, ::wgpu::MapMode::Write)));
-    let mut pool = lock(&gpu.uploads);
-    pool.push(up);
-    if pool.len() > UPLOADS_KEPT {
-        let smallest = (0..pool.len()).min_by_key(|&i| pool[i].cap).unwrap_or(0);
-        pool.swap_remove(smallest);
+    if whole < bytes.len() {
+        let mut last = [0u8; 4];
+        last[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+        gpu.queue.write_buffer(&buf, whole as u64, &last);
     }
+    buf
 }
 
 #[cfg(test)]

@@ -15,10 +15,14 @@
 //!   equal-length messages, that lie in a `wgpu::Buffer` ([`ResidentHasher::merkle_root`],
 //!   [`ResidentHasher::hash_many`]).
 //!
-//! Merkle trees reduce up to 9 levels per dispatch inside a workgroup (2^25 leaves: 3 dispatches
-//! in one submission) and copy inner levels back only when asked; `hash_many` hashes each message
-//! of up to one chunk in one invocation (`merkle_pass` and `many_chunks` in the shader, driven by
-//! `src/wgpu/merkle.rs`).
+//! Merkle trees reduce 4 levels per dispatch inside a workgroup by default (2^25 leaves: 7
+//! dispatches in one submission; [`WgpuOptions::merkle_levels`] takes 1 to 9) and copy inner
+//! levels back only when asked; `hash_many` hashes each message of up to one chunk in one
+//! invocation, with whole 16-byte loads where the length allows (`merkle_pass`, `many_vec4` and
+//! `many_chunks` in the shader, driven by `src/wgpu/merkle.rs`), back to the host
+//! ([`ResidentHasher::hash_many`]) or into a device buffer ([`ResidentHasher::hash_many_into`]).
+//! A device keeps the buffers these calls need (and the resident passes' parameters and bind
+//! groups) between calls, so a warm call allocates nothing.
 //!
 //! The shaders (shaders/blake3.wgsl) compute one chunk per invocation and reduce the tree inside
 //! each 256-invocation workgroup, so a segment of n chunks takes about log_256(n) + 1 dispatches.
@@ -127,10 +131,17 @@ pub struct WgpuOptions {
 
 /// Levels one Merkle dispatch reduces by default (see [`WgpuOptions::merkle_levels`]).
 ///
+/// Measured on an NVIDIA H200 (Vulkan, `examples/wgpu_report.rs --merkle-levels 2,3,4,5,6,9`),
+/// device-resident root of 2^25 leaves, median wall / passes: 2 levels 1.619 / 1.382 ms, 3
+/// levels 1.560 / 1.364 ms, 4 levels 1.554 / 1.357 ms, 5 levels 1.692 / 1.437 ms, 6 levels
+/// 1.675 / 1.499 ms, 9 levels 2.040 / 1.754 ms. Deep in-workgroup trees leave most invocations
+/// idle at barriers; a few levels per dispatch keep the device full at the cost of a few more
+/// (cheap) dispatches.
+///
 /// ```
 /// assert!((1..=9).contains(&b3accel::wgpu::DEFAULT_MERKLE_LEVELS));
 /// ```
-pub const DEFAULT_MERKLE_LEVELS: u32 = 9;
+pub const DEFAULT_MERKLE_LEVELS: u32 = 4;
 
 /// The default bytes of host input per segment. Host-resident hashing is bound by host memory
 /// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
@@ -171,10 +182,9 @@ pub(crate) struct Gpu {
     scratch: Mutex<Vec<Scratch>>,
     /// Levels per Merkle dispatch.
     merkle_span: u32,
-    /// Kept Merkle, hash_many and upload buffers (src/wgpu/merkle.rs).
+    /// Kept Merkle and hash_many buffers (src/wgpu/merkle.rs).
     merkle_pool: Mutex<Vec<merkle::MerkleScratch>>,
     many_pool: Mutex<Vec<merkle::ManyScratch>>,
-    uploads: Mutex<Vec<merkle::UploadBuf>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -282,7 +292,6 @@ impl Gpu {
             merkle_span: opts.merkle_levels.unwrap_or(DEFAULT_MERKLE_LEVELS).clamp(1, LOG_WORKGROUP + 1),
             merkle_pool: Mutex::new(Vec::new()),
             many_pool: Mutex::new(Vec::new()),
-            uploads: Mutex::new(Vec::new()),
         })
     }
 
@@ -934,10 +943,8 @@ impl Backend for WgpuBackend {
             return crate::merkle::reduce_on(self, leaves, inner);
         }
         self.gpu.check_health()?;
-        let up = scoped(&self.gpu.device, self.gpu.id, || merkle::upload(&self.gpu, leaves.as_flattened()))?;
-        let r = merkle::merkle(&self.gpu, &up.input, 0, n, inner, None);
-        merkle::give_upload(&self.gpu, up);
-        r
+        let buf = merkle::upload(&self.gpu, "b3accel leaves", leaves.as_flattened());
+        merkle::merkle(&self.gpu, &buf, 0, n, inner, None)
     }
 
     /// Messages of up to 64 chunks on the device (`many_chunks`), in batches of about 64 MiB;
@@ -954,10 +961,8 @@ impl Backend for WgpuBackend {
             let at = i * per_batch * msg_len;
             let bytes = &data[at..at + part.len() * msg_len];
             self.gpu.check_health()?;
-            let up = scoped(&self.gpu.device, self.gpu.id, || merkle::upload(&self.gpu, bytes))?;
-            let r = merkle::hash_many(&self.gpu, &up.input, 0, msg_len as u64, domain, part, None);
-            merkle::give_upload(&self.gpu, up);
-            r?;
+            let buf = merkle::upload(&self.gpu, "b3accel messages", bytes);
+            merkle::hash_many(&self.gpu, &buf, 0, msg_len as u64, domain, part, None)?;
         }
         Ok(())
     }
