@@ -273,8 +273,8 @@ fn read_back(device: &wgpu::Device, queue: &wgpu::Queue, buf: &wgpu::Buffer, off
     queue.submit([enc.finish()]);
     rb.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
     device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
-    let v = rb.get_mapped_range(..).expect("mapped")[..len as usize].to_vec();
-    v
+    let view = rb.get_mapped_range(..).expect("mapped");
+    view[..len as usize].to_vec()
 }
 
 /// `hash_many_into`: hashes written into a device buffer of the caller's, at an offset, in every

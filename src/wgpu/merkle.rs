@@ -162,8 +162,10 @@ struct Pass {
     inner_at: u64,
 }
 
-/// The passes that reduce `n >= 1` nodes to one, at most `span` levels each.
-fn plan(n: u64, span: u32) -> Vec<Pass> {
+/// The passes that reduce `n >= 1` nodes to one, `span` levels each where a pass's output level
+/// fits in one storage binding of `max_out` nodes (each pass binds its whole output level), more
+/// (up to 9) where it would not.
+fn plan(n: u64, span: u32, max_out: u64) -> Vec<Pass> {
     let span = span.clamp(1, MERKLE_SPAN);
     let mut passes = Vec::new();
     let mut count = n;
@@ -172,7 +174,11 @@ fn plan(n: u64, span: u32) -> Vec<Pass> {
         // Levels left to the root, ceil(log2(count)); a single leaf still takes one pass (which
         // carries it through as the root).
         let left = (u64::BITS - (count - 1).leading_zeros()).max(1);
-        let levels = left.min(span);
+        let mut levels = span;
+        while levels < MERKLE_SPAN && count.div_ceil(1 << levels) > max_out {
+            levels += 1;
+        }
+        let levels = left.min(levels);
         let out = count.div_ceil(1 << levels);
         let inner_at = made;
         let mut c = count;
@@ -322,7 +328,7 @@ fn merkle_on_device(
     timings: Option<&mut Timings>,
     start: Instant,
 ) -> Result<Cv> {
-    let passes = plan(n, gpu.merkle_span);
+    let passes = plan(n, gpu.merkle_span, max_binding(gpu) / 32);
     let per_binding = (max_binding(gpu) / 32 / GROUP_NODES) * GROUP_NODES;
     if per_binding == 0 {
         return Err(Error::Unavailable {
@@ -394,7 +400,7 @@ fn merkle_with(
             p if p % 2 == 1 => &scr.a,
             _ => &scr.b,
         };
-        let dst = if p % 2 == 0 { &scr.a } else { &scr.b };
+        let dst = if p.is_multiple_of(2) { &scr.a } else { &scr.b };
         let pieces = inner_buf.as_ref().unwrap_or(&scr.dummy);
         gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
             label: Some("b3accel merkle_pass"),
@@ -840,7 +846,7 @@ mod tests {
     fn plans_take_few_passes_and_count_every_inner_node() {
         for n in [1u64, 2, 3, 5, 511, 512, 513, 1 << 20, (1 << 25) + 7] {
             for span in [1, 3, 4, MERKLE_SPAN] {
-                let passes = plan(n, span);
+                let passes = plan(n, span, u64::MAX);
                 let mut levels = 0;
                 let mut count = n;
                 for p in &passes {
@@ -854,7 +860,11 @@ mod tests {
                 assert!(passes.len() as u64 <= n.max(2).ilog2().div_ceil(span) as u64 + 1);
             }
         }
-        assert_eq!(plan(1 << 25, MERKLE_SPAN).len(), 3);
-        assert_eq!(plan(1 << 25, 4).len(), 7);
+        assert_eq!(plan(1 << 25, MERKLE_SPAN, u64::MAX).len(), 3);
+        assert_eq!(plan(1 << 25, 4, u64::MAX).len(), 7);
+        // Outputs that must fit in 64 KiB bindings (2048 nodes): 2^16 leaves need 5 levels first.
+        let p = plan(1 << 16, 4, 2048);
+        assert_eq!(p[0].levels, 5);
+        assert!(p.iter().all(|p| p.out <= 2048));
     }
 }

@@ -428,7 +428,7 @@ impl Gpu {
             // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
             // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
             // less room than pass l, so cv_a is always large enough).
-            let (input, output) = if l % 2 == 0 { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            let (input, output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
             let src_binding = if l == 0 {
                 ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
             } else {
