@@ -5,15 +5,19 @@
 //!
 //! ```text
 //! cargo run --release --example wgpu_report [ADAPTER_INDEX] [--quick]
-//!     [--merkle] [--leaves-log2 20,25] [--many-log2 24]
+//!     [--merkle] [--leaves-log2 20,25] [--many-log2 24] [--merkle-levels 3,4,9]
+//!     [--no-variants] [--no-big]
 //! ```
 //! Without an index: the first adapter that is not a software one (else adapter 0).
-//! `--quick` shrinks every size 64-fold (for software adapters).
+//! `--quick` shrinks every size 64-fold (for software adapters). `--no-variants` skips the shader
+//! variants, `--no-big` the 5 GiB input.
 //!
 //! The Merkle / hash_many section (first, after the adapter is opened): device-resident Merkle
 //! roots of 2^20 and 2^25 leaves and `hash_many` of 2^24 64-byte messages, median wall time of
 //! the whole call and median pass time by timestamp queries apart; every result is checked
-//! against the CPU backend. `--leaves-log2` and `--many-log2` set the sizes (`--quick`: 14,16 and
+//! against the CPU backend; `hash_many` both back to the host and into a device buffer
+//! (`hash_many_into`). `--merkle-levels` also measures the largest tree with each number of levels
+//! per Merkle dispatch. `--leaves-log2` and `--many-log2` set the sizes (`--quick`: 14,16 and
 //! 14), `--merkle` runs only this section. On a software adapter:
 //! `cargo run --release --example wgpu_report -- 0 --merkle --leaves-log2 12,16 --many-log2 14`.
 
@@ -122,7 +126,7 @@ fn list_arg(args: &[String], flag: &str) -> Option<Vec<u32>> {
 }
 
 /// Device-resident Merkle roots and hash_many of 64-byte messages: median wall and pass times.
-fn merkle_report(gpu: &WgpuBackend, leaves_log2: &[u32], many_log2: u32) {
+fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2: u32, sweep: &[u32]) {
     let r = gpu.resident();
     println!("\n== device-resident Merkle roots (median wall of whole calls / median pass time by timestamps)");
     for &k in leaves_log2 {
@@ -155,6 +159,32 @@ fn merkle_report(gpu: &WgpuBackend, leaves_log2: &[u32], many_log2: u32) {
         );
     }
 
+    if let (Some(&k), false) = (leaves_log2.iter().max(), sweep.is_empty()) {
+        let n = 1usize << k;
+        let leaves: Vec<[u8; 32]> = (0..n).map(|i| *blake3::hash(&(i as u64).to_le_bytes()).as_bytes()).collect();
+        let want = b3accel::merkle_root(b3accel::Device::Cpu, &leaves).unwrap();
+        println!("   levels per dispatch, 2^{k} leaves (median wall / passes):");
+        for &levels in sweep {
+            let g = WgpuBackend::open_with(index, WgpuOptions { merkle_levels: Some(levels), ..Default::default() })
+                .expect("open adapter");
+            let buf = upload(&g, leaves.as_flattened());
+            let (mut walls, mut kernels) = (Vec::new(), Vec::new());
+            for i in 0..=20 {
+                let t = Instant::now();
+                let root = g.resident().merkle_root(&buf, 0, n as u64, None).unwrap();
+                let w = t.elapsed();
+                assert_eq!(root, want);
+                let (root, tt) = g.resident().merkle_root_timed(&buf, 0, n as u64).unwrap();
+                assert_eq!(root, want);
+                if i > 0 {
+                    walls.push(w);
+                    kernels.push(tt.kernel);
+                }
+            }
+            println!("      {levels} levels: wall {:>9.3?}   passes {:>9.3?}", median(walls), median(kernels));
+        }
+    }
+
     let n = 1usize << many_log2;
     println!("\n== device-resident hash_many, 2^{many_log2} x 64 B (median wall / median pass time by timestamps)");
     let data: Vec<u8> = (0..n * 64).map(|i| (i % 251) as u8 ^ (i / 64) as u8).collect();
@@ -178,11 +208,169 @@ fn merkle_report(gpu: &WgpuBackend, leaves_log2: &[u32], many_log2: u32) {
     let (w, kern) = (median(walls), median(kernels));
     let g = |d: Duration| n as f64 / d.as_secs_f64().max(1e-12) / 1e9;
     println!(
-        "   wall {w:>9.3?} = {:.2} G hashes/s ({}), passes {kern:>9.3?} = {:.2} G hashes/s ({})",
+        "   hashes back to the host (hash_many): wall {w:>9.3?} = {:.2} G hashes/s ({}), passes {kern:>9.3?} = {:.2} G hashes/s ({})",
         g(w),
         rate(n as u64 * 64, w),
         g(kern),
         rate(n as u64 * 64, kern)
+    );
+    // Into a device buffer (hash_many_into), as OpenCL's hash_many_buffer: nothing comes back.
+    let out = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("report hashes"),
+        size: 32 * n as u64,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let (mut walls, mut kernels) = (Vec::new(), Vec::new());
+    for i in 0..=30 {
+        let t = Instant::now();
+        r.hash_many_into(&buf, 0, n, 64, &Mode::Hash, &out, 0).unwrap();
+        let w = t.elapsed();
+        let tt = r.hash_many_into_timed(&buf, 0, n, 64, &Mode::Hash, &out, 0).unwrap();
+        if i > 0 {
+            walls.push(w);
+            kernels.push(tt.kernel);
+        }
+    }
+    // Check every hash once: the device buffer read back.
+    let (gpu_hashes, _) = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap();
+    let rb = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("report readback"),
+        size: 32 * n as u64,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = gpu.device().create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(&out, 0, &rb, 0, 32 * n as u64);
+    gpu.queue().submit([enc.finish()]);
+    rb.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+    gpu.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    {
+        let view = rb.get_mapped_range(..).expect("mapped");
+        assert!(view.chunks_exact(32).zip(&want).all(|(g, w)| g == w), "hash_many_into of 2^{many_log2} x 64 B");
+    }
+    assert!(gpu_hashes.iter().zip(&want).all(|(g, w)| g.as_bytes() == w));
+    let (w, kern) = (median(walls), median(kernels));
+    println!(
+        "   hashes into a device buffer (hash_many_into): wall {w:>9.3?} = {:.2} G hashes/s, passes {kern:>9.3?} = {:.2} G hashes/s",
+        g(w),
+        g(kern)
+    );
+}
+
+/// What wgpu's basic operations cost on this device (median of 200): the floor under every call.
+fn overhead_report(gpu: &WgpuBackend) {
+    let (device, queue) = (gpu.device(), gpu.queue());
+    let med = |f: &mut dyn FnMut()| {
+        let mut v: Vec<Duration> = (0..200)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect();
+        v.sort();
+        v[100]
+    };
+    let wait = || {
+        device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    };
+    let small = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 256,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let other = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 256,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let rb = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 256,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: None,
+        entries: &[wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: true },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }],
+    });
+    println!("\n== wgpu round-trip costs on this device (median of 200)");
+    println!(
+        "   empty submit + poll(Wait):               {:>9.3?}",
+        med(&mut || {
+            queue.submit([]);
+            wait();
+        })
+    );
+    println!(
+        "   copy 32 B + submit + poll(Wait):         {:>9.3?}",
+        med(&mut || {
+            let mut enc = device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&small, 0, &other, 0, 32);
+            queue.submit([enc.finish()]);
+            wait();
+        })
+    );
+    println!(
+        "   write_buffer 64 B + submit + poll(Wait): {:>9.3?}",
+        med(&mut || {
+            queue.write_buffer(&small, 0, &[1u8; 64]);
+            queue.submit([]);
+            wait();
+        })
+    );
+    println!(
+        "   copy 32 B to a MAP_READ buffer, map, read, unmap: {:>9.3?}",
+        med(&mut || {
+            let mut enc = device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&small, 0, &rb, 0, 32);
+            queue.submit([enc.finish()]);
+            rb.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+            wait();
+            std::hint::black_box(rb.get_mapped_range(..).expect("mapped")[0]);
+            rb.unmap();
+        })
+    );
+    println!(
+        "   create_bind_group (one storage binding): {:>9.3?}",
+        med(&mut || {
+            std::hint::black_box(device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &layout,
+                entries: &[wgpu::BindGroupEntry { binding: 0, resource: small.as_entire_binding() }],
+            }));
+        })
+    );
+    println!(
+        "   create_buffer 256 B STORAGE:             {:>9.3?}",
+        med(&mut || {
+            std::hint::black_box(device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: 256,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            }));
+        })
+    );
+    let buf = upload(gpu, &[7u8; 4096]);
+    let want = blake3::hash(&[7u8; 4096]);
+    println!(
+        "   resident hash of 4 KiB (whole call):     {:>9.3?}",
+        med(&mut || {
+            assert_eq!(gpu.resident().hash(&buf, 0, 4096, &Mode::Hash).unwrap(), want);
+        })
     );
 }
 
@@ -200,7 +388,12 @@ fn main() {
         .enumerate()
         // A number that is not the value of a flag.
         .filter(|&(i, _)| {
-            i == 0 || !args[i - 1].starts_with("--") || args[i - 1] == "--quick" || args[i - 1] == "--merkle"
+            i == 0
+                || !args[i - 1].starts_with("--")
+                || args[i - 1] == "--quick"
+                || args[i - 1] == "--merkle"
+                || args[i - 1] == "--no-variants"
+                || args[i - 1] == "--no-big"
         })
         .find_map(|(_, a)| a.parse::<usize>().ok())
         .or_else(|| wgpu.iter().position(|d| !d.is_software_gpu()))
@@ -216,7 +409,9 @@ fn main() {
 
     let leaves_log2 = list_arg(&args, "--leaves-log2").unwrap_or(if quick { vec![14, 16] } else { vec![20, 25] });
     let many_log2 = list_arg(&args, "--many-log2").map_or(if quick { 14 } else { 24 }, |v| v[0]);
-    merkle_report(&opened, &leaves_log2, many_log2);
+    overhead_report(&opened);
+    let sweep = list_arg(&args, "--merkle-levels").unwrap_or_default();
+    merkle_report(&opened, index, &leaves_log2, many_log2, &sweep);
     if args.iter().any(|a| a == "--merkle") {
         println!("\nreport done");
         return;
@@ -231,8 +426,9 @@ fn main() {
     let want_64m = upstream(&data[..mib64 as usize]);
     let want_1m = upstream(&data[..(1 << 20)]);
 
+    let variants = if args.iter().any(|a| a == "--no-variants") { vec![] } else { vec![Loads::Direct, Loads::Staged] };
     println!("\n== shader variants, device-resident (median wall / median kernel by timestamps)");
-    for loads in [Loads::Direct, Loads::Staged] {
+    for loads in variants {
         for checks in [ShaderChecks::BoundsChecked, ShaderChecks::Trusted] {
             let gpu = match WgpuBackend::open_with(index, WgpuOptions { loads, checks, ..Default::default() }) {
                 Ok(g) => g,
@@ -314,6 +510,10 @@ fn main() {
         println!("   segments {:>4} MiB: plain call (no timestamps) {:>9.3?} = {}", seg >> 20, w, rate(gib, w));
     }
     drop(data);
+    if args.iter().any(|a| a == "--no-big") {
+        println!("\nreport done");
+        return;
+    }
 
     let big = 5 * gib + 12345;
     println!("\n== host input of {} bytes ({:.2} GiB)", big, big as f64 / (1u64 << 30) as f64);

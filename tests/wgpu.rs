@@ -387,7 +387,7 @@ fn timed_hash_and_shader_variants() {
             (Loads::Staged, ShaderChecks::BoundsChecked),
             (Loads::Staged, ShaderChecks::Trusted),
         ] {
-            let opts = WgpuOptions { segment_bytes: Some(1 << 20), loads, checks };
+            let opts = WgpuOptions { segment_bytes: Some(1 << 20), loads, checks, ..Default::default() };
             let gpu = match WgpuBackend::open_with(i, opts) {
                 Ok(g) => g,
                 // Staged loads need 24 KiB of workgroup memory; a device with less says so.

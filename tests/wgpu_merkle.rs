@@ -4,7 +4,7 @@
 
 use b3accel::cpu::CpuBackend;
 use b3accel::merkle::{hash_each_with, hash_many_with, level_sizes};
-use b3accel::wgpu::{ResidentHasher, WgpuBackend};
+use b3accel::wgpu::{ResidentHasher, WgpuBackend, WgpuOptions};
 use b3accel::{Backend, BackendKind, Device, Mode};
 use rand::{Rng, SeedableRng};
 
@@ -13,7 +13,8 @@ type Node = [u8; 32];
 const KEY: [u8; 32] = *b"whats the Elvish word for friend";
 const CONTEXT: &str = "b3accel wgpu_merkle test context";
 const COUNTS: [usize; 10] = [1, 2, 3, 5, 7, 8, 9, 1000, 4097, 1 << 16];
-const LENGTHS: [usize; 9] = [0, 1, 63, 64, 65, 1023, 1024, 1025, 3000];
+// 16, 48, 64, 1024 and 1040 (two chunks, the second of 16 bytes) take the vec4 path.
+const LENGTHS: [usize; 12] = [0, 1, 16, 48, 63, 64, 65, 1023, 1024, 1025, 1040, 3000];
 
 /// The wgpu adapters; none is a loud warning, and a failure under CI=true.
 fn adapters() -> Vec<WgpuBackend> {
@@ -256,5 +257,122 @@ fn callers_device_with_small_bindings() {
         for (i, h) in got.iter().enumerate() {
             assert_eq!(*h, blake3::keyed_hash(&KEY, &data[i * 65..(i + 1) * 65]), "message {i}");
         }
+    }
+}
+
+/// Reads `len` bytes of `buf` (COPY_SRC) at `offset` back to the host.
+fn read_back(device: &wgpu::Device, queue: &wgpu::Queue, buf: &wgpu::Buffer, offset: u64, len: u64) -> Vec<u8> {
+    let rb = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test readback"),
+        size: len.max(4),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(buf, offset, &rb, 0, len);
+    queue.submit([enc.finish()]);
+    rb.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+    device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    let view = rb.get_mapped_range(..).expect("mapped");
+    view[..len as usize].to_vec()
+}
+
+/// `hash_many_into`: hashes written into a device buffer of the caller's, at an offset, in every
+/// mode; neighbouring bytes untouched; messages longer than a chunk and short buffers are errors.
+#[test]
+fn resident_messages_into_a_device_buffer() {
+    for gpu in adapters() {
+        let r = gpu.resident();
+        for &len in LENGTHS.iter().filter(|&&l| l <= 1024) {
+            let count = 700;
+            let data = random_bytes(len * count, 2000 + len as u64);
+            let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 256);
+            let out = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("test hashes"),
+                size: 512 + 32 * count as u64,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            gpu.queue().write_buffer(&out, 0, &vec![0xA5u8; 512 + 32 * count]);
+            for mode in modes() {
+                r.hash_many_into(&buf, 256, count, len as u64, &mode, &out, 256).unwrap();
+                let got = read_back(gpu.device(), gpu.queue(), &out, 0, 512 + 32 * count as u64);
+                assert!(got[..256].iter().all(|&b| b == 0xA5), "bytes before the hashes untouched");
+                assert!(got[256 + 32 * count..].iter().all(|&b| b == 0xA5), "bytes after the hashes untouched");
+                for i in 0..count {
+                    let h = &got[256 + 32 * i..256 + 32 * (i + 1)];
+                    assert_eq!(
+                        h,
+                        upstream(&mode, &data[i * len..(i + 1) * len]).as_bytes(),
+                        "{}: {len} bytes, message {i}",
+                        name(&gpu)
+                    );
+                }
+            }
+            let t = r.hash_many_into_timed(&buf, 256, count, len as u64, &Mode::Hash, &out, 256).unwrap();
+            assert!(t.total >= t.kernel);
+        }
+        let data = random_bytes(2000, 1);
+        let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 0);
+        let out = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: 64,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        assert!(r.hash_many_into(&buf, 0, 1, 1025, &Mode::Hash, &out, 0).is_err(), "longer than a chunk");
+        assert!(r.hash_many_into(&buf, 0, 3, 64, &Mode::Hash, &out, 0).is_err(), "3 hashes in 64 bytes");
+        assert!(r.hash_many_into(&buf, 0, 1, 64, &Mode::Hash, &out, 4).is_err(), "unaligned output offset");
+        assert!(r.hash_many_into(&buf, 0, 100, 64, &Mode::Hash, &out, 0).is_err(), "messages beyond the buffer");
+        r.hash_many_into(&buf, 0, 0, 64, &Mode::Hash, &out, 0).unwrap();
+        r.hash_many_into(&buf, 0, 2, 64, &Mode::Hash, &out, 0).unwrap();
+    }
+}
+
+/// Every number of levels per Merkle dispatch gives the same roots and trees.
+#[test]
+fn merkle_levels_per_dispatch() {
+    for gpu in adapters() {
+        let Device::Wgpu(i) = gpu.info().device else { unreachable!() };
+        for levels in [1, 3, 4, 6, 9] {
+            let g =
+                WgpuBackend::open_with(i, WgpuOptions { merkle_levels: Some(levels), ..Default::default() }).unwrap();
+            for &n in &[1usize, 2, 3, 17, 1000, 4097] {
+                let leaves = random_leaves(n, 300 + n as u64);
+                let want = reference_inner(&leaves);
+                let mut inner = vec![[0u8; 32]; n - 1];
+                let root = g.merkle(&leaves, Some(&mut inner)).unwrap();
+                assert_eq!(root, want.last().copied().unwrap_or(leaves[0]), "{levels} levels, {n} leaves");
+                assert_eq!(inner, want, "{levels} levels, {n} leaves");
+                assert_eq!(g.merkle(&leaves, None).unwrap(), root);
+            }
+        }
+    }
+}
+
+/// 16 threads on one adapter at once, Merkle roots and hash_many of different sizes through the
+/// kept buffers: every result right.
+#[test]
+fn sixteen_threads_share_the_kept_buffers() {
+    for gpu in adapters() {
+        std::thread::scope(|s| {
+            for t in 0..16usize {
+                let gpu = &gpu;
+                s.spawn(move || {
+                    for round in 0..3usize {
+                        let n = 100 + 37 * t + 1000 * round;
+                        let leaves = random_leaves(n, (t * 10 + round) as u64);
+                        let want = reference_inner(&leaves);
+                        assert_eq!(gpu.merkle(&leaves, None).unwrap(), *want.last().unwrap(), "thread {t}");
+                        let len = [64usize, 100, 1024][round];
+                        let data = random_bytes(len * (50 + t), t as u64);
+                        let got = hash_many_with(gpu, &Mode::Hash, &data, len).unwrap();
+                        for (i, h) in got.iter().enumerate() {
+                            assert_eq!(*h, blake3::hash(&data[i * len..(i + 1) * len]), "thread {t} message {i}");
+                        }
+                    }
+                });
+            }
+        });
     }
 }

@@ -97,13 +97,17 @@ impl StreamPool {
     }
 }
 
-/// Copies `src` into a mapped staging buffer, in parallel for large segments.
-fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], gpu: &Gpu) -> Result<()> {
+/// Copies `src` into a mapped staging buffer, in parallel for large segments, and zeros the bytes
+/// after it up to `pad_to` (>= `src.len()`); unmaps the staging buffer.
+fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], pad_to: usize, gpu: &Gpu) -> Result<()> {
     let mut view = staging
-        .slice(..src.len() as u64)
+        .slice(..pad_to as u64)
         .get_mapped_range_mut()
         .map_err(|e| Error::Device { device: gpu.id, detail: format!("staging buffer not mapped: {e:?}") })?;
-    let mut dst = view.slice(..);
+    if pad_to > src.len() {
+        view.slice(src.len()..).copy_from_slice(&vec![0u8; pad_to - src.len()]);
+    }
+    let mut dst = view.slice(..src.len());
     if src.len() < PARALLEL_COPY_BYTES {
         dst.copy_from_slice(src);
     } else {
@@ -234,12 +238,13 @@ fn run_stream(
         let bytes = &input[start..start + n_k as usize * CHUNK_LEN];
 
         let t_host = Instant::now();
-        fill_staging(&slot.staging, bytes, gpu)?;
+        fill_staging(&slot.staging, bytes, bytes.len(), gpu)?;
         if let Some(t) = timings.as_deref_mut() {
             t.upload += t_host.elapsed();
         }
 
-        let queries = slot.scratch.queries.as_ref().filter(|_| timings.is_some());
+        let queries = slot.scratch.queries.clone().filter(|_| timings.is_some());
+        let queries = queries.as_ref();
         let mut enc =
             gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel segment") });
         if let Some((q, _)) = queries {
@@ -262,9 +267,10 @@ fn run_stream(
         }
         gpu.encode_segment(
             &mut enc,
-            &slot.scratch,
+            &mut slot.scratch,
             0,
             &slot.input,
+            true,
             0,
             n_k,
             first_chunk + k * seg,

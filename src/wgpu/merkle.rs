@@ -3,9 +3,9 @@
 //! [`Backend`](crate::Backend) overrides of [`WgpuBackend`](super::WgpuBackend) upload host memory
 //! and call the same code.
 //!
-//! A Merkle tree takes one dispatch per 9 levels (a workgroup of 256 invocations reduces 512
-//! nodes to one: 2^25 leaves are 3 dispatches, 9 + 9 + 7 levels), all in one compute pass of one
-//! submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
+//! A Merkle tree takes one dispatch per `merkle_levels` levels (4 by default; a workgroup of 256
+//! invocations takes 512 nodes and reduces them by up to 9 levels: 2^25 leaves are 7 dispatches
+//! of 4 levels, or 3 of 9), all in one compute pass of one submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
 //! larger than one storage binding are split over several dispatches, and every dispatch uses a
 //! 2D grid, so neither the binding size nor the 65535 workgroups per dimension limit the leaf
 //! count.
@@ -15,7 +15,7 @@
 //! BLAKE3's tree order (`tree::root_from_chunk_cvs`).
 
 use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
-use super::{Gpu, MapTicket};
+use super::{lock, Gpu, MapTicket};
 use crate::backend::Timings;
 use crate::compress::{Cv, CHUNK_LEN};
 use crate::error::{Error, Result};
@@ -29,8 +29,6 @@ const GROUP_NODES: u64 = 2 * WORKGROUP as u64;
 /// Bytes of `ManyParams` in the shader, as bound (`MerkleParams`, 8 words, is bound as 64 bytes,
 /// the layout's minimum for every uniform binding).
 const MANY_PARAMS_BYTES: u64 = 64;
-/// Largest output buffer of one `hash_many` submission (a larger batch takes several).
-const MANY_OUT_BYTES: u64 = 1 << 30;
 
 /// The largest storage binding this code uses: the device's limit, kept below 2^31 bytes so that
 /// every byte index in the shaders fits in 32 bits.
@@ -76,25 +74,6 @@ fn check_buffer(gpu: &Gpu, what: &str, buffer: &::wgpu::Buffer, offset: u64, len
 
 fn words_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// A uniform buffer holding one parameter block per dispatch, block i at `i * PARAMS_STRIDE`
-/// (the dynamic-offset alignment the bind groups use), written to the device.
-fn params_buffer<'a>(gpu: &Gpu, label: &str, blocks: impl ExactSizeIterator<Item = &'a [u32]>) -> ::wgpu::Buffer {
-    let n = blocks.len();
-    let buf = gpu.device.create_buffer(&::wgpu::BufferDescriptor {
-        label: Some(label),
-        size: (n.max(1) as u64) * PARAMS_STRIDE,
-        usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut bytes = vec![0u8; n * PARAMS_STRIDE as usize];
-    for (i, words) in blocks.enumerate() {
-        let at = i * PARAMS_STRIDE as usize;
-        bytes[at..at + 4 * words.len()].copy_from_slice(&words_bytes(words));
-    }
-    gpu.queue.write_buffer(&buf, 0, &bytes);
-    buf
 }
 
 fn read_buffer(gpu: &Gpu, label: &str, size: u64) -> ::wgpu::Buffer {
@@ -183,8 +162,11 @@ struct Pass {
     inner_at: u64,
 }
 
-/// The passes that reduce `n >= 1` nodes to one.
-fn plan(n: u64) -> Vec<Pass> {
+/// The passes that reduce `n >= 1` nodes to one, `span` levels each where a pass's output level
+/// fits in one storage binding of `max_out` nodes (each pass binds its whole output level), more
+/// (up to 9) where it would not.
+fn plan(n: u64, span: u32, max_out: u64) -> Vec<Pass> {
+    let span = span.clamp(1, MERKLE_SPAN);
     let mut passes = Vec::new();
     let mut count = n;
     let mut made = 0u64;
@@ -192,7 +174,11 @@ fn plan(n: u64) -> Vec<Pass> {
         // Levels left to the root, ceil(log2(count)); a single leaf still takes one pass (which
         // carries it through as the root).
         let left = (u64::BITS - (count - 1).leading_zeros()).max(1);
-        let levels = left.min(MERKLE_SPAN);
+        let mut levels = span;
+        while levels < MERKLE_SPAN && count.div_ceil(1 << levels) > max_out {
+            levels += 1;
+        }
+        let levels = left.min(levels);
         let out = count.div_ceil(1 << levels);
         let inner_at = made;
         let mut c = count;
@@ -206,6 +192,90 @@ fn plan(n: u64) -> Vec<Pass> {
             return passes;
         }
     }
+}
+
+/// What one Merkle call needs on the device besides the leaves, kept per device between calls
+/// (level buffers, parameters, the root's readback, timestamps, and the bind groups that name
+/// only these buffers), so that a call allocates nothing once warm.
+pub(crate) struct MerkleScratch {
+    size_a: u64,
+    size_b: u64,
+    params_cap: u64,
+    a: ::wgpu::Buffer,
+    b: ::wgpu::Buffer,
+    /// Bound as `pieces` when no inner nodes are kept.
+    dummy: ::wgpu::Buffer,
+    params: ::wgpu::Buffer,
+    /// The parameter bytes last written to `params` (skipped when a call writes the same).
+    params_shadow: Vec<u8>,
+    readback: ::wgpu::Buffer,
+    timer: Option<PassTimer>,
+    /// Bind groups of the dispatches after the first pass (no inner nodes kept), by their
+    /// (pass, source offset, nodes).
+    groups: Vec<((usize, u64, u64), ::wgpu::BindGroup)>,
+}
+
+/// Merkle scratch sets kept per device.
+const MERKLE_KEPT: usize = 2;
+
+impl MerkleScratch {
+    fn new(gpu: &Gpu, size_a: u64, size_b: u64, params_cap: u64) -> MerkleScratch {
+        let storage = |label, size| gpu.storage_buffer(label, size, ::wgpu::BufferUsages::COPY_SRC);
+        MerkleScratch {
+            size_a,
+            size_b,
+            params_cap,
+            a: storage("b3accel merkle a", size_a),
+            b: storage("b3accel merkle b", size_b),
+            dummy: storage("b3accel merkle no inner", 32),
+            params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some("b3accel merkle params"),
+                size: params_cap * PARAMS_STRIDE,
+                usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            params_shadow: Vec::new(),
+            readback: read_buffer(gpu, "b3accel merkle root", 64),
+            timer: None,
+            groups: Vec::new(),
+        }
+    }
+}
+
+fn take_merkle(gpu: &Gpu, size_a: u64, size_b: u64, params_cap: u64) -> MerkleScratch {
+    let mut pool = lock(&gpu.merkle_pool);
+    if let Some(i) = pool.iter().position(|s| s.size_a >= size_a && s.size_b >= size_b && s.params_cap >= params_cap) {
+        return pool.swap_remove(i);
+    }
+    drop(pool);
+    MerkleScratch::new(gpu, size_a, size_b, params_cap.max(16))
+}
+
+fn give_merkle(gpu: &Gpu, s: MerkleScratch) {
+    let mut pool = lock(&gpu.merkle_pool);
+    pool.push(s);
+    if pool.len() > MERKLE_KEPT {
+        // Keep the largest sets: they serve every smaller tree too.
+        let smallest = (0..pool.len()).min_by_key(|&i| pool[i].size_a + pool[i].size_b).unwrap_or(0);
+        pool.swap_remove(smallest);
+    }
+}
+
+/// Writes `bytes` at the start of `params` unless it already holds them.
+fn write_params(gpu: &Gpu, params: &::wgpu::Buffer, shadow: &mut Vec<u8>, bytes: Vec<u8>) {
+    if *shadow != bytes {
+        gpu.queue.write_buffer(params, 0, &bytes);
+        *shadow = bytes;
+    }
+}
+
+fn params_bytes<'a>(blocks: impl ExactSizeIterator<Item = &'a [u32]>) -> Vec<u8> {
+    let mut bytes = vec![0u8; blocks.len() * PARAMS_STRIDE as usize];
+    for (i, words) in blocks.enumerate() {
+        let at = i * PARAMS_STRIDE as usize;
+        bytes[at..at + 4 * words.len()].copy_from_slice(&words_bytes(words));
+    }
+    bytes
 }
 
 /// The root of the Merkle tree over the `n` leaves (32 bytes each) of `leaves` at byte `offset`,
@@ -258,16 +328,7 @@ fn merkle_on_device(
     timings: Option<&mut Timings>,
     start: Instant,
 ) -> Result<Cv> {
-    let passes = plan(n);
-    // Level buffers in turn: pass p writes `a` when p is even (pass p + 2 needs 512^2 times less
-    // room than pass p), `b` when odd.
-    let size_a = passes[0].out * 32;
-    let size_b = passes.get(1).map_or(32, |p| p.out * 32);
-    let storage = |label, size| gpu.storage_buffer(label, size, ::wgpu::BufferUsages::COPY_SRC);
-    let a = storage("b3accel merkle a", size_a);
-    let b = storage("b3accel merkle b", size_b);
-    let keep = inner.is_some();
-    let inner_buf = storage("b3accel merkle inner", if keep { ((n - 1) * 32).max(32) } else { 32 });
+    let passes = plan(n, gpu.merkle_span, max_binding(gpu) / 32);
     let per_binding = (max_binding(gpu) / 32 / GROUP_NODES) * GROUP_NODES;
     if per_binding == 0 {
         return Err(Error::Unavailable {
@@ -275,15 +336,13 @@ fn merkle_on_device(
             reason: "storage bindings too small for a workgroup's Merkle nodes".into(),
         });
     }
+    let keep = inner.is_some();
 
-    // Every dispatch: (pass, src buffer, src byte offset, nodes, grid, params).
+    // Every dispatch: (pass, src byte offset, nodes, grid, params); pass 0 reads the leaves,
+    // pass p > 0 the level buffer pass p - 1 wrote.
     let mut dispatches = Vec::new();
     for (p, pass) in passes.iter().enumerate() {
-        let (src, src_base) = match p {
-            0 => (leaves, offset),
-            p if p % 2 == 1 => (&a, 0),
-            _ => (&b, 0),
-        };
+        let src_base = if p == 0 { offset } else { 0 };
         let mut first = 0u64;
         while first < pass.count {
             let local = per_binding.min(pass.count - first);
@@ -298,62 +357,120 @@ fn merkle_on_device(
                 pass.inner_at as u32,
                 0,
             ];
-            dispatches.push((p, src, src_base + first * 32, local, grid(gpu, groups)?, params));
+            dispatches.push((p, src_base + first * 32, local, grid(gpu, groups)?, params));
             first += local;
         }
     }
-    let params_buf = params_buffer(gpu, "b3accel merkle params", dispatches.iter().map(|d| &d.5[..]));
-    let bind_groups: Vec<::wgpu::BindGroup> = dispatches
-        .iter()
-        .map(|&(p, src, src_at, local, _, _)| {
-            let dst = if p % 2 == 0 { &a } else { &b };
-            gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
-                label: Some("b3accel merkle_pass"),
-                layout: &gpu.pipes.merkle_layout,
-                entries: &[
-                    ::wgpu::BindGroupEntry { binding: 0, resource: binding(src, src_at, local * 32) },
-                    ::wgpu::BindGroupEntry { binding: 1, resource: dst.as_entire_binding() },
-                    ::wgpu::BindGroupEntry { binding: 2, resource: inner_buf.as_entire_binding() },
-                    ::wgpu::BindGroupEntry { binding: 5, resource: binding(&params_buf, 0, PARAMS_BYTES) },
-                ],
-            })
-        })
-        .collect();
+    // Level buffers in turn: pass p writes `a` when p is even (pass p + 2 needs 2^span^2 times
+    // less room than pass p), `b` when odd.
+    let size_a = passes[0].out * 32;
+    let size_b = passes.get(1).map_or(32, |p| p.out * 32);
+    let mut scr = take_merkle(gpu, size_a, size_b, dispatches.len() as u64);
+    let r = merkle_with(gpu, &mut scr, leaves, n, &passes, &dispatches, inner, timings, start);
+    if r.is_ok() {
+        give_merkle(gpu, scr);
+    }
+    r
+}
 
-    let timer = PassTimer::new(gpu, timings.is_some());
-    let readback = read_buffer(gpu, "b3accel merkle root", 64);
+type MerkleDispatch = (usize, u64, u64, (u32, u32), [u32; 8]);
+
+#[allow(clippy::too_many_arguments)]
+fn merkle_with(
+    gpu: &Gpu,
+    scr: &mut MerkleScratch,
+    leaves: &::wgpu::Buffer,
+    n: u64,
+    passes: &[Pass],
+    dispatches: &[MerkleDispatch],
+    inner: Option<&mut [Cv]>,
+    timings: Option<&mut Timings>,
+    start: Instant,
+) -> Result<Cv> {
+    let keep = inner.is_some();
+    let inner_buf = keep
+        .then(|| gpu.storage_buffer("b3accel merkle inner", ((n - 1) * 32).max(32), ::wgpu::BufferUsages::COPY_SRC));
+    write_params(gpu, &scr.params, &mut scr.params_shadow, params_bytes(dispatches.iter().map(|d| &d.4[..])));
+    if keep {
+        scr.groups.clear();
+    }
+    let make = |scr: &MerkleScratch, p: usize, src_at: u64, local: u64| {
+        let src = match p {
+            0 => leaves,
+            p if p % 2 == 1 => &scr.a,
+            _ => &scr.b,
+        };
+        let dst = if p.is_multiple_of(2) { &scr.a } else { &scr.b };
+        let pieces = inner_buf.as_ref().unwrap_or(&scr.dummy);
+        gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+            label: Some("b3accel merkle_pass"),
+            layout: &gpu.pipes.merkle_layout,
+            entries: &[
+                ::wgpu::BindGroupEntry { binding: 0, resource: binding(src, src_at, local * 32) },
+                ::wgpu::BindGroupEntry { binding: 1, resource: dst.as_entire_binding() },
+                ::wgpu::BindGroupEntry { binding: 2, resource: pieces.as_entire_binding() },
+                ::wgpu::BindGroupEntry { binding: 5, resource: binding(&scr.params, 0, PARAMS_BYTES) },
+            ],
+        })
+    };
+    // The first pass's groups name the caller's buffer: made per call, never kept.
+    let mut bind_groups = Vec::with_capacity(dispatches.len());
+    for &(p, src_at, local, _, _) in dispatches {
+        if p == 0 || keep {
+            bind_groups.push(make(scr, p, src_at, local));
+            continue;
+        }
+        let key = (p, src_at, local);
+        let bg = match scr.groups.iter().find(|(k, _)| *k == key) {
+            Some((_, bg)) => bg.clone(),
+            None => {
+                let bg = make(scr, p, src_at, local);
+                if scr.groups.len() >= 64 {
+                    scr.groups.clear();
+                }
+                scr.groups.push((key, bg.clone()));
+                bg
+            }
+        };
+        bind_groups.push(bg);
+    }
+
+    if timings.is_some() && gpu.timestamps && scr.timer.is_none() {
+        scr.timer = PassTimer::new(gpu, true);
+    }
+    let timer = scr.timer.as_ref().filter(|_| timings.is_some());
     let inner_rb = (keep && n > 1).then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
     let mut enc =
         gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel merkle") });
     {
         let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
             label: Some("b3accel merkle"),
-            timestamp_writes: timer.as_ref().map(PassTimer::writes),
+            timestamp_writes: timer.map(PassTimer::writes),
         });
         pass.set_pipeline(&gpu.pipes.merkle);
         for (i, (d, bg)) in dispatches.iter().zip(&bind_groups).enumerate() {
             pass.set_bind_group(0, bg, &[(i as u64 * PARAMS_STRIDE) as u32]);
-            pass.dispatch_workgroups(d.4 .0, d.4 .1, 1);
+            pass.dispatch_workgroups(d.3 .0, d.3 .1, 1);
         }
     }
-    let root_buf = if (passes.len() - 1).is_multiple_of(2) { &a } else { &b };
-    enc.copy_buffer_to_buffer(root_buf, 0, &readback, 0, 32);
-    if let Some(t) = &timer {
-        t.finish(&mut enc, &readback, 32);
+    let root_buf = if (passes.len() - 1).is_multiple_of(2) { &scr.a } else { &scr.b };
+    enc.copy_buffer_to_buffer(root_buf, 0, &scr.readback, 0, 32);
+    if let Some(t) = timer {
+        t.finish(&mut enc, &scr.readback, 32);
     }
-    if let Some(rb) = &inner_rb {
-        enc.copy_buffer_to_buffer(&inner_buf, 0, rb, 0, (n - 1) * 32);
+    if let (Some(rb), Some(ib)) = (&inner_rb, &inner_buf) {
+        enc.copy_buffer_to_buffer(ib, 0, rb, 0, (n - 1) * 32);
     }
-    let mut maps = vec![&readback];
+    let mut maps = vec![&scr.readback];
     maps.extend(inner_rb.as_ref());
     submit_and_map(gpu, enc, &maps)?;
     let t_read = Instant::now();
-    let view = mapped(gpu, &readback)?;
+    let view = mapped(gpu, &scr.readback)?;
     let mut root = [0u8; 32];
     root.copy_from_slice(&view[..32]);
-    let kernel = timer.as_ref().map(|_| PassTimer::duration(gpu, &view[32..48]));
+    let kernel = timer.map(|_| PassTimer::duration(gpu, &view[32..48]));
     drop(view);
-    readback.unmap();
+    scr.readback.unmap();
     if let (Some(inner), Some(rb)) = (inner, &inner_rb) {
         let view = mapped(gpu, rb)?;
         inner.as_flattened_mut().copy_from_slice(&view);
@@ -387,8 +504,68 @@ fn chunks_of(msg_len: u64) -> u64 {
     msg_len.div_ceil(CHUNK_LEN as u64).max(1)
 }
 
+/// What a `hash_many` call needs on the device besides the messages, kept per device between
+/// calls: parameters, timestamps, and for results that go back to the host an output buffer and
+/// its readback of `cap` bytes.
+pub(crate) struct ManyScratch {
+    cap: u64,
+    params_cap: u64,
+    params: ::wgpu::Buffer,
+    params_shadow: Vec<u8>,
+    /// (the hashes or chunk CVs on the device, their host-visible copy), `cap` bytes each.
+    out: Option<(::wgpu::Buffer, ::wgpu::Buffer)>,
+    /// The pass timer and its 16-byte readback.
+    timer: Option<(PassTimer, ::wgpu::Buffer)>,
+    /// Stands in for the messages when they are empty (a binding needs a size).
+    empty: Option<::wgpu::Buffer>,
+}
+
+/// hash_many scratch sets kept per device.
+const MANY_KEPT: usize = 4;
+
+fn take_many(gpu: &Gpu, cap: u64, params_cap: u64) -> ManyScratch {
+    let mut pool = lock(&gpu.many_pool);
+    if let Some(i) = pool.iter().position(|s| s.cap >= cap && s.params_cap >= params_cap) {
+        return pool.swap_remove(i);
+    }
+    drop(pool);
+    let params_cap = params_cap.max(8);
+    ManyScratch {
+        cap,
+        params_cap,
+        params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+            label: Some("b3accel many params"),
+            size: params_cap * PARAMS_STRIDE,
+            usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        }),
+        params_shadow: Vec::new(),
+        out: (cap > 0).then(|| {
+            (
+                gpu.storage_buffer("b3accel many out", cap, ::wgpu::BufferUsages::COPY_SRC),
+                read_buffer(gpu, "b3accel many readback", cap),
+            )
+        }),
+        timer: None,
+        empty: None,
+    }
+}
+
+fn give_many(gpu: &Gpu, s: ManyScratch) {
+    let mut pool = lock(&gpu.many_pool);
+    pool.push(s);
+    if pool.len() > MANY_KEPT {
+        let smallest = (0..pool.len()).min_by_key(|&i| pool[i].cap).unwrap_or(0);
+        pool.swap_remove(smallest);
+    }
+}
+
+/// Bytes of chunk CVs (or hashes) one host-bound `hash_many` round brings back; larger batches
+/// take several rounds through the same kept buffers.
+const MANY_ROUND_BYTES: u64 = 64 << 20;
+
 /// Hashes the `out.len()` messages of `msg_len` bytes each that lie end to end in `data` from
-/// byte `offset`, in `domain`.
+/// byte `offset`, in `domain`, into host memory.
 pub(crate) fn hash_many(
     gpu: &Gpu,
     data: &::wgpu::Buffer,
@@ -412,15 +589,20 @@ pub(crate) fn hash_many(
     gpu.check_health()?;
     super::scoped(&gpu.device, gpu.id, || {
         let mut t = Timings::default();
-        let rounds = (MANY_OUT_BYTES / (per * chunks * 32)).max(1) * per;
+        // Messages per round: whole dispatches, within the round's output bytes.
+        // (a multiple of 256, so every round's messages start aligned).
+        let rounds = (MANY_ROUND_BYTES / (chunks * 32) / 256 * 256).max(256).min(count.next_multiple_of(256));
+        let cap = rounds * chunks * 32;
+        let mut scr = take_many(gpu, cap, rounds.div_ceil(per));
         let mut first = 0u64;
         while first < count {
             let m = rounds.min(count - first);
             let part = &mut out[first as usize..(first + m) as usize];
             let at = offset + first * msg_len;
-            many_round(gpu, data, at, msg_len, chunks, per, domain, part, &mut t, timings.is_some())?;
+            many_round(gpu, &mut scr, data, at, msg_len, chunks, per, domain, part, &mut t, timings.is_some())?;
             first += m;
         }
+        give_many(gpu, scr);
         if let Some(timings) = timings {
             timings.kernel += t.kernel;
             timings.download += t.download;
@@ -430,25 +612,94 @@ pub(crate) fn hash_many(
     })
 }
 
-/// One submission of `hash_many`: `out.len()` messages, `per` per dispatch.
+/// Hashes `count` messages of `msg_len <= CHUNK_LEN` bytes lying end to end in `data` from byte
+/// `offset`, in `domain`, into `out` at byte `out_offset` (32 bytes each), and waits until they
+/// are written. One submission; nothing comes back to the host but the pass's timestamps where
+/// `timings` asks for them.
 #[allow(clippy::too_many_arguments)]
-fn many_round(
+pub(crate) fn hash_many_into(
     gpu: &Gpu,
+    data: &::wgpu::Buffer,
+    offset: u64,
+    count: u64,
+    msg_len: u64,
+    domain: Domain,
+    out: &::wgpu::Buffer,
+    out_offset: u64,
+    timings: Option<&mut Timings>,
+) -> Result<()> {
+    let start = Instant::now();
+    if msg_len > CHUNK_LEN as u64 {
+        return Err(Error::InvalidInput(format!(
+            "hash_many_into: messages of {msg_len} bytes are longer than one chunk ({CHUNK_LEN} bytes); use hash_many"
+        )));
+    }
+    let bytes = count
+        .checked_mul(msg_len)
+        .ok_or_else(|| Error::InvalidInput(format!("hash_many: {count} messages of {msg_len} bytes overflow")))?;
+    check_buffer(gpu, "hash_many_into (messages)", data, offset, bytes)?;
+    let out_bytes =
+        count.checked_mul(32).ok_or_else(|| Error::InvalidInput(format!("hash_many_into: {count} hashes overflow")))?;
+    check_buffer(gpu, "hash_many_into (hashes)", out, out_offset, out_bytes)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let per = many_per_dispatch(gpu, msg_len, 1)?;
+    gpu.check_health()?;
+    super::scoped(&gpu.device, gpu.id, || {
+        let mut scr = take_many(gpu, 0, count.div_ceil(per));
+        let timed = timings.is_some() && gpu.timestamps;
+        let mut enc =
+            gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel many") });
+        encode_many(gpu, &mut scr, &mut enc, data, offset, msg_len, 1, per, domain, count, out, out_offset, timed)?;
+        let kernel = if timed {
+            let (timer, times) = scr.timer.as_ref().ok_or_else(|| internal("no pass timer"))?;
+            timer.finish(&mut enc, times, 0);
+            submit_and_map(gpu, enc, &[times])?;
+            let view = mapped(gpu, times)?;
+            let d = PassTimer::duration(gpu, &view);
+            drop(view);
+            times.unmap();
+            d
+        } else {
+            let index = gpu.queue.submit([enc.finish()]);
+            gpu.wait(&index, &MapTicket::work_done(&gpu.queue))?;
+            Duration::ZERO
+        };
+        give_many(gpu, scr);
+        if let Some(t) = timings {
+            t.kernel += kernel;
+            t.total = start.elapsed();
+        }
+        Ok(())
+    })
+}
+
+fn internal(what: &str) -> Error {
+    Error::InvalidInput(format!("internal: {what}"))
+}
+
+/// Encodes one compute pass hashing `count` messages (from byte `offset` of `data`) into `dst`
+/// from byte `dst_offset`: `per` messages per dispatch, `many_vec4` where the message length is a
+/// nonzero multiple of 16 bytes, `many_chunks` otherwise. With `timed`, the pass's timestamps
+/// go to `scr.timer`.
+#[allow(clippy::too_many_arguments)]
+fn encode_many(
+    gpu: &Gpu,
+    scr: &mut ManyScratch,
+    enc: &mut ::wgpu::CommandEncoder,
     data: &::wgpu::Buffer,
     offset: u64,
     msg_len: u64,
     chunks: u64,
     per: u64,
     domain: Domain,
-    out: &mut [Cv],
-    t: &mut Timings,
+    count: u64,
+    dst: &::wgpu::Buffer,
+    dst_offset: u64,
     timed: bool,
 ) -> Result<()> {
-    let count = out.len() as u64;
-    let out_bytes = count * chunks * 32;
-    let cvs = gpu.storage_buffer("b3accel many out", out_bytes, ::wgpu::BufferUsages::COPY_SRC);
-    // Empty messages read nothing, but a binding needs a size.
-    let empty = (msg_len == 0).then(|| gpu.storage_buffer("b3accel many empty", 16, ::wgpu::BufferUsages::empty()));
+    let vec4 = msg_len > 0 && msg_len.is_multiple_of(16);
     let mut dispatches = Vec::new();
     let mut first = 0u64;
     while first < count {
@@ -468,52 +719,89 @@ fn many_round(
         dispatches.push((first, m, data_bytes, (x, y), p));
         first += m;
     }
-    let params_buf = params_buffer(gpu, "b3accel many params", dispatches.iter().map(|d| &d.4[..]));
+    if dispatches.len() as u64 > scr.params_cap {
+        return Err(internal("hash_many scratch too small for its dispatches"));
+    }
+    write_params(gpu, &scr.params, &mut scr.params_shadow, params_bytes(dispatches.iter().map(|d| &d.4[..])));
+    if msg_len == 0 && scr.empty.is_none() {
+        scr.empty = Some(gpu.storage_buffer("b3accel many empty", 16, ::wgpu::BufferUsages::empty()));
+    }
+    if timed && scr.timer.is_none() {
+        scr.timer = PassTimer::new(gpu, true).map(|t| (t, read_buffer(gpu, "b3accel many timestamps", 16)));
+    }
+    let (layout, data_binding) = if vec4 { (&gpu.pipes.many4_layout, 0) } else { (&gpu.pipes.many_layout, 4) };
     let bind_groups: Vec<::wgpu::BindGroup> = dispatches
         .iter()
         .map(|&(first, m, data_bytes, _, _)| {
-            let data_res = match &empty {
-                Some(e) => e.as_entire_binding(),
-                None => binding(data, offset + first * msg_len, data_bytes),
+            let data_res = match &scr.empty {
+                Some(e) if msg_len == 0 => e.as_entire_binding(),
+                _ => binding(data, offset + first * msg_len, data_bytes),
             };
             gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
-                label: Some("b3accel many_chunks"),
-                layout: &gpu.pipes.many_layout,
+                label: Some("b3accel many"),
+                layout,
                 entries: &[
                     ::wgpu::BindGroupEntry {
                         binding: 1,
-                        resource: binding(&cvs, first * chunks * 32, m * chunks * 32),
+                        resource: binding(dst, dst_offset + first * chunks * 32, m * chunks * 32),
                     },
-                    ::wgpu::BindGroupEntry { binding: 4, resource: data_res },
-                    ::wgpu::BindGroupEntry { binding: 6, resource: binding(&params_buf, 0, MANY_PARAMS_BYTES) },
+                    ::wgpu::BindGroupEntry { binding: data_binding, resource: data_res },
+                    ::wgpu::BindGroupEntry { binding: 6, resource: binding(&scr.params, 0, MANY_PARAMS_BYTES) },
                 ],
             })
         })
         .collect();
-    let timer = PassTimer::new(gpu, timed);
-    let readback = read_buffer(gpu, "b3accel many readback", out_bytes);
-    let times = timer.as_ref().map(|_| read_buffer(gpu, "b3accel many timestamps", 16));
-    let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel many") });
-    {
-        let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
-            label: Some("b3accel many"),
-            timestamp_writes: timer.as_ref().map(PassTimer::writes),
-        });
-        pass.set_pipeline(&gpu.pipes.many);
-        for (i, (d, bg)) in dispatches.iter().zip(&bind_groups).enumerate() {
-            pass.set_bind_group(0, bg, &[(i as u64 * PARAMS_STRIDE) as u32]);
-            pass.dispatch_workgroups(d.3 .0, d.3 .1, 1);
-        }
+    let timer = scr.timer.as_ref().filter(|_| timed).map(|t| &t.0);
+    let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+        label: Some("b3accel many"),
+        timestamp_writes: timer.map(PassTimer::writes),
+    });
+    pass.set_pipeline(if vec4 { &gpu.pipes.many4 } else { &gpu.pipes.many });
+    for (i, (d, bg)) in dispatches.iter().zip(&bind_groups).enumerate() {
+        pass.set_bind_group(0, bg, &[(i as u64 * PARAMS_STRIDE) as u32]);
+        pass.dispatch_workgroups(d.3 .0, d.3 .1, 1);
     }
+    Ok(())
+}
+
+/// One submission of host-bound `hash_many`: `out.len()` messages, `per` per dispatch, through
+/// the kept output and readback buffers of `scr`.
+#[allow(clippy::too_many_arguments)]
+fn many_round(
+    gpu: &Gpu,
+    scr: &mut ManyScratch,
+    data: &::wgpu::Buffer,
+    offset: u64,
+    msg_len: u64,
+    chunks: u64,
+    per: u64,
+    domain: Domain,
+    out: &mut [Cv],
+    t: &mut Timings,
+    timed: bool,
+) -> Result<()> {
+    let count = out.len() as u64;
+    let out_bytes = count * chunks * 32;
+    let timed = timed && gpu.timestamps;
+    let (cvs, readback) = scr.out.clone().ok_or_else(|| internal("hash_many scratch without output buffers"))?;
+    if out_bytes > scr.cap {
+        return Err(internal("hash_many round larger than its scratch"));
+    }
+    let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel many") });
+    encode_many(gpu, scr, &mut enc, data, offset, msg_len, chunks, per, domain, count, &cvs, 0, timed)?;
     enc.copy_buffer_to_buffer(&cvs, 0, &readback, 0, out_bytes);
-    if let (Some(timer), Some(times)) = (&timer, &times) {
+    let times = scr.timer.as_ref().filter(|_| timed);
+    if let Some((timer, times)) = times {
         timer.finish(&mut enc, times, 0);
     }
     let mut maps = vec![&readback];
-    maps.extend(times.as_ref());
+    maps.extend(times.map(|t| &t.1));
     submit_and_map(gpu, enc, &maps)?;
     let t_read = Instant::now();
-    let view = mapped(gpu, &readback)?;
+    let view = readback
+        .slice(..out_bytes)
+        .get_mapped_range()
+        .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
     let got = view.as_chunks::<32>().0;
     if chunks == 1 {
         out.copy_from_slice(got);
@@ -524,7 +812,7 @@ fn many_round(
     }
     drop(view);
     readback.unmap();
-    if let Some(times) = &times {
+    if let Some((_, times)) = times {
         let view = mapped(gpu, times)?;
         t.kernel += PassTimer::duration(gpu, &view);
         drop(view);
@@ -557,19 +845,26 @@ mod tests {
     #[test]
     fn plans_take_few_passes_and_count_every_inner_node() {
         for n in [1u64, 2, 3, 5, 511, 512, 513, 1 << 20, (1 << 25) + 7] {
-            let passes = plan(n);
-            let mut levels = 0;
-            let mut count = n;
-            for p in &passes {
-                assert_eq!(p.count, count);
-                levels += p.levels;
-                count = p.out;
+            for span in [1, 3, 4, MERKLE_SPAN] {
+                let passes = plan(n, span, u64::MAX);
+                let mut levels = 0;
+                let mut count = n;
+                for p in &passes {
+                    assert_eq!(p.count, count);
+                    levels += p.levels;
+                    count = p.out;
+                }
+                assert_eq!(count, 1);
+                let depth = crate::merkle::level_sizes(n as usize).count() as u32;
+                assert_eq!(levels, depth.max(1), "n = {n}");
+                assert!(passes.len() as u64 <= n.max(2).ilog2().div_ceil(span) as u64 + 1);
             }
-            assert_eq!(count, 1);
-            let depth = crate::merkle::level_sizes(n as usize).count() as u32;
-            assert_eq!(levels, depth.max(1), "n = {n}");
-            assert!(passes.len() as u64 <= n.max(2).ilog2().div_ceil(MERKLE_SPAN) as u64 + 1);
         }
-        assert_eq!(plan(1 << 25).len(), 3);
+        assert_eq!(plan(1 << 25, MERKLE_SPAN, u64::MAX).len(), 3);
+        assert_eq!(plan(1 << 25, 4, u64::MAX).len(), 7);
+        // Outputs that must fit in 64 KiB bindings (2048 nodes): 2^16 leaves need 5 levels first.
+        let p = plan(1 << 16, 4, 2048);
+        assert_eq!(p[0].levels, 5);
+        assert!(p.iter().all(|p| p.out <= 2048));
     }
 }

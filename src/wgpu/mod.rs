@@ -15,10 +15,14 @@
 //!   equal-length messages, that lie in a `wgpu::Buffer` ([`ResidentHasher::merkle_root`],
 //!   [`ResidentHasher::hash_many`]).
 //!
-//! Merkle trees reduce up to 9 levels per dispatch inside a workgroup (2^25 leaves: 3 dispatches
-//! in one submission) and copy inner levels back only when asked; `hash_many` hashes each message
-//! of up to one chunk in one invocation (`merkle_pass` and `many_chunks` in the shader, driven by
-//! `src/wgpu/merkle.rs`).
+//! Merkle trees reduce 4 levels per dispatch inside a workgroup by default (2^25 leaves: 7
+//! dispatches in one submission; [`WgpuOptions::merkle_levels`] takes 1 to 9) and copy inner
+//! levels back only when asked; `hash_many` hashes each message of up to one chunk in one
+//! invocation, with whole 16-byte loads where the length allows (`merkle_pass`, `many_vec4` and
+//! `many_chunks` in the shader, driven by `src/wgpu/merkle.rs`), back to the host
+//! ([`ResidentHasher::hash_many`]) or into a device buffer ([`ResidentHasher::hash_many_into`]).
+//! A device keeps the buffers these calls need (and the resident passes' parameters and bind
+//! groups) between calls, so a warm call allocates nothing.
 //!
 //! The shaders (shaders/blake3.wgsl) compute one chunk per invocation and reduce the tree inside
 //! each 256-invocation workgroup, so a segment of n chunks takes about log_256(n) + 1 dispatches.
@@ -49,6 +53,7 @@ use crate::tree::{self, CvStack, Domain};
 use crate::{Hash, Mode};
 use buffers::StreamPool;
 use pipelines::{Params, Pipelines, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -119,7 +124,24 @@ pub struct WgpuOptions {
     pub loads: Loads,
     /// Bounds-checked or trusted shader module.
     pub checks: ShaderChecks,
+    /// Tree levels one Merkle dispatch reduces inside a workgroup (1 to 9). `None`: the default,
+    /// [`DEFAULT_MERKLE_LEVELS`].
+    pub merkle_levels: Option<u32>,
 }
+
+/// Levels one Merkle dispatch reduces by default (see [`WgpuOptions::merkle_levels`]).
+///
+/// Measured on an NVIDIA H200 (Vulkan, `examples/wgpu_report.rs --merkle-levels 2,3,4,5,6,9`),
+/// device-resident root of 2^25 leaves, median wall / passes: 2 levels 1.619 / 1.382 ms, 3
+/// levels 1.560 / 1.364 ms, 4 levels 1.554 / 1.357 ms, 5 levels 1.692 / 1.437 ms, 6 levels
+/// 1.675 / 1.499 ms, 9 levels 2.040 / 1.754 ms. Deep in-workgroup trees leave most invocations
+/// idle at barriers; a few levels per dispatch keep the device full at the cost of a few more
+/// (cheap) dispatches.
+///
+/// ```
+/// assert!((1..=9).contains(&b3accel::wgpu::DEFAULT_MERKLE_LEVELS));
+/// ```
+pub const DEFAULT_MERKLE_LEVELS: u32 = 4;
 
 /// The default bytes of host input per segment. Host-resident hashing is bound by host memory
 /// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
@@ -158,6 +180,11 @@ pub(crate) struct Gpu {
     timestamp_period: f64,
     health: Option<Arc<Health>>,
     scratch: Mutex<Vec<Scratch>>,
+    /// Levels per Merkle dispatch.
+    merkle_span: u32,
+    /// Kept Merkle and hash_many buffers (src/wgpu/merkle.rs).
+    merkle_pool: Mutex<Vec<merkle::MerkleScratch>>,
+    many_pool: Mutex<Vec<merkle::ManyScratch>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -174,6 +201,15 @@ impl MapTicket {
         let slot = t.0.clone();
         buffer.map_async(mode, .., move |r| {
             *lock(&slot) = Some(r.is_ok());
+        });
+        t
+    }
+    /// Done once the device has finished all work submitted to `queue` so far.
+    fn work_done(queue: &::wgpu::Queue) -> MapTicket {
+        let t = MapTicket::default();
+        let slot = t.0.clone();
+        queue.on_submitted_work_done(move || {
+            *lock(&slot) = Some(true);
         });
         t
     }
@@ -253,6 +289,9 @@ impl Gpu {
             timestamp_period,
             health,
             scratch: Mutex::new(Vec::new()),
+            merkle_span: opts.merkle_levels.unwrap_or(DEFAULT_MERKLE_LEVELS).clamp(1, LOG_WORKGROUP + 1),
+            merkle_pool: Mutex::new(Vec::new()),
+            many_pool: Mutex::new(Vec::new()),
         })
     }
 
@@ -340,12 +379,17 @@ impl Gpu {
     /// byte `offset` into the pieces of segment slot `seg` of `scr`: one CV per set bit of n
     /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index.
     #[allow(clippy::too_many_arguments)]
+    ///
+    /// The parameters are written only where `scr` does not already hold them, and the bind
+    /// groups that name only `scr`'s buffers (every pass after the first, and the first too when
+    /// `src_ours`: `src` is a buffer that stays with `scr`) are kept in `scr` for the next call.
     fn encode_segment(
         &self,
         enc: &mut ::wgpu::CommandEncoder,
-        scr: &Scratch,
+        scr: &mut Scratch,
         seg: u64,
         src: &::wgpu::Buffer,
+        src_ours: bool,
         offset: u64,
         n: u64,
         counter: u64,
@@ -375,53 +419,70 @@ impl Gpu {
             let at = l * PARAMS_STRIDE as usize;
             block[at..at + PARAMS_BYTES as usize].copy_from_slice(&p.bytes());
         }
-        self.queue.write_buffer(&scr.params, params_base, &block);
+        scr.write_params(self, params_base, block);
 
         fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
             ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
         }
-        let bind_groups: Vec<::wgpu::BindGroup> = passes
-            .iter()
-            .enumerate()
-            .map(|(l, &items)| {
-                // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
-                // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
-                // less room than pass l, so cv_a is always large enough).
-                let (input, output) = if l % 2 == 0 { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
-                let src_binding = if l == 0 {
-                    ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
-                } else {
-                    cvs(input, items)
-                };
-                self.device.create_bind_group(&::wgpu::BindGroupDescriptor {
-                    label: Some("b3accel pass"),
-                    layout: &self.pipes.layout,
-                    entries: &[
-                        ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
-                        ::wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
-                        },
-                        ::wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                                buffer: &scr.pieces,
-                                offset: seg * PIECES_BYTES,
-                                size: ::wgpu::BufferSize::new(PIECES_BYTES),
-                            }),
-                        },
-                        ::wgpu::BindGroupEntry {
-                            binding: 3,
-                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                                buffer: &scr.params,
-                                offset: 0,
-                                size: ::wgpu::BufferSize::new(PARAMS_BYTES),
-                            }),
-                        },
-                    ],
-                })
+        let make = |scr: &Scratch, l: usize, items: u64| {
+            // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
+            // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
+            // less room than pass l, so cv_a is always large enough).
+            let (input, output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            let src_binding = if l == 0 {
+                ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
+            } else {
+                cvs(input, items)
+            };
+            self.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+                label: Some("b3accel pass"),
+                layout: &self.pipes.layout,
+                entries: &[
+                    ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
+                    ::wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
+                    },
+                    ::wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.pieces,
+                            offset: seg * PIECES_BYTES,
+                            size: ::wgpu::BufferSize::new(PIECES_BYTES),
+                        }),
+                    },
+                    ::wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.params,
+                            offset: 0,
+                            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+                        }),
+                    },
+                ],
             })
-            .collect();
+        };
+        let mut bind_groups = Vec::with_capacity(passes.len());
+        for (l, &items) in passes.iter().enumerate() {
+            if l == 0 && !src_ours {
+                bind_groups.push(make(scr, l, items));
+                continue;
+            }
+            // Pass 0 over our own input binds it at `offset`, which is always 0 there.
+            let key = (seg, l, items, if l == 0 { offset } else { 0 });
+            let bg = match scr.groups.get(&key) {
+                Some(bg) => bg.clone(),
+                None => {
+                    let bg = make(scr, l, items);
+                    if scr.groups.len() >= 256 {
+                        scr.groups.clear();
+                    }
+                    scr.groups.insert(key, bg.clone());
+                    bg
+                }
+            };
+            bind_groups.push(bg);
+        }
         {
             let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
                 label: Some("b3accel segment"),
@@ -486,6 +547,20 @@ pub(crate) struct Scratch {
     /// copy_tail's output (resident inputs).
     tail: ::wgpu::Buffer,
     queries: Option<(::wgpu::QuerySet, ::wgpu::Buffer)>,
+    /// What each parameter block of `params` (by byte offset) last had written to it.
+    params_shadow: HashMap<u64, Vec<u8>>,
+    /// Bind groups naming only this scratch's buffers, by (segment, pass, items, source offset).
+    groups: HashMap<(u64, usize, u64, u64), ::wgpu::BindGroup>,
+}
+
+impl Scratch {
+    /// Writes `bytes` at byte `at` of `params` unless they are there already.
+    fn write_params(&mut self, gpu: &Gpu, at: u64, bytes: Vec<u8>) {
+        if self.params_shadow.get(&at) != Some(&bytes) {
+            gpu.queue.write_buffer(&self.params, at, &bytes);
+            self.params_shadow.insert(at, bytes);
+        }
+    }
 }
 
 /// Timestamps per segment: upload begin/end, pass begin/end, readback copy end.
@@ -530,6 +605,8 @@ impl Scratch {
             }),
             tail: gpu.storage_buffer("b3accel tail", CHUNK_LEN as u64, ::wgpu::BufferUsages::COPY_SRC),
             queries,
+            params_shadow: HashMap::new(),
+            groups: HashMap::new(),
         }
     }
 }

@@ -80,6 +80,9 @@ pub(crate) struct Pipelines {
     /// params (binding 6, dynamic offset).
     pub many_layout: ::wgpu::BindGroupLayout,
     pub many: ::wgpu::ComputePipeline,
+    /// Layout of `many_vec4`: src (messages as vec4s), dst, many params (binding 6).
+    pub many4_layout: ::wgpu::BindGroupLayout,
+    pub many4: ::wgpu::ComputePipeline,
     pub loads: Loads,
     pub checks: ShaderChecks,
 }
@@ -136,7 +139,8 @@ impl Pipelines {
             // writes `dst` below ceil(n_total / 2^levels) and, with `keep`, `pieces` below
             // n_total - 1 + inner_at (the host binds the whole inner buffer); its workgroup slots
             // are below WG. `many_chunks` reads `tail_src` only below `n_words` (checked in the
-            // shader) and writes `dst` below `n_items` CVs (bound to that many).
+            // shader) and writes `dst` below `n_items` CVs (bound to that many); `many_vec4` reads `src`
+            // only below the bound messages' bytes / 16 (see the shader) and writes as `many_chunks`.
             ShaderChecks::Trusted => unsafe {
                 device.create_shader_module_trusted(desc, ::wgpu::ShaderRuntimeChecks::unchecked())
             },
@@ -156,6 +160,10 @@ impl Pipelines {
         let many_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
             label: Some("b3accel many_chunks"),
             entries: &[storage(1, false), storage(4, true), uniform_entry(6)],
+        });
+        let many4_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+            label: Some("b3accel many_vec4"),
+            entries: &[storage(0, true), storage(1, false), uniform_entry(6)],
         });
         let make = |bgl: &::wgpu::BindGroupLayout, entry: &str| {
             let pl = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
@@ -188,6 +196,8 @@ impl Pipelines {
             tail: make(&tail_layout, "copy_tail"),
             merkle: make(&merkle_layout, "merkle_pass"),
             many: make(&many_layout, "many_chunks"),
+            many4: make(&many4_layout, "many_vec4"),
+            many4_layout,
             merkle_layout,
             many_layout,
             layout,

@@ -1,6 +1,8 @@
 //! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
 
-use super::{merge_segments, pieces_of, scoped, Gpu, MapTicket, WgpuOptions, QUERIES_PER_SEG, READBACK_STRIDE};
+use super::{
+    merge_segments, pieces_of, scoped, Gpu, MapTicket, WgpuOptions, PIECES_BYTES, QUERIES_PER_SEG, READBACK_STRIDE,
+};
 use crate::backend::{Timings, MAX_SUBTREE};
 use crate::compress::CHUNK_LEN;
 use crate::device::Device;
@@ -240,6 +242,78 @@ impl ResidentHasher {
         Ok((out.into_iter().map(Hash::from_bytes).collect(), t))
     }
 
+    /// Hashes `count` independent messages of `msg_len` bytes each (at most one chunk, 1024
+    /// bytes; 0 allowed) lying end to end in `data` from byte `offset`, in `mode`, into the device
+    /// buffer `out`: message i's hash at bytes `out_offset + 32 * i..out_offset + 32 * i + 32`.
+    /// Nothing passes through host memory; the call returns once the hashes are written (one
+    /// submission). Requirements on `data` as for [`hash`](Self::hash); `out` needs
+    /// `BufferUsages::STORAGE`, an aligned `out_offset` and room for the hashes. Longer messages
+    /// are an error here: [`hash_many`](Self::hash_many) takes them.
+    ///
+    /// Messages whose length is a multiple of 16 bytes (64-byte records, 1 KiB, ...) take the
+    /// fastest path (whole 16-byte loads).
+    ///
+    /// ```no_run
+    /// # let (hasher, data, device): (b3accel::wgpu::ResidentHasher, wgpu::Buffer, wgpu::Device) = unimplemented!();
+    /// let out = device.create_buffer(&wgpu::BufferDescriptor {
+    ///     label: Some("hashes"), size: 32 * 1000,
+    ///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false,
+    /// });
+    /// // 1000 records of 64 bytes each, hashed into `out` on the device.
+    /// hasher.hash_many_into(&data, 0, 1000, 64, &b3accel::Mode::Hash, &out, 0)?;
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn hash_many_into(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+        out: &::wgpu::Buffer,
+        out_offset: u64,
+    ) -> Result<()> {
+        let domain = mode.domain();
+        super::merkle::hash_many_into(&self.gpu, data, offset, count as u64, msg_len, domain, out, out_offset, None)
+    }
+
+    /// [`hash_many_into`](Self::hash_many_into), and where the time went: `kernel` is the pass's
+    /// device time by timestamp queries (zero without them), `total` the wall time of the call.
+    ///
+    /// ```no_run
+    /// # let (hasher, data, out): (b3accel::wgpu::ResidentHasher, wgpu::Buffer, wgpu::Buffer) = unimplemented!();
+    /// let t = hasher.hash_many_into_timed(&data, 0, 1 << 24, 64, &b3accel::Mode::Hash, &out, 0)?;
+    /// println!("{:.1} G hashes/s", (1u64 << 24) as f64 / t.total.as_secs_f64() / 1e9);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn hash_many_into_timed(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+        out: &::wgpu::Buffer,
+        out_offset: u64,
+    ) -> Result<Timings> {
+        let mut t = Timings::default();
+        let domain = mode.domain();
+        super::merkle::hash_many_into(
+            &self.gpu,
+            data,
+            offset,
+            count as u64,
+            msg_len,
+            domain,
+            out,
+            out_offset,
+            Some(&mut t),
+        )?;
+        Ok(t)
+    }
+
     fn root(
         &self,
         buffer: &::wgpu::Buffer,
@@ -288,8 +362,9 @@ impl ResidentHasher {
         let full = (len - last) / CHUNK_LEN as u64;
         let seg = gpu.max_segment_chunks.min(full.next_power_of_two()).max(1);
         let count = full.div_ceil(seg);
-        let scr = gpu.take_scratch(seg, count.max(1));
-        let queries = scr.queries.as_ref().filter(|_| timings.is_some());
+        let mut scr = gpu.take_scratch(seg, count.max(1));
+        let queries = scr.queries.clone().filter(|_| timings.is_some());
+        let queries = queries.as_ref();
         let mut enc =
             gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel resident") });
         if let Some((q, _)) = queries {
@@ -301,9 +376,10 @@ impl ResidentHasher {
             let n_k = seg.min(full - k * seg);
             gpu.encode_segment(
                 &mut enc,
-                &scr,
+                &mut scr,
                 k,
                 buffer,
+                false,
                 offset + k * seg * CHUNK_LEN as u64,
                 n_k,
                 k * seg,
@@ -319,7 +395,7 @@ impl ResidentHasher {
         let words = last.div_ceil(4);
         let tail_params_at = super::MAX_PASSES * super::PARAMS_STRIDE * scr.segs;
         let p = super::Params { n_items: words as u32, src_word: src_word as u32, ..Default::default() };
-        gpu.queue.write_buffer(&scr.params, tail_params_at, &p.bytes());
+        scr.write_params(gpu, tail_params_at, p.bytes().to_vec());
         let bg = gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
             label: Some("b3accel copy_tail"),
             layout: &gpu.pipes.tail_layout,
@@ -357,6 +433,18 @@ impl ResidentHasher {
         if let Some((q, resolve)) = queries {
             enc.write_timestamp(q, 1);
             enc.resolve_query_set(q, 0..count.max(1) as u32 * QUERIES_PER_SEG, resolve, 0);
+            // Each segment's timestamps into the room after its pieces in the readback buffer:
+            // read back with them, no second submission.
+            let seg_bytes = QUERIES_PER_SEG as u64 * 8;
+            for k in 0..count.max(1) {
+                enc.copy_buffer_to_buffer(
+                    resolve,
+                    k * seg_bytes,
+                    &scr.readback,
+                    k * READBACK_STRIDE + PIECES_BYTES,
+                    seg_bytes,
+                );
+            }
         }
         let index = gpu.queue.submit([enc.finish()]);
         let ticket = MapTicket::begin(&scr.readback, ::wgpu::MapMode::Read);
@@ -375,12 +463,12 @@ impl ResidentHasher {
             })
             .collect();
         let tail = view[tail_at as usize..(tail_at + last) as usize].to_vec();
+        let times = queries.map(|_| pass_times(gpu, &view, count));
         drop(view);
         scr.readback.unmap();
         if let Some(t) = timings {
             t.download += t_read.elapsed();
-            if let Some((_, resolve)) = queries {
-                let (kernel, after) = read_pass_times(gpu, resolve, count)?;
+            if let Some((kernel, after)) = times {
                 t.kernel += kernel;
                 t.download += after;
             }
@@ -398,28 +486,14 @@ impl ResidentHasher {
     }
 }
 
-/// From the resolved timestamps of a resident submission of `count` segments: the summed
-/// durations of the hashing passes (queries 2 and 3 of each segment's five), and the device time
-/// from the end of the last pass to the end of the submission (query 1: the last chunk's copy and
-/// the copies into the readback buffer).
-fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<(Duration, Duration)> {
-    let bytes = count.max(1) * QUERIES_PER_SEG as u64 * 8;
-    let rb = gpu.device.create_buffer(&::wgpu::BufferDescriptor {
-        label: Some("b3accel timestamps readback"),
-        size: bytes,
-        usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: None });
-    enc.copy_buffer_to_buffer(resolve, 0, &rb, 0, bytes);
-    let index = gpu.queue.submit([enc.finish()]);
-    let ticket = MapTicket::begin(&rb, ::wgpu::MapMode::Read);
-    gpu.wait(&index, &ticket)?;
-    let view = rb
-        .get_mapped_range(..)
-        .map_err(|e| Error::Device { device: gpu.id, detail: format!("timestamp readback not mapped: {e:?}") })?;
+/// From the readback of a timed resident submission of `count` segments (each segment's five
+/// timestamps after its pieces): the summed durations of the hashing passes (queries 2 and 3 of
+/// each segment), and the device time from the end of the last pass to the end of the submission
+/// (query 1: the last chunk's copy and the copies into the readback buffer).
+fn pass_times(gpu: &Gpu, view: &[u8], count: u64) -> (Duration, Duration) {
     let tick = |i: u64| {
-        let at = (i * 8) as usize;
+        let (k, q) = (i / QUERIES_PER_SEG as u64, i % QUERIES_PER_SEG as u64);
+        let at = (k * READBACK_STRIDE + PIECES_BYTES + q * 8) as usize;
         let mut w = [0u8; 8];
         w.copy_from_slice(&view[at..at + 8]);
         u64::from_le_bytes(w)
@@ -432,5 +506,5 @@ fn read_pass_times(gpu: &Gpu, resolve: &::wgpu::Buffer, count: u64) -> Result<(D
         kernel += ns(tick(base + 3).saturating_sub(tick(base + 2)));
         last_end = last_end.max(tick(base + 3));
     }
-    Ok((kernel, ns(tick(1).saturating_sub(last_end))))
+    (kernel, ns(tick(1).saturating_sub(last_end)))
 }
