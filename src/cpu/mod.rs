@@ -329,7 +329,10 @@ impl CpuBackend {
     fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, parallel: bool) -> Cv {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
-        if chunks <= LEAF_CHUNKS {
+        // One thread hashes leaves of LEAF_CHUNKS; with a pool, subtrees keep being split down to
+        // PARALLEL_GRAIN_BYTES, so that a 1 MiB input is 16 tasks rather than 4 leaves.
+        let split = chunks > LEAF_CHUNKS || (parallel && input.len() >= 2 * PARALLEL_GRAIN_BYTES);
+        if !split {
             let mut out = [[0u8; 32]];
             self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, &mut out);
             return out[0];
