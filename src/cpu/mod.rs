@@ -329,16 +329,15 @@ impl CpuBackend {
     fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, grain: Option<usize>) -> Cv {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
-        // Leaves of LEAF_CHUNKS, or smaller where the pool needs more tasks (see `grain`).
-        let split = chunks > LEAF_CHUNKS || grain.is_some_and(|g| input.len() >= 2 * g);
-        if !split {
+        // Leaves of LEAF_CHUNKS, or of `grain` bytes under the pool (see `task_grain`).
+        if input.len() <= grain.unwrap_or(LEAF_CHUNKS * CHUNK_LEN) {
             let mut out = [[0u8; 32]];
             self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, &mut out);
             return out[0];
         }
         let (left, right) = input.split_at(input.len() / 2);
         let right_first = first_chunk + (chunks / 2) as u64;
-        let (l, r) = if grain.is_some_and(|g| left.len() >= g) {
+        let (l, r) = if grain.is_some() {
             rayon::join(
                 || self.subtree_cv(left, first_chunk, key, flags, grain),
                 || self.subtree_cv(right, right_first, key, flags, grain),
@@ -374,7 +373,7 @@ impl CpuBackend {
         let tail_first = first_chunk + size as u64;
         if tail.is_empty() {
             *first = self.subtree_cv(head, first_chunk, key, flags, grain);
-        } else if grain.is_some_and(|g| tail.len() >= g) {
+        } else if grain.is_some_and(|_| tail.len() >= PARALLEL_GRAIN_BYTES) {
             let (cv, ()) = rayon::join(
                 || self.subtree_cv(head, first_chunk, key, flags, grain),
                 || self.subtrees(tail, tail_first, max, key, flags, grain, rest),
@@ -387,13 +386,18 @@ impl CpuBackend {
     }
 }
 
-/// The smallest subtree, in bytes, that is handed to the pool as a task of its own when hashing
-/// `len` bytes, or `None` for no pool at all: about eight tasks per thread, and none under
-/// `PARALLEL_GRAIN_BYTES`. Leaves are cut below `LEAF_CHUNKS` only where that many tasks need it:
-/// on the H200 machine's 16 threads, 1 MiB in 4 leaves ran at 0.37x update_rayon's speed, and
-/// 64 MiB cut into 1,024 tasks of 64 KiB measured 5% slower than in 256 leaves (criterion, two runs).
+/// The leaf size, in bytes, when hashing `len` bytes on the pool (`None`: no pool): every leaf is
+/// a task, and leaves shrink from `LEAF_CHUNKS` chunks towards `PARALLEL_GRAIN_BYTES` only where
+/// that is needed for about four tasks per thread. Measured on the H200 machine's 16 threads
+/// (criterion, against update_rayon): leaves of 256 chunks alone left 1 MiB as 4 tasks (0.37x);
+/// forking only down to len / (8 * threads) made 64 MiB 0.75x (too few, uneven tasks); 64 KiB
+/// leaves everywhere 0.90x at 64 MiB; 256-chunk leaves there 0.96x.
 fn task_grain(len: usize) -> Option<usize> {
-    use_threads(len).then(|| (len / (8 * rayon::current_num_threads())).max(PARALLEL_GRAIN_BYTES))
+    use_threads(len).then(|| {
+        (len / (4 * rayon::current_num_threads()))
+            .next_power_of_two()
+            .clamp(PARALLEL_GRAIN_BYTES, LEAF_CHUNKS * CHUNK_LEN)
+    })
 }
 
 /// Whether to use the thread pool for `len` bytes: never for small inputs (a pool that has never
