@@ -19,14 +19,7 @@ type Node = [u8; 32];
 
 /// The index of every OpenCL device found (a missing one is reported, or fails under CI=true).
 fn devices() -> Vec<usize> {
-    common::gpu_targets()
-        .into_iter()
-        .filter(|t| t.backend.info().backend == BackendKind::OpenCl)
-        .map(|t| match t.backend.info().device {
-            Device::OpenCl(i) => i,
-            other => unreachable!("{other} listed as OpenCL"),
-        })
-        .collect()
+    common::device_indices(BackendKind::OpenCl)
 }
 
 fn open(i: usize, opts: OpenClOptions) -> OpenClBackend {

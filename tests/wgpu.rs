@@ -17,27 +17,9 @@ const KEY: [u8; 32] = *b"whats the Elvish word for friend";
 const CONTEXT: &str = "BLAKE3 2019-12-27 16:29:52 test vectors context";
 
 /// The wgpu adapters' indices. None on a machine without one: loud, and a failure under CI=true
-/// (as tests/common does for every GPU backend).
+/// (the rule of tests/common for every GPU backend).
 fn adapters() -> Vec<usize> {
-    let found: Vec<usize> = b3accel::devices()
-        .iter()
-        .filter(|d| d.backend == BackendKind::Wgpu)
-        .map(|d| match d.device {
-            Device::Wgpu(i) => i,
-            other => panic!("a wgpu adapter listed as {other}"),
-        })
-        .collect();
-    if found.is_empty() {
-        let why = b3accel::backend_status()
-            .into_iter()
-            .find(|s| s.backend == BackendKind::Wgpu)
-            .map(|s| format!("{:?}", s.devices.err()))
-            .unwrap_or_default();
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!ci, "CI=true: the wgpu backend is built but found no adapter: {why}");
-        eprintln!("\n*** WARNING: no wgpu adapter ({why}); these tests did NOT run. ***\n");
-    }
-    found
+    common::device_indices(BackendKind::Wgpu)
 }
 
 fn open(i: usize, options: WgpuOptions) -> WgpuBackend {

@@ -2,6 +2,8 @@
 //! inputs, against the CPU backend and upstream `blake3` (a loop of `blake3::hash` over pairs).
 #![cfg(feature = "wgpu")]
 
+mod common;
+
 use b3accel::cpu::CpuBackend;
 use b3accel::merkle::{hash_each_with, hash_many_with, level_sizes};
 use b3accel::wgpu::{ResidentHasher, WgpuBackend, WgpuOptions};
@@ -18,20 +20,10 @@ const LENGTHS: [usize; 12] = [0, 1, 16, 48, 63, 64, 65, 1023, 1024, 1025, 1040, 
 
 /// The wgpu adapters; none is a loud warning, and a failure under CI=true.
 fn adapters() -> Vec<WgpuBackend> {
-    let found: Vec<usize> = b3accel::devices()
-        .iter()
-        .filter(|d| d.backend == BackendKind::Wgpu)
-        .filter_map(|d| match d.device {
-            Device::Wgpu(i) => Some(i),
-            _ => None,
-        })
-        .collect();
-    if found.is_empty() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!ci, "CI=true: the wgpu backend is built but found no adapter");
-        eprintln!("\n*** WARNING: no wgpu adapter; these tests did NOT run. ***\n");
-    }
-    found.into_iter().map(|i| WgpuBackend::open(i).unwrap_or_else(|e| panic!("wgpu:{i}: {e}"))).collect()
+    common::device_indices(BackendKind::Wgpu)
+        .into_iter()
+        .map(|i| WgpuBackend::open(i).unwrap_or_else(|e| panic!("wgpu:{i}: {e}")))
+        .collect()
 }
 
 fn name(b: &WgpuBackend) -> String {

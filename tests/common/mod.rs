@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use b3accel::cpu::{CpuBackend, SimdLevel};
-use b3accel::{Backend, BackendKind};
+use b3accel::{Backend, BackendKind, Device};
 use std::sync::Arc;
 
 /// The official test vectors' input: byte i is i % 251.
@@ -55,6 +55,33 @@ pub fn gpu_targets() -> Vec<Target> {
         }
     }
     out
+}
+
+/// The index N of every device of one GPU backend (`opencl:N`, `wgpu:N`), opening none of them;
+/// the no-device rule of [`targets`] applies (loud, and a failure under `CI=true`). Empty where the
+/// backend is not built.
+pub fn device_indices(backend: BackendKind) -> Vec<usize> {
+    let ci = std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false);
+    let Some(status) = b3accel::backend_status().into_iter().find(|s| s.backend == backend) else {
+        return Vec::new();
+    };
+    match status.devices {
+        Ok(d) if !d.is_empty() => d
+            .iter()
+            .map(|info| match info.device {
+                Device::OpenCl(i) | Device::Wgpu(i) => i,
+                other => panic!("{other} listed as a {backend} device"),
+            })
+            .collect(),
+        Ok(_) => {
+            no_device(ci, backend, "no device found");
+            Vec::new()
+        }
+        Err(e) => {
+            no_device(ci, backend, &e.to_string());
+            Vec::new()
+        }
+    }
 }
 
 fn no_device(ci: bool, backend: BackendKind, why: &str) {
