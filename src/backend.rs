@@ -109,16 +109,7 @@ pub trait Backend: Send + Sync {
         out: &mut [Cv],
     ) -> Result<()> {
         check_subtree_args(input, first_chunk, max_chunks, out)?;
-        let mut written = 0;
-        for (i, run) in
-            input.chunks(max_chunks.saturating_mul(CHUNK_LEN as u64).min(usize::MAX as u64) as usize).enumerate()
-        {
-            let n = (run.len() / CHUNK_LEN) as u64;
-            let k = subtree_count(n, MAX_SUBTREE);
-            self.chunk_subtrees(run, first_chunk + i as u64 * max_chunks, key, flags, &mut out[written..written + k])?;
-            written += k;
-        }
-        Ok(())
+        capped_by_pieces(self, input, first_chunk, max_chunks, key, flags, out)
     }
 
     /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
@@ -198,6 +189,30 @@ pub fn subtree_count(n: u64, max_chunks: u64) -> usize {
 /// [`Backend::chunk_subtrees_capped`] (with `max_chunks` [`MAX_SUBTREE`] for the former); every
 /// backend calls it first, so a malformed call is an error in each of them alike. Returns the
 /// number of chunks.
+/// [`Backend::chunk_subtrees_capped`] as one `chunk_subtrees` call per piece of at most
+/// `max_chunks` chunks: the trait's default, and a fallback for backends that override it. The
+/// arguments are already checked.
+pub(crate) fn capped_by_pieces<B: Backend + ?Sized>(
+    backend: &B,
+    input: &[u8],
+    first_chunk: u64,
+    max_chunks: u64,
+    key: &[u32; 8],
+    flags: u32,
+    out: &mut [Cv],
+) -> Result<()> {
+    let mut written = 0;
+    for (i, run) in
+        input.chunks(max_chunks.saturating_mul(CHUNK_LEN as u64).min(usize::MAX as u64) as usize).enumerate()
+    {
+        let n = (run.len() / CHUNK_LEN) as u64;
+        let k = subtree_count(n, MAX_SUBTREE);
+        backend.chunk_subtrees(run, first_chunk + i as u64 * max_chunks, key, flags, &mut out[written..written + k])?;
+        written += k;
+    }
+    Ok(())
+}
+
 pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, max_chunks: u64, out: &[Cv]) -> Result<u64> {
     use crate::error::Error;
     if input.is_empty() || !input.len().is_multiple_of(CHUNK_LEN) {

@@ -80,25 +80,30 @@ impl Mode {
     }
 }
 
-/// The root node of `data` hashed on `device`. Inputs of one chunk or less need no backend on
-/// the CPU (or on Auto, which keeps small inputs on the CPU), so the smallest inputs pay nothing
-/// for dispatch.
+/// Whether `data` is hashed by the tree module alone: inputs of one chunk or less need no backend
+/// on the CPU (or on Auto, which keeps small inputs on the CPU), so the smallest inputs pay
+/// nothing for dispatch.
+fn small_on_cpu(device: Device, data: &[u8]) -> bool {
+    data.len() <= CHUNK_LEN && matches!(device, Device::Auto | Device::Cpu)
+}
+
+/// The root node of `data` hashed on `device`.
 fn root_on(device: Device, data: &[u8], domain: Domain) -> Result<Output> {
-    if data.len() <= CHUNK_LEN && matches!(device, Device::Auto | Device::Cpu) {
+    if small_on_cpu(device, data) {
         return Ok(tree::chunk_output(data, 0, domain));
     }
     hash_all(&*backend(device)?, data, domain)
 }
 
-/// The 32-byte hash of `data` on `device`. An input of one chunk or less on the CPU is hashed
-/// right here, its root compression's input never passing through an [`Output`] in memory: for
-/// 64 bytes that round trip was a third of the time.
+/// The 32-byte hash of `data` on `device`. A small input on the CPU is hashed by
+/// `tree::hash_small`, its root compression's input never passing through an [`Output`] in
+/// memory: for 64 bytes that round trip was a third of the time.
 #[inline]
 fn root_hash_on(device: Device, data: &[u8], domain: Domain) -> Result<Hash> {
-    if data.len() <= CHUNK_LEN && matches!(device, Device::Auto | Device::Cpu) {
+    if small_on_cpu(device, data) {
         return Ok(Hash::from_bytes(tree::hash_small(data, domain)));
     }
-    Ok(Hash::from_bytes(hash_all(&*backend(device)?, data, domain)?.root_hash()))
+    Ok(Hash::from_bytes(root_on(device, data, domain)?.root_hash()))
 }
 
 /// The BLAKE3 hash of `data`, computed on `device`.

@@ -36,22 +36,6 @@ pub(crate) trait Lanes: Word {
     /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
     /// `valid` (1 to `N`).
     unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
-    /// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below
-    /// `valid`; the default goes through a stack array, word by word.
-    ///
-    /// # Safety
-    /// As for `splat`; `out` has at least `valid` entries, `valid <= N`.
-    #[inline(always)]
-    unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
-        let mut words = Aligned([[0u32; MAX_LANES]; 8]);
-        for (w, v) in words.0.iter_mut().zip(h) {
-            // SAFETY: as the caller guarantees.
-            unsafe { v.store(w) };
-        }
-        for (lane, cv) in out[..valid].iter_mut().enumerate() {
-            *cv = words_to_cv(&core::array::from_fn(|w| words.0[w][lane]));
-        }
-    }
 }
 
 impl Lanes for u32 {
@@ -113,7 +97,7 @@ const MAX_LANES: usize = 16;
 /// Cache-line alignment for the kernel's stack buffers. It also makes the compiler align the
 /// kernel's stack frame, so that the vectors it spills there never straddle two cache lines.
 #[repr(C, align(64))]
-pub(crate) struct Aligned<T>(pub(crate) T);
+struct Aligned<T>(T);
 
 /// Bytes of each input that a group reads: `blocks - 1` full blocks and the last block's
 /// `job.last_block_len` bytes.
@@ -217,7 +201,24 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
-        V::store_cvs(h, out, valid);
+        store_cvs(h, out, valid);
+    }
+}
+
+/// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below `valid`,
+/// through a stack array, word by word.
+///
+/// # Safety
+/// The CPU must support `V`'s instruction set; `out` has at least `valid <= V::N` entries.
+#[inline(always)]
+unsafe fn store_cvs<V: Lanes>(h: [V; 8], out: &mut [Cv], valid: usize) {
+    let mut words = Aligned([[0u32; MAX_LANES]; 8]);
+    for (w, v) in words.0.iter_mut().zip(h) {
+        // SAFETY: as the caller guarantees.
+        unsafe { v.store(w) };
+    }
+    for (lane, cv) in out[..valid].iter_mut().enumerate() {
+        *cv = words_to_cv(&core::array::from_fn(|w| words.0[w][lane]));
     }
 }
 

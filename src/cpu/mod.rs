@@ -373,7 +373,7 @@ impl CpuBackend {
         let tail_first = first_chunk + size as u64;
         if tail.is_empty() {
             *first = self.subtree_cv(head, first_chunk, key, flags, grain);
-        } else if grain.is_some_and(|_| tail.len() >= PARALLEL_GRAIN_BYTES) {
+        } else if grain.is_some() && tail.len() >= PARALLEL_GRAIN_BYTES {
             let (cv, ()) = rayon::join(
                 || self.subtree_cv(head, first_chunk, key, flags, grain),
                 || self.subtrees(tail, tail_first, max, key, flags, grain, rest),

@@ -51,7 +51,7 @@ mod worker;
 
 pub use merkle::MerkleInner;
 
-use crate::backend::{check_blocks_args, check_subtree_args, subtree_count, Backend, Timings, MAX_SUBTREE};
+use crate::backend::{capped_by_pieces, check_blocks_args, check_subtree_args, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
@@ -637,18 +637,7 @@ impl Backend for OpenClBackend {
         }
         if input.len() <= DIRECT_MAX || max_chunks < 16 {
             // Small inputs take the direct path anyway; tiny caps would make tiny segments.
-            for (i, run) in input.chunks((max_chunks as usize).saturating_mul(CHUNK_LEN)).enumerate() {
-                let start = subtree_count(i as u64 * max_chunks, max_chunks);
-                let count = subtree_count((run.len() / CHUNK_LEN) as u64, max_chunks);
-                self.chunk_subtrees(
-                    run,
-                    first_chunk + i as u64 * max_chunks,
-                    key,
-                    flags,
-                    &mut out[start..start + count],
-                )?;
-            }
-            return Ok(());
+            return capped_by_pieces(self, input, first_chunk, max_chunks, key, flags, out);
         }
         let domain = Domain { key: *key, flags };
         let mut stacks = vec![CvStack::new(); n.div_ceil(max_chunks) as usize];

@@ -901,8 +901,7 @@ impl Backend for WgpuBackend {
     }
 
     fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        check_subtree_args(input, first_chunk, MAX_SUBTREE, out)?;
-        self.host_subtrees(input, first_chunk, MAX_SUBTREE, Domain { key: *key, flags }, out, None)
+        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
     }
 
     /// One pipelined stream for the whole run (segments no larger than the cap), rather than
