@@ -73,6 +73,30 @@ fn awkward_lengths_all_modes_every_backend() {
     }
 }
 
+/// The CPU backend splits work one way on a pool of one thread (leaves of 1024 chunks, no tasks)
+/// and another on a larger pool (tasks of 64 to 256 chunks): both at lengths around those leaves,
+/// on every SIMD level.
+#[test]
+fn cpu_one_thread_and_pool_agree_at_leaf_boundaries() {
+    let mut lens = Vec::new();
+    for chunks in [1023usize, 1024, 1025, 2047, 2048, 2049, 3 * 1024 + 17] {
+        for delta in [-1i64, 0, 1] {
+            lens.push((chunks as i64 * CHUNK_LEN as i64 + delta) as usize);
+        }
+    }
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        for t in targets().into_iter().filter(|t| t.name.starts_with("cpu/")) {
+            pool.install(|| {
+                for &len in &lens {
+                    check_one_shot(&t, &Mode::Hash, &pattern(len), 0, 32);
+                }
+            });
+            eprintln!("differential: {} ok on {threads} thread(s) at {} lengths", t.name, lens.len());
+        }
+    }
+}
+
 #[test]
 fn random_lengths_splits_and_seeks() {
     let mut rng = StdRng::seed_from_u64(0x0B3A_CCE1);

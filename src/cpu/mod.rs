@@ -1,9 +1,10 @@
 //! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
 //! portable scalar code), and rayon across cores for large inputs only.
 //!
-//! A complete subtree is hashed in leaves of `LEAF_CHUNKS` (256) chunks: all chunk CVs of a leaf in
-//! SIMD groups, then its parent levels, also in SIMD groups. Above the leaves the subtree is split
-//! in halves, on other cores (`rayon::join`) while the halves are large enough to pay for it.
+//! A complete subtree is hashed in leaves (`SERIAL_LEAF_CHUNKS`, 1024 chunks, on one thread; pool
+//! tasks of up to `LEAF_CHUNKS`, 256): all chunk CVs of a leaf in SIMD groups, then its parent
+//! levels, also in SIMD groups. Above the leaves the subtree is split in halves, on other cores
+//! (`rayon::join`) while the halves are large enough to pay for it.
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
@@ -24,10 +25,18 @@ use lanes::{hash_groups, Job};
 use std::fmt;
 use std::str::FromStr;
 
-/// Chunks hashed together before their parents are merged (a power of two, a multiple of the
-/// widest SIMD group). 256 measured 3% faster than 64 at 1 MiB on one AVX-512 thread: more of
-/// the parent levels fill whole SIMD groups.
+/// Chunks hashed together before their parents are merged, on the thread pool: the largest task
+/// (a power of two, a multiple of the widest SIMD group). 256 measured 3% faster than 64 at 1 MiB
+/// on one AVX-512 thread: more of the parent levels fill whole SIMD groups.
 const LEAF_CHUNKS: usize = 256;
+/// The same without the pool: larger, so that the last parent levels of a leaf, too narrow for
+/// whole SIMD groups, come once per MiB.
+const SERIAL_LEAF_CHUNKS: usize = 1024;
+
+std::thread_local! {
+    /// The tree levels of a leaf: `SERIAL_LEAF_CHUNKS * 3 / 2` CVs at most, per thread.
+    static LEVELS: std::cell::RefCell<Vec<Cv>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 /// Inputs smaller than this never touch the thread pool.
 const PARALLEL_MIN_BYTES: usize = 128 * 1024;
 /// Subtrees smaller than this are not split across cores.
@@ -299,38 +308,43 @@ impl CpuBackend {
         self.hash_lanes(children.as_flattened(), BLOCK_LEN, 1, &job, out);
     }
 
-    /// The subtrees of at most [`LEAF_CHUNKS`] chunks, none larger than `max` chunks, into `out`:
-    /// every chunk CV at once, then level by level, pairs into parents; a level's odd last node is
-    /// a finished subtree (one set bit of the chunk count), as is every node once the level
-    /// reaches `max`.
+    /// The subtrees of at most [`SERIAL_LEAF_CHUNKS`] chunks, none larger than `max` chunks, into
+    /// `out`: every chunk CV at once, then level by level, pairs into parents; a level's odd last
+    /// node is a finished subtree (one set bit of the chunk count), as is every node once the level
+    /// reaches `max`. The levels live in this thread's scratch buffer, used in turns: nothing is
+    /// zeroed or copied per level.
     fn leaf_subtrees(&self, input: &[u8], first_chunk: u64, max: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
         let chunks = input.len() / CHUNK_LEN;
-        debug_assert!(chunks <= LEAF_CHUNKS);
-        let mut level = [[0u8; 32]; LEAF_CHUNKS];
-        let mut next = [[0u8; 32]; LEAF_CHUNKS / 2];
-        self.chunk_cvs(input, first_chunk, key, flags, &mut level[..chunks]);
-        let (mut n, mut size) = (chunks, 1u64);
-        // Odd nodes split off on the way up, smallest first; they come last in `out`.
-        let mut tail = out.len();
-        while n > 1 && size < max {
-            if n % 2 == 1 {
-                tail -= 1;
-                out[tail] = level[n - 1];
+        debug_assert!(chunks <= SERIAL_LEAF_CHUNKS);
+        LEVELS.with_borrow_mut(|buf| {
+            if buf.len() < chunks + chunks / 2 {
+                buf.resize(chunks + chunks / 2, [0; 32]);
             }
-            self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);
-            n /= 2;
-            size *= 2;
-            level[..n].copy_from_slice(&next[..n]);
-        }
-        out[..tail].copy_from_slice(&level[..tail]);
+            let (mut level, mut next) = buf.split_at_mut(chunks);
+            self.chunk_cvs(input, first_chunk, key, flags, &mut level[..chunks]);
+            let (mut n, mut size) = (chunks, 1u64);
+            // Odd nodes split off on the way up, smallest first; they come last in `out`.
+            let mut tail = out.len();
+            while n > 1 && size < max {
+                if n % 2 == 1 {
+                    tail -= 1;
+                    out[tail] = level[n - 1];
+                }
+                self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);
+                n /= 2;
+                size *= 2;
+                std::mem::swap(&mut level, &mut next);
+            }
+            out[..tail].copy_from_slice(&level[..tail]);
+        });
     }
 
     /// The CV of a complete subtree: `input` is a power-of-two number of chunks.
     fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, grain: Option<usize>) -> Cv {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
-        // Leaves of LEAF_CHUNKS, or of `grain` bytes under the pool (see `task_grain`).
-        if input.len() <= grain.unwrap_or(LEAF_CHUNKS * CHUNK_LEN) {
+        // Leaves of SERIAL_LEAF_CHUNKS, or of `grain` bytes under the pool (see `task_grain`).
+        if input.len() <= grain.unwrap_or(SERIAL_LEAF_CHUNKS * CHUNK_LEN) {
             let mut out = [[0u8; 32]];
             self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, &mut out);
             return out[0];
@@ -364,7 +378,7 @@ impl CpuBackend {
         out: &mut [Cv],
     ) {
         let chunks = input.len() / CHUNK_LEN;
-        if chunks <= LEAF_CHUNKS {
+        if chunks <= grain.map_or(SERIAL_LEAF_CHUNKS, |_| LEAF_CHUNKS) {
             return self.leaf_subtrees(input, first_chunk, max, key, flags, out);
         }
         let size = (1u64 << (u64::BITS - 1 - (chunks as u64).leading_zeros())).min(max) as usize;
