@@ -43,7 +43,7 @@ mod merkle;
 mod pipelines;
 mod resident;
 
-pub use resident::ResidentHasher;
+pub use resident::{ResidentBreakdown, ResidentHasher};
 
 use crate::backend::{check_blocks_args, check_subtree_args, subtree_count, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
@@ -185,6 +185,17 @@ pub(crate) struct Gpu {
     /// Kept Merkle and hash_many buffers (src/wgpu/merkle.rs).
     merkle_pool: Mutex<Vec<merkle::MerkleScratch>>,
     many_pool: Mutex<Vec<merkle::ManyScratch>>,
+    /// Levels the chunk pass reduces inside a workgroup (1 to LOG_WORKGROUP).
+    chunk_levels: u32,
+    /// How long `wait` polls without blocking before it sleeps in the driver.
+    spin: Duration,
+    /// Experiment: copy_tail in a compute pass of its own after the hashing passes.
+    tail_separate: bool,
+}
+
+/// Experiment knob: a number from the environment.
+fn knob(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -273,11 +284,13 @@ impl Gpu {
         let timestamps =
             features.contains(::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
         let timestamp_period = queue.get_timestamp_period() as f64;
-        let pipes =
-            scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks))).map_err(|e| match e {
+        let prefetch = knob("B3ACCEL_WGPU_PREFETCH", 1) != 0;
+        let pipes = scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks, prefetch))).map_err(
+            |e| match e {
                 Error::Device { device, detail } => Error::KernelBuild { device, log: detail },
                 other => other,
-            })?;
+            },
+        )?;
         Ok(Gpu {
             device,
             queue,
@@ -292,6 +305,9 @@ impl Gpu {
             merkle_span: opts.merkle_levels.unwrap_or(DEFAULT_MERKLE_LEVELS).clamp(1, LOG_WORKGROUP + 1),
             merkle_pool: Mutex::new(Vec::new()),
             many_pool: Mutex::new(Vec::new()),
+            chunk_levels: (knob("B3ACCEL_WGPU_CHUNK_LEVELS", 3) as u32).clamp(1, LOG_WORKGROUP),
+            spin: Duration::from_micros(knob("B3ACCEL_WGPU_SPIN_US", 2000)),
+            tail_separate: knob("B3ACCEL_WGPU_TAIL_SEPARATE", 0) != 0,
         })
     }
 
@@ -311,6 +327,15 @@ impl Gpu {
     /// Waits until `done()` (a map callback has run), polling the device.
     fn wait(&self, index: &::wgpu::SubmissionIndex, ticket: &MapTicket) -> Result<()> {
         let start = Instant::now();
+        // First poll without blocking for up to `spin`: a blocking wait sleeps in the driver
+        // and the kernel, and waking up from there costs tens of microseconds after the device
+        // is done.
+        while ticket.state().is_none() && start.elapsed() < self.spin {
+            if let Err(e) = self.device.poll(::wgpu::PollType::Poll) {
+                return Err(Error::Device { device: self.id, detail: format!("polling the device failed: {e}") });
+            }
+            std::thread::yield_now();
+        }
         loop {
             match ticket.state() {
                 Some(true) => return Ok(()),
@@ -347,6 +372,22 @@ impl Gpu {
                 std::thread::sleep(Duration::from_micros(20));
             }
         }
+    }
+
+    /// The passes that hash a segment of `n` chunks, as (items, levels): the chunk pass reduces
+    /// `chunk_levels` levels per workgroup, every further pass LOG_WORKGROUP, until at most one
+    /// workgroup's worth of items is left for the last pass, which reduces them all into pieces.
+    fn plan(&self, n: u64) -> Vec<(u64, u32)> {
+        let wg = pipelines::WORKGROUP as u64;
+        let mut passes = Vec::new();
+        let (mut items, mut levels) = (n, self.chunk_levels);
+        while items > wg {
+            passes.push((items, levels));
+            items >>= levels;
+            levels = LOG_WORKGROUP;
+        }
+        passes.push((items, LOG_WORKGROUP + 1));
+        passes
     }
 
     fn storage_buffer(&self, label: &str, size: u64, extra: ::wgpu::BufferUsages) -> ::wgpu::Buffer {
@@ -395,27 +436,25 @@ impl Gpu {
         counter: u64,
         domain: Domain,
         timestamps: Option<(&::wgpu::QuerySet, u32)>,
+        first: Option<(&::wgpu::ComputePipeline, &::wgpu::BindGroup, u32)>,
     ) {
         debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs);
         let wg = pipelines::WORKGROUP as u64;
-        // The passes: items per pass until no full workgroup is left.
-        let mut passes = Vec::new();
-        let mut items = n;
-        while items > 0 {
-            passes.push(items);
-            items /= wg;
-        }
+        let passes = self.plan(n);
         let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
         let mut block = vec![0u8; (passes.len() as u64 * PARAMS_STRIDE) as usize];
-        for (l, &items) in passes.iter().enumerate() {
+        let mut piece_slot = 0;
+        for (l, &(items, levels)) in passes.iter().enumerate() {
             let p = Params {
                 key: domain.key,
                 counter,
                 n_items: items as u32,
                 flags: domain.flags,
-                piece_slot: l as u32 * LOG_WORKGROUP,
+                piece_slot,
                 src_word: 0,
+                levels,
             };
+            piece_slot += levels;
             let at = l * PARAMS_STRIDE as usize;
             block[at..at + PARAMS_BYTES as usize].copy_from_slice(&p.bytes());
         }
@@ -424,7 +463,7 @@ impl Gpu {
         fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
             ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
         }
-        let make = |scr: &Scratch, l: usize, items: u64| {
+        let make = |scr: &Scratch, l: usize, items: u64, levels: u32| {
             // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
             // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
             // less room than pass l, so cv_a is always large enough).
@@ -441,7 +480,7 @@ impl Gpu {
                     ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
                     ::wgpu::BindGroupEntry {
                         binding: 1,
-                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
+                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items >> levels.min(63))),
                     },
                     ::wgpu::BindGroupEntry {
                         binding: 2,
@@ -463,9 +502,9 @@ impl Gpu {
             })
         };
         let mut bind_groups = Vec::with_capacity(passes.len());
-        for (l, &items) in passes.iter().enumerate() {
+        for (l, &(items, levels)) in passes.iter().enumerate() {
             if l == 0 && !src_ours {
-                bind_groups.push(make(scr, l, items));
+                bind_groups.push(make(scr, l, items, levels));
                 continue;
             }
             // Pass 0 over our own input binds it at `offset`, which is always 0 there.
@@ -473,7 +512,7 @@ impl Gpu {
             let bg = match scr.groups.get(&key) {
                 Some(bg) => bg.clone(),
                 None => {
-                    let bg = make(scr, l, items);
+                    let bg = make(scr, l, items, levels);
                     if scr.groups.len() >= 256 {
                         scr.groups.clear();
                     }
@@ -492,7 +531,14 @@ impl Gpu {
                     end_of_pass_write_index: Some(i + 1),
                 }),
             });
-            for (l, (&items, bg)) in passes.iter().zip(&bind_groups).enumerate() {
+            if let Some((pipeline, bg, dyn_offset)) = first {
+                // Independent of the hashing passes (no buffer in common but the input, read
+                // by both), so the device runs it alongside the chunk pass.
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bg, &[dyn_offset]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            for (l, (&(items, _), bg)) in passes.iter().zip(&bind_groups).enumerate() {
                 pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
                 let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;
                 pass.set_bind_group(0, bg, &[dyn_offset]);
@@ -568,7 +614,6 @@ const QUERIES_PER_SEG: u32 = 5;
 
 impl Scratch {
     fn new(gpu: &Gpu, cap: u64, segs: u64) -> Scratch {
-        let wg = pipelines::WORKGROUP as u64;
         let queries = gpu.timestamps.then(|| {
             (
                 gpu.device.create_query_set(&::wgpu::QuerySetDescriptor {
@@ -587,8 +632,18 @@ impl Scratch {
         Scratch {
             cap,
             segs,
-            cv_a: gpu.storage_buffer("b3accel cv_a", (cap / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
-            cv_b: gpu.storage_buffer("b3accel cv_b", (cap / wg / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            // Pass 0 writes cap >> chunk_levels CVs to cv_a, pass 1 256 times fewer to cv_b,
+            // pass 2 fewer still to cv_a.
+            cv_a: gpu.storage_buffer(
+                "b3accel cv_a",
+                (cap >> gpu.chunk_levels).max(1) * 32,
+                ::wgpu::BufferUsages::empty(),
+            ),
+            cv_b: gpu.storage_buffer(
+                "b3accel cv_b",
+                (cap >> gpu.chunk_levels >> LOG_WORKGROUP).max(1) * 32,
+                ::wgpu::BufferUsages::empty(),
+            ),
             pieces: gpu.storage_buffer("b3accel pieces", PIECES_BYTES * segs, ::wgpu::BufferUsages::COPY_SRC),
             params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
                 label: Some("b3accel params"),

@@ -32,6 +32,9 @@ pub(crate) struct Params {
     pub flags: u32,
     pub piece_slot: u32,
     pub src_word: u32,
+    /// Levels a workgroup reduces (`levels` in the shader; LOG_WORKGROUP + 1 in a segment's last
+    /// pass).
+    pub levels: u32,
 }
 
 impl Params {
@@ -51,7 +54,7 @@ impl Params {
             self.flags,
             self.piece_slot,
             self.src_word,
-            0,
+            self.levels,
             0,
         ];
         let mut out = [0u8; PARAMS_BYTES as usize];
@@ -120,7 +123,7 @@ fn uniform_entry(binding: u32) -> ::wgpu::BindGroupLayoutEntry {
 impl Pipelines {
     /// Compiles the shader and builds the pipelines on `device`. Errors (a driver that rejects
     /// the shader) surface through the caller's error scope.
-    pub fn new(device: &::wgpu::Device, loads: Loads, checks: ShaderChecks) -> Pipelines {
+    pub fn new(device: &::wgpu::Device, loads: Loads, checks: ShaderChecks, prefetch: bool) -> Pipelines {
         let desc = ::wgpu::ShaderModuleDescriptor {
             label: Some("blake3.wgsl"),
             source: ::wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
@@ -186,7 +189,8 @@ impl Pipelines {
             })
         };
         let chunk_entry = match loads {
-            Loads::Direct => "chunk_pass",
+            Loads::Direct if prefetch => "chunk_pass",
+            Loads::Direct => "chunk_pass_plain",
             Loads::Staged => "chunk_pass_staged",
         };
         Pipelines {
