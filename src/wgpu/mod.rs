@@ -25,7 +25,8 @@
 //! groups) between calls, so a warm call allocates nothing.
 //!
 //! The shaders (shaders/blake3.wgsl) compute one chunk per invocation and reduce the tree inside
-//! each 256-invocation workgroup, so a segment of n chunks takes about log_256(n) + 1 dispatches.
+//! each 256-invocation workgroup (the chunk pass 3 levels, the later passes 8), so a segment of n
+//! chunks takes about (log2(n) - 3) / 8 + 2 dispatches, in one compute pass.
 //! Everything BLAKE3 does beyond complete subtrees (the last chunk, merging the few subtree CVs,
 //! the root, XOF) is the crate's tree module, on the CPU, as for every backend.
 //!
@@ -152,8 +153,30 @@ pub const DEFAULT_MERKLE_LEVELS: u32 = 4;
 const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// Longest wait for the device before a call gives up with an error.
 const WAIT_LIMIT: Duration = Duration::from_secs(300);
-/// Passes (dispatches) a segment can need: 2^32 chunks / 256^4 = 1, plus the chunk pass.
+/// Passes (dispatches) a segment can need: the chunk pass, then 2^22 chunks >> CHUNK_LEVELS
+/// reduced 256 at a time down to one workgroup's worth (3 passes), then the last.
 const MAX_PASSES: u64 = 5;
+/// Levels the chunk pass reduces inside its workgroup of 256 chunks (the later passes reduce 8).
+///
+/// Measured on an NVIDIA H200 (Vulkan, driver 580; `examples/wgpu_report.rs --resident`, the
+/// hashing passes by timestamp queries, 1 GiB / 64 MiB device-resident): 2 levels 694 / 74.0 µs,
+/// 3 levels 688 / 74.5 µs, 4 levels 688 / 74.8 µs, 5 levels 693 / 76.8 µs, 6 levels 699 / 76.9
+/// µs. The top levels of a workgroup's tree keep 16, 8, 4, 2, 1 invocations busy between
+/// barriers while the rest of the workgroup waits; handing them to the next pass, 8 times
+/// smaller, costs one more small dispatch at some sizes but frees the chunk pass's workgroups
+/// sooner.
+const CHUNK_LEVELS: u32 = 3;
+/// How long [`Gpu::wait`] polls the device without blocking before it sleeps in the driver.
+///
+/// A blocking wait (`PollType::Wait`) sleeps in the driver and the kernel; on an H200 (Vulkan,
+/// driver 580) the host then noticed a finished submission about 50 µs late after a short wait and
+/// about 95 µs late after a 0.7 ms one (the CPU core had gone into a deeper sleep state), and ran
+/// the next call's host work up to twice as slowly. Polling (`PollType::Poll`, yielding the
+/// thread in between) sees the end after about 30 µs: 1 GiB device-resident went from 881 to
+/// 741 µs per call, 1 MiB from 105 to 83 µs. It costs one CPU core (yielding to any other
+/// thread) while a call waits, for at most this long, which covers a whole 4 GiB segment on that
+/// device; longer waits then block.
+const SPIN_LIMIT: Duration = Duration::from_millis(4);
 
 /// What the device's callbacks reported (our own device only): they only record, never panic.
 #[derive(Default)]
@@ -185,17 +208,6 @@ pub(crate) struct Gpu {
     /// Kept Merkle and hash_many buffers (src/wgpu/merkle.rs).
     merkle_pool: Mutex<Vec<merkle::MerkleScratch>>,
     many_pool: Mutex<Vec<merkle::ManyScratch>>,
-    /// Levels the chunk pass reduces inside a workgroup (1 to LOG_WORKGROUP).
-    chunk_levels: u32,
-    /// How long `wait` polls without blocking before it sleeps in the driver.
-    spin: Duration,
-    /// Experiment: copy_tail in a compute pass of its own after the hashing passes.
-    tail_separate: bool,
-}
-
-/// Experiment knob: a number from the environment.
-fn knob(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -284,13 +296,11 @@ impl Gpu {
         let timestamps =
             features.contains(::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
         let timestamp_period = queue.get_timestamp_period() as f64;
-        let prefetch = knob("B3ACCEL_WGPU_PREFETCH", 1) != 0;
-        let pipes = scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks, prefetch))).map_err(
-            |e| match e {
+        let pipes =
+            scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks))).map_err(|e| match e {
                 Error::Device { device, detail } => Error::KernelBuild { device, log: detail },
                 other => other,
-            },
-        )?;
+            })?;
         Ok(Gpu {
             device,
             queue,
@@ -305,9 +315,6 @@ impl Gpu {
             merkle_span: opts.merkle_levels.unwrap_or(DEFAULT_MERKLE_LEVELS).clamp(1, LOG_WORKGROUP + 1),
             merkle_pool: Mutex::new(Vec::new()),
             many_pool: Mutex::new(Vec::new()),
-            chunk_levels: (knob("B3ACCEL_WGPU_CHUNK_LEVELS", 3) as u32).clamp(1, LOG_WORKGROUP),
-            spin: Duration::from_micros(knob("B3ACCEL_WGPU_SPIN_US", 2000)),
-            tail_separate: knob("B3ACCEL_WGPU_TAIL_SEPARATE", 0) != 0,
         })
     }
 
@@ -327,10 +334,8 @@ impl Gpu {
     /// Waits until `done()` (a map callback has run), polling the device.
     fn wait(&self, index: &::wgpu::SubmissionIndex, ticket: &MapTicket) -> Result<()> {
         let start = Instant::now();
-        // First poll without blocking for up to `spin`: a blocking wait sleeps in the driver
-        // and the kernel, and waking up from there costs tens of microseconds after the device
-        // is done.
-        while ticket.state().is_none() && start.elapsed() < self.spin {
+        // First poll without blocking, for up to SPIN_LIMIT (see there).
+        while ticket.state().is_none() && start.elapsed() < SPIN_LIMIT {
             if let Err(e) = self.device.poll(::wgpu::PollType::Poll) {
                 return Err(Error::Device { device: self.id, detail: format!("polling the device failed: {e}") });
             }
@@ -375,12 +380,12 @@ impl Gpu {
     }
 
     /// The passes that hash a segment of `n` chunks, as (items, levels): the chunk pass reduces
-    /// `chunk_levels` levels per workgroup, every further pass LOG_WORKGROUP, until at most one
+    /// CHUNK_LEVELS levels per workgroup, every further pass LOG_WORKGROUP, until at most one
     /// workgroup's worth of items is left for the last pass, which reduces them all into pieces.
     fn plan(&self, n: u64) -> Vec<(u64, u32)> {
         let wg = pipelines::WORKGROUP as u64;
         let mut passes = Vec::new();
-        let (mut items, mut levels) = (n, self.chunk_levels);
+        let (mut items, mut levels) = (n, CHUNK_LEVELS);
         while items > wg {
             passes.push((items, levels));
             items >>= levels;
@@ -632,16 +637,12 @@ impl Scratch {
         Scratch {
             cap,
             segs,
-            // Pass 0 writes cap >> chunk_levels CVs to cv_a, pass 1 256 times fewer to cv_b,
+            // Pass 0 writes cap >> CHUNK_LEVELS CVs to cv_a, pass 1 256 times fewer to cv_b,
             // pass 2 fewer still to cv_a.
-            cv_a: gpu.storage_buffer(
-                "b3accel cv_a",
-                (cap >> gpu.chunk_levels).max(1) * 32,
-                ::wgpu::BufferUsages::empty(),
-            ),
+            cv_a: gpu.storage_buffer("b3accel cv_a", (cap >> CHUNK_LEVELS).max(1) * 32, ::wgpu::BufferUsages::empty()),
             cv_b: gpu.storage_buffer(
                 "b3accel cv_b",
-                (cap >> gpu.chunk_levels >> LOG_WORKGROUP).max(1) * 32,
+                (cap >> CHUNK_LEVELS >> LOG_WORKGROUP).max(1) * 32,
                 ::wgpu::BufferUsages::empty(),
             ),
             pieces: gpu.storage_buffer("b3accel pieces", PIECES_BYTES * segs, ::wgpu::BufferUsages::COPY_SRC),

@@ -123,7 +123,7 @@ fn uniform_entry(binding: u32) -> ::wgpu::BindGroupLayoutEntry {
 impl Pipelines {
     /// Compiles the shader and builds the pipelines on `device`. Errors (a driver that rejects
     /// the shader) surface through the caller's error scope.
-    pub fn new(device: &::wgpu::Device, loads: Loads, checks: ShaderChecks, prefetch: bool) -> Pipelines {
+    pub fn new(device: &::wgpu::Device, loads: Loads, checks: ShaderChecks) -> Pipelines {
         let desc = ::wgpu::ShaderModuleDescriptor {
             label: Some("blake3.wgsl"),
             source: ::wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
@@ -134,7 +134,7 @@ impl Pipelines {
             // what `ShaderRuntimeChecks::unchecked()` asks of the caller: the host binds exactly
             // `n_items` chunks (1024 bytes) or CVs (32 bytes) as `src` and only invocations with
             // an item index below `n_items` read it; `dst` holds one CV per full workgroup and
-            // only full workgroups write it; `pieces` holds 64 slots and slot = 8 * pass + bit
+            // only full workgroups write it; `pieces` holds 64 slots and slot = the levels of the earlier passes + bit
             // stays below 64 because a segment has fewer than 2^32 chunks; `tail_src` is bound
             // to at least `src_word + n_items` words; workgroup arrays are indexed below their
             // constant sizes (`lid < WG`, `w < 16`). Loops have constant or uniform bounds.
@@ -189,8 +189,7 @@ impl Pipelines {
             })
         };
         let chunk_entry = match loads {
-            Loads::Direct if prefetch => "chunk_pass",
-            Loads::Direct => "chunk_pass_plain",
+            Loads::Direct => "chunk_pass",
             Loads::Staged => "chunk_pass_staged",
         };
         Pipelines {

@@ -483,7 +483,7 @@ impl ResidentHasher {
                 },
             ],
         });
-        let in_pass = count > 0 && !gpu.tail_separate;
+        let in_pass = count > 0;
         for k in 0..count {
             let n_k = seg.min(full - k * seg);
             gpu.encode_segment(
