@@ -6,11 +6,14 @@
 //! ```text
 //! cargo run --release --example wgpu_report [ADAPTER_INDEX] [--quick]
 //!     [--merkle] [--leaves-log2 20,25] [--many-log2 24] [--merkle-levels 3,4,9]
-//!     [--no-variants] [--no-big]
+//!     [--no-variants] [--no-big] [--resident]
 //! ```
 //! Without an index: the first adapter that is not a software one (else adapter 0).
 //! `--quick` shrinks every size 64-fold (for software adapters). `--no-variants` skips the shader
-//! variants, `--no-big` the 5 GiB input.
+//! variants, `--no-big` the 5 GiB input, `--resident` everything but the round-trip costs and the
+//! device-resident section (whose lines come with a breakdown of the timed calls: the host's
+//! encode / submit / wait / read / finish, the device's time before, in and after the passes,
+//! and what neither clock sees, launch + wake-up).
 //!
 //! The Merkle / hash_many section (first, after the adapter is opened): device-resident Merkle
 //! roots of 2^20 and 2^25 leaves and `hash_many` of 2^24 64-byte messages, median wall time of
@@ -21,7 +24,7 @@
 //! 14), `--merkle` runs only this section. On a software adapter:
 //! `cargo run --release --example wgpu_report -- 0 --merkle --leaves-log2 12,16 --many-log2 14`.
 
-use b3accel::wgpu::{Loads, ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
+use b3accel::wgpu::{Loads, ResidentBreakdown, ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
 use b3accel::{Backend, BackendKind, Mode, Timings};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -79,14 +82,15 @@ fn upload(gpu: &WgpuBackend, data: &[u8]) -> wgpu::Buffer {
 }
 
 /// Median wall time of `reps` resident hashes, and the medians of timed ones: (wall, kernel by
-/// timestamps, device time after the passes + host read, timed wall).
+/// timestamps, device time after the passes + host read, timed wall, the median of each part of
+/// the timed calls).
 fn resident(
     r: &ResidentHasher,
     buf: &wgpu::Buffer,
     len: u64,
     want: blake3::Hash,
     reps: usize,
-) -> (Duration, Duration, Duration, Duration) {
+) -> (Duration, Duration, Duration, Duration, ResidentBreakdown) {
     for _ in 0..3 {
         assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), want);
     }
@@ -98,13 +102,40 @@ fn resident(
         assert_eq!(h, want);
     }
     let mut timed = Vec::new();
-    for _ in 0..reps.min(15) {
-        let (h, t) = r.hash_timed(buf, 0, len, &Mode::Hash).unwrap();
+    for _ in 0..reps.min(30) {
+        let (h, b) = r.hash_breakdown(buf, 0, len, &Mode::Hash).unwrap();
         assert_eq!(h, want);
-        timed.push(t);
+        timed.push(b);
     }
-    let pick = |f: fn(&Timings) -> Duration| median(timed.iter().map(f).collect());
-    (median(walls), pick(|t| t.kernel), pick(|t| t.download), pick(|t| t.total))
+    let pick = |f: fn(&ResidentBreakdown) -> Duration| median(timed.iter().map(f).collect());
+    let b = ResidentBreakdown {
+        encode: pick(|b| b.encode),
+        submit: pick(|b| b.submit),
+        wait: pick(|b| b.wait),
+        read: pick(|b| b.read),
+        finish: pick(|b| b.finish),
+        total: pick(|b| b.total),
+        before_passes: pick(|b| b.before_passes),
+        passes: pick(|b| b.passes),
+        after_passes: pick(|b| b.after_passes),
+    };
+    (median(walls), b.passes, pick(|b| b.after_passes + b.read), b.total, b)
+}
+
+/// One line of a breakdown (medians of each part).
+fn show_breakdown(b: &ResidentBreakdown) -> String {
+    format!(
+        "host: encode {:>8.3?} submit {:>8.3?} wait {:>8.3?} read {:>8.3?} finish {:>8.3?} | device: before passes {:>8.3?} passes {:>8.3?} after {:>8.3?} | launch+wake {:>8.3?}",
+        b.encode,
+        b.submit,
+        b.wait,
+        b.read,
+        b.finish,
+        b.before_passes,
+        b.passes,
+        b.after_passes,
+        b.wait.saturating_sub(b.before_passes + b.passes + b.after_passes)
+    )
 }
 
 fn show(t: &Timings, bytes: u64) -> String {
@@ -315,6 +346,15 @@ fn overhead_report(gpu: &WgpuBackend) {
         })
     );
     println!(
+        "   empty submit + poll(Poll) until idle:    {:>9.3?}",
+        med(&mut || {
+            queue.submit([]);
+            while !device.poll(wgpu::PollType::Poll).expect("poll").is_queue_empty() {
+                std::thread::yield_now();
+            }
+        })
+    );
+    println!(
         "   copy 32 B + submit + poll(Wait):         {:>9.3?}",
         med(&mut || {
             let mut enc = device.create_command_encoder(&Default::default());
@@ -394,6 +434,7 @@ fn main() {
                 || args[i - 1] == "--merkle"
                 || args[i - 1] == "--no-variants"
                 || args[i - 1] == "--no-big"
+                || args[i - 1] == "--resident"
         })
         .find_map(|(_, a)| a.parse::<usize>().ok())
         .or_else(|| wgpu.iter().position(|d| !d.is_software_gpu()))
@@ -410,8 +451,11 @@ fn main() {
     let leaves_log2 = list_arg(&args, "--leaves-log2").unwrap_or(if quick { vec![14, 16] } else { vec![20, 25] });
     let many_log2 = list_arg(&args, "--many-log2").map_or(if quick { 14 } else { 24 }, |v| v[0]);
     overhead_report(&opened);
+    let only_resident = args.iter().any(|a| a == "--resident");
     let sweep = list_arg(&args, "--merkle-levels").unwrap_or_default();
-    merkle_report(&opened, index, &leaves_log2, many_log2, &sweep);
+    if !only_resident {
+        merkle_report(&opened, index, &leaves_log2, many_log2, &sweep);
+    }
     if args.iter().any(|a| a == "--merkle") {
         println!("\nreport done");
         return;
@@ -438,8 +482,8 @@ fn main() {
                 }
             };
             let buf = upload(&gpu, &data);
-            let (w1, k1, _, _) = resident(gpu.resident(), &buf, gib, want_1g, 20);
-            let (w64, k64, _, _) = resident(gpu.resident(), &buf, mib64, want_64m, 50);
+            let (w1, k1, ..) = resident(gpu.resident(), &buf, gib, want_1g, 20);
+            let (w64, k64, ..) = resident(gpu.resident(), &buf, mib64, want_64m, 50);
             println!(
                 "   {:>6?} {:>13?}: {} MiB wall {:>9.3?} = {:>12} kernel {:>9.3?} = {:>12} | {} MiB wall {:>9.3?} = {:>12} kernel {:>9.3?} = {:>12}",
                 loads, checks, gib >> 20, w1, rate(gib, w1), k1, rate(gib, k1), mib64 >> 20, w64, rate(mib64, w64), k64, rate(mib64, k64)
@@ -450,7 +494,7 @@ fn main() {
     println!("\n== device-resident, default options (median of many calls, whole call: submit, passes, read back CVs + last chunk)");
     let buf = upload(&opened, &data);
     for (len, want, reps) in [(1u64 << 20, want_1m, 500), (mib64, want_64m, 100), (gib, want_1g, 30)] {
-        let (w, k, d, tw) = resident(opened.resident(), &buf, len, want, reps);
+        let (w, k, d, tw, b) = resident(opened.resident(), &buf, len, want, reps);
         println!(
             "   {:>5} MiB: wall {:>9.3?} = {:>12}   kernel {:>9.3?} = {:>12}   (timed call {:>9.3?}: after passes + read {:>8.3?}, host/driver {:>8.3?})",
             len >> 20,
@@ -462,6 +506,7 @@ fn main() {
             d,
             tw.saturating_sub(k + d)
         );
+        println!("          {}", show_breakdown(&b));
     }
     // Throughput with the device kept busy: 4 threads hashing the same resident input at once,
     // so that one call's submission and read-back overlap another's passes.
@@ -482,6 +527,10 @@ fn main() {
         println!("   {:>5} MiB x 4 threads x {per_thread}: {took:?} = {} aggregate", len >> 20, rate(bytes, took));
     }
     drop(buf);
+    if only_resident {
+        println!("\nreport done");
+        return;
+    }
 
     println!("\n== host-resident {} MiB, end to end (hash_timed; median of 7)", gib >> 20);
     for seg in [16usize << 20, 64 << 20, 256 << 20] {

@@ -276,6 +276,7 @@ fn run_stream(
             first_chunk + k * seg,
             domain,
             queries.map(|(q, _)| (q, 2)),
+            None,
         );
         if let Some((q, resolve)) = queries {
             enc.write_timestamp(q, 4);

@@ -25,7 +25,8 @@
 //! groups) between calls, so a warm call allocates nothing.
 //!
 //! The shaders (shaders/blake3.wgsl) compute one chunk per invocation and reduce the tree inside
-//! each 256-invocation workgroup, so a segment of n chunks takes about log_256(n) + 1 dispatches.
+//! each 256-invocation workgroup (the chunk pass 3 levels, the later passes 8), so a segment of n
+//! chunks takes about (log2(n) - 3) / 8 + 2 dispatches, in one compute pass.
 //! Everything BLAKE3 does beyond complete subtrees (the last chunk, merging the few subtree CVs,
 //! the root, XOF) is the crate's tree module, on the CPU, as for every backend.
 //!
@@ -43,7 +44,7 @@ mod merkle;
 mod pipelines;
 mod resident;
 
-pub use resident::ResidentHasher;
+pub use resident::{ResidentBreakdown, ResidentHasher};
 
 use crate::backend::{check_blocks_args, check_subtree_args, subtree_count, Backend, Timings, MAX_SUBTREE};
 use crate::compress::{Cv, CHUNK_LEN};
@@ -152,8 +153,30 @@ pub const DEFAULT_MERKLE_LEVELS: u32 = 4;
 const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// Longest wait for the device before a call gives up with an error.
 const WAIT_LIMIT: Duration = Duration::from_secs(300);
-/// Passes (dispatches) a segment can need: 2^32 chunks / 256^4 = 1, plus the chunk pass.
+/// Passes (dispatches) a segment can need: the chunk pass, then 2^22 chunks >> CHUNK_LEVELS
+/// reduced 256 at a time down to one workgroup's worth (3 passes), then the last.
 const MAX_PASSES: u64 = 5;
+/// Levels the chunk pass reduces inside its workgroup of 256 chunks (the later passes reduce 8).
+///
+/// Measured on an NVIDIA H200 (Vulkan, driver 580; `examples/wgpu_report.rs --resident`, the
+/// hashing passes by timestamp queries, 1 GiB / 64 MiB device-resident): 2 levels 694 / 74.0 µs,
+/// 3 levels 688 / 74.5 µs, 4 levels 688 / 74.8 µs, 5 levels 693 / 76.8 µs, 6 levels 699 / 76.9
+/// µs. The top levels of a workgroup's tree keep 16, 8, 4, 2, 1 invocations busy between
+/// barriers while the rest of the workgroup waits; handing them to the next pass, 8 times
+/// smaller, costs one more small dispatch at some sizes but frees the chunk pass's workgroups
+/// sooner.
+const CHUNK_LEVELS: u32 = 3;
+/// How long [`Gpu::wait`] polls the device without blocking before it sleeps in the driver.
+///
+/// A blocking wait (`PollType::Wait`) sleeps in the driver and the kernel; on an H200 (Vulkan,
+/// driver 580) the host then noticed a finished submission about 50 µs late after a short wait and
+/// about 95 µs late after a 0.7 ms one (the CPU core had gone into a deeper sleep state), and ran
+/// the next call's host work up to twice as slowly. Polling (`PollType::Poll`, yielding the
+/// thread in between) sees the end after about 30 µs: 1 GiB device-resident went from 881 to
+/// 741 µs per call, 1 MiB from 105 to 83 µs. It costs one CPU core (yielding to any other
+/// thread) while a call waits, for at most this long, which covers a whole 4 GiB segment on that
+/// device; longer waits then block.
+const SPIN_LIMIT: Duration = Duration::from_millis(4);
 
 /// What the device's callbacks reported (our own device only): they only record, never panic.
 #[derive(Default)]
@@ -311,6 +334,13 @@ impl Gpu {
     /// Waits until `done()` (a map callback has run), polling the device.
     fn wait(&self, index: &::wgpu::SubmissionIndex, ticket: &MapTicket) -> Result<()> {
         let start = Instant::now();
+        // First poll without blocking, for up to SPIN_LIMIT (see there).
+        while ticket.state().is_none() && start.elapsed() < SPIN_LIMIT {
+            if let Err(e) = self.device.poll(::wgpu::PollType::Poll) {
+                return Err(Error::Device { device: self.id, detail: format!("polling the device failed: {e}") });
+            }
+            std::thread::yield_now();
+        }
         loop {
             match ticket.state() {
                 Some(true) => return Ok(()),
@@ -347,6 +377,22 @@ impl Gpu {
                 std::thread::sleep(Duration::from_micros(20));
             }
         }
+    }
+
+    /// The passes that hash a segment of `n` chunks, as (items, levels): the chunk pass reduces
+    /// CHUNK_LEVELS levels per workgroup, every further pass LOG_WORKGROUP, until at most one
+    /// workgroup's worth of items is left for the last pass, which reduces them all into pieces.
+    fn plan(&self, n: u64) -> Vec<(u64, u32)> {
+        let wg = pipelines::WORKGROUP as u64;
+        let mut passes = Vec::new();
+        let (mut items, mut levels) = (n, CHUNK_LEVELS);
+        while items > wg {
+            passes.push((items, levels));
+            items >>= levels;
+            levels = LOG_WORKGROUP;
+        }
+        passes.push((items, LOG_WORKGROUP + 1));
+        passes
     }
 
     fn storage_buffer(&self, label: &str, size: u64, extra: ::wgpu::BufferUsages) -> ::wgpu::Buffer {
@@ -395,27 +441,25 @@ impl Gpu {
         counter: u64,
         domain: Domain,
         timestamps: Option<(&::wgpu::QuerySet, u32)>,
+        first: Option<(&::wgpu::ComputePipeline, &::wgpu::BindGroup, u32)>,
     ) {
         debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs);
         let wg = pipelines::WORKGROUP as u64;
-        // The passes: items per pass until no full workgroup is left.
-        let mut passes = Vec::new();
-        let mut items = n;
-        while items > 0 {
-            passes.push(items);
-            items /= wg;
-        }
+        let passes = self.plan(n);
         let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
         let mut block = vec![0u8; (passes.len() as u64 * PARAMS_STRIDE) as usize];
-        for (l, &items) in passes.iter().enumerate() {
+        let mut piece_slot = 0;
+        for (l, &(items, levels)) in passes.iter().enumerate() {
             let p = Params {
                 key: domain.key,
                 counter,
                 n_items: items as u32,
                 flags: domain.flags,
-                piece_slot: l as u32 * LOG_WORKGROUP,
+                piece_slot,
                 src_word: 0,
+                levels,
             };
+            piece_slot += levels;
             let at = l * PARAMS_STRIDE as usize;
             block[at..at + PARAMS_BYTES as usize].copy_from_slice(&p.bytes());
         }
@@ -424,7 +468,7 @@ impl Gpu {
         fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
             ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
         }
-        let make = |scr: &Scratch, l: usize, items: u64| {
+        let make = |scr: &Scratch, l: usize, items: u64, levels: u32| {
             // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
             // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
             // less room than pass l, so cv_a is always large enough).
@@ -441,7 +485,7 @@ impl Gpu {
                     ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
                     ::wgpu::BindGroupEntry {
                         binding: 1,
-                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items / wg)),
+                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items >> levels.min(63))),
                     },
                     ::wgpu::BindGroupEntry {
                         binding: 2,
@@ -463,9 +507,9 @@ impl Gpu {
             })
         };
         let mut bind_groups = Vec::with_capacity(passes.len());
-        for (l, &items) in passes.iter().enumerate() {
+        for (l, &(items, levels)) in passes.iter().enumerate() {
             if l == 0 && !src_ours {
-                bind_groups.push(make(scr, l, items));
+                bind_groups.push(make(scr, l, items, levels));
                 continue;
             }
             // Pass 0 over our own input binds it at `offset`, which is always 0 there.
@@ -473,7 +517,7 @@ impl Gpu {
             let bg = match scr.groups.get(&key) {
                 Some(bg) => bg.clone(),
                 None => {
-                    let bg = make(scr, l, items);
+                    let bg = make(scr, l, items, levels);
                     if scr.groups.len() >= 256 {
                         scr.groups.clear();
                     }
@@ -492,7 +536,14 @@ impl Gpu {
                     end_of_pass_write_index: Some(i + 1),
                 }),
             });
-            for (l, (&items, bg)) in passes.iter().zip(&bind_groups).enumerate() {
+            if let Some((pipeline, bg, dyn_offset)) = first {
+                // Independent of the hashing passes (no buffer in common but the input, read
+                // by both), so the device runs it alongside the chunk pass.
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bg, &[dyn_offset]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            for (l, (&(items, _), bg)) in passes.iter().zip(&bind_groups).enumerate() {
                 pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
                 let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;
                 pass.set_bind_group(0, bg, &[dyn_offset]);
@@ -568,7 +619,6 @@ const QUERIES_PER_SEG: u32 = 5;
 
 impl Scratch {
     fn new(gpu: &Gpu, cap: u64, segs: u64) -> Scratch {
-        let wg = pipelines::WORKGROUP as u64;
         let queries = gpu.timestamps.then(|| {
             (
                 gpu.device.create_query_set(&::wgpu::QuerySetDescriptor {
@@ -587,8 +637,14 @@ impl Scratch {
         Scratch {
             cap,
             segs,
-            cv_a: gpu.storage_buffer("b3accel cv_a", (cap / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
-            cv_b: gpu.storage_buffer("b3accel cv_b", (cap / wg / wg).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            // Pass 0 writes cap >> CHUNK_LEVELS CVs to cv_a, pass 1 256 times fewer to cv_b,
+            // pass 2 fewer still to cv_a.
+            cv_a: gpu.storage_buffer("b3accel cv_a", (cap >> CHUNK_LEVELS).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            cv_b: gpu.storage_buffer(
+                "b3accel cv_b",
+                (cap >> CHUNK_LEVELS >> LOG_WORKGROUP).max(1) * 32,
+                ::wgpu::BufferUsages::empty(),
+            ),
             pieces: gpu.storage_buffer("b3accel pieces", PIECES_BYTES * segs, ::wgpu::BufferUsages::COPY_SRC),
             params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
                 label: Some("b3accel params"),

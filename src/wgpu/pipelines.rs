@@ -32,6 +32,9 @@ pub(crate) struct Params {
     pub flags: u32,
     pub piece_slot: u32,
     pub src_word: u32,
+    /// Levels a workgroup reduces (`levels` in the shader; LOG_WORKGROUP + 1 in a segment's last
+    /// pass).
+    pub levels: u32,
 }
 
 impl Params {
@@ -51,7 +54,7 @@ impl Params {
             self.flags,
             self.piece_slot,
             self.src_word,
-            0,
+            self.levels,
             0,
         ];
         let mut out = [0u8; PARAMS_BYTES as usize];
@@ -131,7 +134,7 @@ impl Pipelines {
             // what `ShaderRuntimeChecks::unchecked()` asks of the caller: the host binds exactly
             // `n_items` chunks (1024 bytes) or CVs (32 bytes) as `src` and only invocations with
             // an item index below `n_items` read it; `dst` holds one CV per full workgroup and
-            // only full workgroups write it; `pieces` holds 64 slots and slot = 8 * pass + bit
+            // only full workgroups write it; `pieces` holds 64 slots and slot = the levels of the earlier passes + bit
             // stays below 64 because a segment has fewer than 2^32 chunks; `tail_src` is bound
             // to at least `src_word + n_items` words; workgroup arrays are indexed below their
             // constant sizes (`lid < WG`, `w < 16`). Loops have constant or uniform bounds.

@@ -45,6 +45,60 @@ pub struct ResidentHasher {
     gpu: Arc<Gpu>,
 }
 
+/// Where the time of one [`ResidentHasher::hash_breakdown`] call went: the host's phases by the
+/// wall clock, and the device's by its timestamp queries (zero without them).
+///
+/// `wait` holds the device's whole span (`before_passes + passes + after_passes`) plus what
+/// neither clock sees: the time from the submission to the device's first command, and from
+/// the device's last command until the host notices; [`latency`](Self::latency) is that part.
+///
+/// ```no_run
+/// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+/// let (_, b) = hasher.hash_breakdown(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+/// println!("{:?} of {:?} in the passes, {:?} launch and wake-up", b.passes, b.total, b.latency());
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResidentBreakdown {
+    /// Host: argument checks, error scopes, buffers from the pool, parameters, bind groups and
+    /// encoding, up to the submission.
+    pub encode: Duration,
+    /// Host: `Queue::submit` (and `map_async` on the readback buffer).
+    pub submit: Duration,
+    /// Host: from the submission until the readback buffer is mapped.
+    pub wait: Duration,
+    /// Host: reading the mapped CVs, last chunk and timestamps, and unmapping.
+    pub read: Duration,
+    /// Host: merging the subtree CVs and the last chunk into the output (the tree module), and
+    /// closing the error scopes.
+    pub finish: Duration,
+    /// Wall time of the whole call.
+    pub total: Duration,
+    /// Device: from the submission's first timestamp to the start of the first hashing pass.
+    pub before_passes: Duration,
+    /// Device: the hashing passes, summed over segments.
+    pub passes: Duration,
+    /// Device: from the end of the last hashing pass to the submission's last timestamp (the
+    /// copies into the readback buffer).
+    pub after_passes: Duration,
+}
+
+impl ResidentBreakdown {
+    /// The part of `wait` that the device's timestamps do not cover: submission to the first
+    /// command, and the last command to the host's wake-up (zero without timestamps).
+    ///
+    /// ```
+    /// let b = b3accel::wgpu::ResidentBreakdown::default();
+    /// assert_eq!(b.latency(), std::time::Duration::ZERO);
+    /// ```
+    pub fn latency(&self) -> Duration {
+        if self.passes.is_zero() {
+            return Duration::ZERO;
+        }
+        self.wait.saturating_sub(self.before_passes + self.passes + self.after_passes)
+    }
+}
+
 impl std::fmt::Debug for ResidentHasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResidentHasher")
@@ -109,6 +163,31 @@ impl ResidentHasher {
         Ok(Hash::from_bytes(self.root(buffer, offset, len, mode.domain(), None)?.root_hash()))
     }
 
+    /// [`hash`](Self::hash) with timestamp queries, and where each part of the call's time went
+    /// (see [`ResidentBreakdown`]).
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (hash, b) = hasher.hash_breakdown(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+    /// println!("{hash}: encode {:?} submit {:?} wait {:?}", b.encode, b.submit, b.wait);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_breakdown(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        mode: &Mode,
+    ) -> Result<(Hash, ResidentBreakdown)> {
+        let start = Instant::now();
+        let mut b = ResidentBreakdown::default();
+        let out = self.root(buffer, offset, len, mode.domain(), Some(&mut b))?;
+        let hash = Hash::from_bytes(out.root_hash());
+        b.total = start.elapsed();
+        b.finish = b.total.saturating_sub(b.encode + b.submit + b.wait + b.read);
+        Ok((hash, b))
+    }
+
     /// [`hash`](Self::hash), and where the time went: `kernel` is the hashing passes as the
     /// device's timestamp queries measure them, `download` the device's time after the passes
     /// (copying the CVs and the last chunk out, by timestamps) plus the host's reading of them,
@@ -123,11 +202,9 @@ impl ResidentHasher {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn hash_timed(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<(Hash, Timings)> {
-        let start = Instant::now();
-        let mut t = Timings::default();
-        let out = self.root(buffer, offset, len, mode.domain(), Some(&mut t))?;
-        t.total = start.elapsed();
-        Ok((Hash::from_bytes(out.root_hash()), t))
+        let (hash, b) = self.hash_breakdown(buffer, offset, len, mode)?;
+        let t = Timings { upload: Duration::ZERO, kernel: b.passes, download: b.after_passes + b.read, total: b.total };
+        Ok((hash, t))
     }
 
     /// An extendable-output reader over the `len` bytes of `buffer` at `offset`, in `mode`
@@ -320,8 +397,9 @@ impl ResidentHasher {
         offset: u64,
         len: u64,
         domain: Domain,
-        timings: Option<&mut Timings>,
+        breakdown: Option<&mut ResidentBreakdown>,
     ) -> Result<Output> {
+        let start = Instant::now();
         let gpu = &*self.gpu;
         if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
             return Err(Error::InvalidInput(format!(
@@ -346,7 +424,7 @@ impl ResidentHasher {
             return Ok(tree::chunk_output(&[], 0, domain));
         }
         gpu.check_health()?;
-        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, domain, timings))
+        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, domain, breakdown, start))
     }
 
     fn root_on_device(
@@ -355,7 +433,8 @@ impl ResidentHasher {
         offset: u64,
         len: u64,
         domain: Domain,
-        timings: Option<&mut Timings>,
+        breakdown: Option<&mut ResidentBreakdown>,
+        start: Instant,
     ) -> Result<Output> {
         let gpu = &*self.gpu;
         let last = tree::last_chunk_len(len);
@@ -363,7 +442,7 @@ impl ResidentHasher {
         let seg = gpu.max_segment_chunks.min(full.next_power_of_two()).max(1);
         let count = full.div_ceil(seg);
         let mut scr = gpu.take_scratch(seg, count.max(1));
-        let queries = scr.queries.clone().filter(|_| timings.is_some());
+        let queries = scr.queries.clone().filter(|_| breakdown.is_some());
         let queries = queries.as_ref();
         let mut enc =
             gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel resident") });
@@ -372,23 +451,8 @@ impl ResidentHasher {
             // whole submission.
             enc.write_timestamp(q, 0);
         }
-        for k in 0..count {
-            let n_k = seg.min(full - k * seg);
-            gpu.encode_segment(
-                &mut enc,
-                &mut scr,
-                k,
-                buffer,
-                false,
-                offset + k * seg * CHUNK_LEN as u64,
-                n_k,
-                k * seg,
-                domain,
-                queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
-            );
-        }
-
-        // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage.
+        // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage: in the
+        // first segment's compute pass, alongside its chunk pass, where there is one.
         let tail_start = offset + full * CHUNK_LEN as u64;
         let aligned = tail_start / gpu.storage_align * gpu.storage_align;
         let src_word = (tail_start - aligned) / 4;
@@ -419,7 +483,25 @@ impl ResidentHasher {
                 },
             ],
         });
-        {
+        let in_pass = count > 0;
+        for k in 0..count {
+            let n_k = seg.min(full - k * seg);
+            gpu.encode_segment(
+                &mut enc,
+                &mut scr,
+                k,
+                buffer,
+                false,
+                offset + k * seg * CHUNK_LEN as u64,
+                n_k,
+                k * seg,
+                domain,
+                queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
+                (k == 0 && in_pass).then_some((&gpu.pipes.tail, &bg, tail_params_at as u32)),
+            );
+        }
+
+        if !in_pass {
             let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
                 label: Some("b3accel copy_tail"),
                 timestamp_writes: None,
@@ -446,8 +528,11 @@ impl ResidentHasher {
                 );
             }
         }
-        let index = gpu.queue.submit([enc.finish()]);
+        let cmd = enc.finish();
+        let t_submit = Instant::now();
+        let index = gpu.queue.submit([cmd]);
         let ticket = MapTicket::begin(&scr.readback, ::wgpu::MapMode::Read);
+        let t_wait = Instant::now();
         gpu.wait(&index, &ticket)?;
         let t_read = Instant::now();
 
@@ -466,11 +551,15 @@ impl ResidentHasher {
         let times = queries.map(|_| pass_times(gpu, &view, count));
         drop(view);
         scr.readback.unmap();
-        if let Some(t) = timings {
-            t.download += t_read.elapsed();
-            if let Some((kernel, after)) = times {
-                t.kernel += kernel;
-                t.download += after;
+        if let Some(b) = breakdown {
+            b.encode = t_submit - start;
+            b.submit = t_wait - t_submit;
+            b.wait = t_read - t_wait;
+            b.read = t_read.elapsed();
+            if let Some((before, passes, after)) = times {
+                b.before_passes = before;
+                b.passes = passes;
+                b.after_passes = after;
             }
         }
         gpu.give_scratch(scr);
@@ -487,10 +576,11 @@ impl ResidentHasher {
 }
 
 /// From the readback of a timed resident submission of `count` segments (each segment's five
-/// timestamps after its pieces): the summed durations of the hashing passes (queries 2 and 3 of
-/// each segment), and the device time from the end of the last pass to the end of the submission
-/// (query 1: the last chunk's copy and the copies into the readback buffer).
-fn pass_times(gpu: &Gpu, view: &[u8], count: u64) -> (Duration, Duration) {
+/// timestamps after its pieces): the device time from the submission's first timestamp (query
+/// 0) to the start of the first pass, the summed durations of the hashing passes (queries 2 and
+/// 3 of each segment), and the device time from the end of the last pass to the end of the
+/// submission (query 1: the copies into the readback buffer).
+fn pass_times(gpu: &Gpu, view: &[u8], count: u64) -> (Duration, Duration, Duration) {
     let tick = |i: u64| {
         let (k, q) = (i / QUERIES_PER_SEG as u64, i % QUERIES_PER_SEG as u64);
         let at = (k * READBACK_STRIDE + PIECES_BYTES + q * 8) as usize;
@@ -506,5 +596,6 @@ fn pass_times(gpu: &Gpu, view: &[u8], count: u64) -> (Duration, Duration) {
         kernel += ns(tick(base + 3).saturating_sub(tick(base + 2)));
         last_end = last_end.max(tick(base + 3));
     }
-    (kernel, ns(tick(1).saturating_sub(last_end)))
+    let before = if count > 0 { ns(tick(2).saturating_sub(tick(0))) } else { Duration::ZERO };
+    (before, kernel, ns(tick(1).saturating_sub(last_end)))
 }
