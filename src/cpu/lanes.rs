@@ -30,13 +30,12 @@ pub(crate) trait Lanes: Word {
     /// The 16 message words of the block at `input + lane * stride` for each lane, transposed so
     /// that vector `w` holds word `w` of every lane's block. Lanes from `valid` on repeat the
     /// last valid lane's block (their results are discarded), so a partial group reads nothing
-    /// past its inputs. Each lane also prefetches the line `ahead` bytes on (see
-    /// [`prefetch_address`]).
+    /// past its inputs. Each lane's data a few blocks ahead is prefetched.
     ///
     /// # Safety
     /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
     /// `valid` (1 to `N`).
-    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize, ahead: usize) -> [Self; 16];
+    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
 }
 
 impl Lanes for u32 {
@@ -54,7 +53,7 @@ impl Lanes for u32 {
         out[0] = self;
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, _stride: usize, _valid: usize, _ahead: usize) -> [Self; 16] {
+    unsafe fn load_msg(input: *const u8, _stride: usize, _valid: usize) -> [Self; 16] {
         // SAFETY: the caller guarantees 64 readable bytes at `input`.
         let block = unsafe { &*(input as *const [u8; BLOCK_LEN]) };
         crate::compress::block_words(block)
@@ -83,15 +82,13 @@ pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usiz
 }
 
 /// What each lane prefetches as it loads a block: the same block of the input that the same lane
-/// of the next group will hash, `ahead` bytes on (`lanes * stride`), one whole group's time ahead.
-/// Data beyond the caches then arrives in time: measured on one thread of the 2-core machine,
-/// 64 MiB went from 0.73x upstream's speed (prefetching two blocks ahead within the chunk, as
-/// upstream does) to 1.10x, with no change at 1 MiB. The last group of a call has no next group
-/// here: it prefetches its own block (`ahead` 0), not the data after the call's inputs, which is
-/// often another thread's work or nothing at all (one group in sixteen of a pool task's 256 KiB).
+/// of the next group will hash (`lanes * stride` bytes on), one whole group's time ahead. Data
+/// beyond the caches then arrives in time: measured on one thread of the 2-core machine, 64 MiB
+/// went from 0.73x upstream's speed (prefetching two blocks ahead within the chunk, as upstream
+/// does) to 1.10x, with no change at 1 MiB.
 #[inline(always)]
-pub(crate) fn prefetch_address(lane_ptr: *const u8, ahead: usize) -> *const i8 {
-    lane_ptr.wrapping_add(ahead) as *const i8
+pub(crate) fn prefetch_address(lane_ptr: *const u8, stride: usize, lanes: usize) -> *const i8 {
+    lane_ptr.wrapping_add(stride * lanes) as *const i8
 }
 
 /// Most lanes of any vector type: the size of the staging buffer for partial last blocks.
@@ -135,8 +132,7 @@ unsafe fn compress_lanes<V: Lanes>(h: &mut [V; 8], m: &[V; 16], pre: &Prelude<V>
 /// Hashes `valid` (1 to `V::N`) inputs of `blocks` blocks each (`blocks >= 1`; all full but the
 /// last, which holds `job.last_block_len` bytes), input i starting at `input + i * stride`, and
 /// writes input i's chaining value to `out[i]`. A partial last block is staged, zero-padded,
-/// through a buffer on the stack, so no byte past an input's end is ever read. Each block load
-/// prefetches `ahead` bytes on (see [`prefetch_address`]).
+/// through a buffer on the stack, so no byte past an input's end is ever read.
 ///
 /// # Safety
 /// The CPU must support `V`'s instruction set; `input[i * stride .. i * stride + input_span]` (see
@@ -147,7 +143,6 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
     stride: usize,
     blocks: usize,
     valid: usize,
-    ahead: usize,
     job: &Job,
     out: &mut [Cv],
 ) {
@@ -189,7 +184,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
         // chunk path lost 15-30% that way).
         let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
         for b in 0..full {
-            let m = V::load_msg(input.add(b * BLOCK_LEN), stride, valid, ahead);
+            let m = V::load_msg(input.add(b * BLOCK_LEN), stride, valid);
             compress_lanes(&mut h, &m, &pre, flags_of(b));
         }
         if full < blocks {
@@ -202,7 +197,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
                     job.last_block_len,
                 );
             }
-            let m = V::load_msg(staged.0.as_ptr().cast(), BLOCK_LEN, valid, 0);
+            let m = V::load_msg(staged.0.as_ptr().cast(), BLOCK_LEN, valid);
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
@@ -240,11 +235,8 @@ pub(crate) unsafe fn hash_groups<V: Lanes>(input: &[u8], stride: usize, blocks: 
         let valid = (out.len() - done).min(V::N);
         let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
         let job = Job { counter, ..*job };
-        let ahead = if done + valid < out.len() { V::N * stride } else { 0 };
         // SAFETY: lanes done..done+valid lie inside `input` (asserted above) and `out`.
-        unsafe {
-            hash_group::<V>(input.as_ptr().add(done * stride), stride, blocks, valid, ahead, &job, &mut out[done..])
-        };
+        unsafe { hash_group::<V>(input.as_ptr().add(done * stride), stride, blocks, valid, &job, &mut out[done..]) };
         done += valid;
     }
 }
