@@ -21,7 +21,7 @@ use crate::backend::{check_blocks_args, check_subtree_args, Backend, MAX_SUBTREE
 use crate::compress::{flags, parent_cv, Cv, BLOCK_LEN, CHUNK_LEN, IV};
 use crate::device::{BackendKind, Device, DeviceInfo, DeviceKind};
 use crate::error::{Error, Result};
-use lanes::{hash_groups, Job};
+use lanes::{hash_groups, hash_rows, Job};
 use std::fmt;
 use std::str::FromStr;
 
@@ -160,6 +160,8 @@ pub const CPU_LEVEL_ENV: &str = "B3ACCEL_CPU";
 #[derive(Clone, Debug)]
 pub struct CpuBackend {
     level: SimdLevel,
+    /// Whether the narrower groups under AVX-512 run in EVEX encoding (AVX-512VL).
+    evex: bool,
     info: DeviceInfo,
 }
 
@@ -228,7 +230,11 @@ impl CpuBackend {
             memory_bytes: None,
             compute_units: threads,
         };
-        CpuBackend { level, info }
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        let evex = level == SimdLevel::Avx512 && std::is_x86_feature_detected!("avx512vl");
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        let evex = false;
+        CpuBackend { level, evex, info }
     }
 
     /// The instruction set in use.
@@ -270,9 +276,14 @@ impl CpuBackend {
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Avx512 => avx512::hash_many(input, stride, blocks, job, out),
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Avx2 if self.evex => avx2::hash_many_evex(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Avx2 => avx2::hash_many(input, stride, blocks, job, out),
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Sse41 if self.evex => sse41::hash_many_evex(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Sse41 => sse41::hash_many(input, stride, blocks, job, out),
+                    _ if self.level > SimdLevel::Portable => hash_rows(input, stride, blocks, job, out),
                     _ => hash_groups::<u32>(input, stride, blocks, job, out),
                 }
             }
