@@ -99,6 +99,42 @@ fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f
     Ok(samples[samples.len() / 2])
 }
 
+/// Like [`time`] for several series at once, one call of each in turn (`budget` each): a drift
+/// of the machine's speed during the measurement (clock frequency, memory placement, a
+/// neighbour's load) then falls on all of them alike, so their ratios hold even where the
+/// absolute figures move by several percent from run to run. A series that fails drops out
+/// with its error.
+fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
+    let mut samples: Vec<Result<Vec<f64>, String>> = fs.iter_mut().map(|f| f().map(|()| Vec::new())).collect();
+    let total = budget * fs.len() as u32;
+    let start = Instant::now();
+    loop {
+        let mut running = false;
+        for (f, s) in fs.iter_mut().zip(&mut samples) {
+            let Ok(v) = s else { continue };
+            let t = Instant::now();
+            match f() {
+                Ok(()) => v.push(t.elapsed().as_secs_f64()),
+                Err(e) => *s = Err(e),
+            }
+            running = true;
+        }
+        let fewest = samples.iter().filter_map(|s| s.as_ref().ok()).map(Vec::len).min().unwrap_or(0);
+        if !running || (fewest >= 3 && (start.elapsed() >= total || fewest >= 1000)) {
+            break;
+        }
+    }
+    samples
+        .into_iter()
+        .map(|s| {
+            s.map(|mut v| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            })
+        })
+        .collect()
+}
+
 /// The bench's input, written by all the pool's threads: each page is then placed near a thread
 /// that first touched it, as for data that a multi-threaded program produced, instead of all on
 /// the memory node of one thread. (On the H200 machine the OpenCL upload of a 1 GiB input filled
@@ -259,16 +295,27 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             Err(e) => eprintln!("bench: {series} at {}: {e}", size_label(size)),
         };
         let ok = |_| Ok(());
-        add("upstream hash (1 thread)".into(), time(budget, || ok(blake3::hash(input))), None);
-        add(
-            "upstream update_rayon".into(),
-            time(budget, || ok(blake3::Hasher::new().update_rayon(input).finalize())),
-            None,
-        );
         let hash = |d: Device| b3accel::hash_on(d, input).map(drop).map_err(|e| e.to_string());
-        add("cpu (1 thread)".into(), one_thread.install(|| time(budget, || hash(Device::Cpu))), None);
-        add("cpu".into(), time(budget, || hash(Device::Cpu)), None);
-        add("auto".into(), time(budget, || hash(Device::Auto)), None);
+        // Upstream and the CPU backend side by side: one thread, then the whole pool.
+        let [up, cpu1] = one_thread
+            .install(|| time_interleaved(budget, &mut [&mut || ok(blake3::hash(input)), &mut || hash(Device::Cpu)]))
+            .try_into()
+            .expect("two series");
+        let [rayon, cpu, auto] = time_interleaved(
+            budget,
+            &mut [
+                &mut || ok(blake3::Hasher::new().update_rayon(input).finalize()),
+                &mut || hash(Device::Cpu),
+                &mut || hash(Device::Auto),
+            ],
+        )
+        .try_into()
+        .expect("three series");
+        add("upstream hash (1 thread)".into(), up, None);
+        add("upstream update_rayon".into(), rayon, None);
+        add("cpu (1 thread)".into(), cpu1, None);
+        add("cpu".into(), cpu, None);
+        add("auto".into(), auto, None);
         for g in &gpus {
             if g.info.is_software_gpu() && size > SOFTWARE_GPU_MAX {
                 continue;
