@@ -127,7 +127,7 @@ fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], pad_to: usize, gpu: &Gpu) 
                 s.spawn(move |_| {
                     // SAFETY: `i * step + chunk.len() <= src.len()`, the view's length; the
                     // ranges of different tasks are disjoint.
-                    unsafe { copy_streaming(base.0.add(i * step), chunk) }
+                    unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), base.0.add(i * step), chunk.len()) }
                 });
             }
         });
@@ -135,52 +135,6 @@ fn fill_staging(staging: &::wgpu::Buffer, src: &[u8], pad_to: usize, gpu: &Gpu) 
     drop(view);
     staging.unmap();
     Ok(())
-}
-
-/// Copies `src` to `dst` with non-temporal stores where the CPU has AVX2: the staging memory is
-/// only read again by the device's copy engine, so a normal store's read of each destination
-/// line into the cache (a third of the copy's memory traffic, while the device reads the other
-/// staging buffer from the same memory) buys nothing.
-///
-/// # Safety
-/// `dst .. dst + src.len()` is writable and does not overlap `src`.
-unsafe fn copy_streaming(dst: *mut u8, src: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 was just detected; the caller guarantees the ranges.
-        return unsafe { copy_streaming_avx2(dst, src) };
-    }
-    // SAFETY: as the caller guarantees.
-    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
-}
-
-/// [`copy_streaming`] on AVX2: plain copies up to the first 32-byte aligned destination address
-/// and after the last, streaming stores of 128 bytes a step in between, then a store fence so
-/// that the device's copy, submitted after this returns, sees every byte.
-///
-/// # Safety
-/// AVX2; `dst .. dst + src.len()` is writable and does not overlap `src`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn copy_streaming_avx2(dst: *mut u8, src: &[u8]) {
-    use std::arch::x86_64::*;
-    let len = src.len();
-    let head = dst.align_offset(32).min(len);
-    let body = (len - head) / 128 * 128;
-    // SAFETY (whole body): every access lies in `src` or in `dst .. dst + len`; the streaming
-    // stores' addresses are 32-byte aligned (`dst + head` is, and each step is 128 bytes).
-    unsafe {
-        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, head);
-        let (s, d) = (src.as_ptr().add(head), dst.add(head));
-        for off in (0..body).step_by(128) {
-            let v: [__m256i; 4] = std::array::from_fn(|k| _mm256_loadu_si256(s.add(off + 32 * k).cast()));
-            for (k, v) in v.into_iter().enumerate() {
-                _mm256_stream_si256(d.add(off + 32 * k).cast(), v);
-            }
-        }
-        std::ptr::copy_nonoverlapping(s.add(body), d.add(body), len - head - body);
-        _mm_sfence();
-    }
 }
 
 /// One segment submitted and not yet read back.
