@@ -6,8 +6,8 @@
 
 use crate::backend::{subtree_count, Backend, MAX_SUBTREE};
 use crate::compress::{
-    block_words, compress, compress_bytes, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv, BLOCK_LEN,
-    CHUNK_LEN, IV,
+    block_words, compress, compress_blocks, compress_bytes, compress_cv, cv_words, flags, parent_cv, words_to_cv, Cv,
+    BLOCK_LEN, CHUNK_LEN, IV,
 };
 use crate::error::Result;
 
@@ -98,13 +98,9 @@ impl Output {
 fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
     debug_assert!(chunk.len() <= CHUNK_LEN);
     let mut cv = domain.key;
-    let mut start = flags::CHUNK_START;
     let last_start = chunk.len().saturating_sub(1) / BLOCK_LEN * BLOCK_LEN;
-    for block in chunk[..last_start].chunks_exact(BLOCK_LEN) {
-        let out = compress_bytes(&cv, block, chunk_index, domain.flags | start);
-        cv = core::array::from_fn(|i| out[i]);
-        start = 0;
-    }
+    compress_blocks(&mut cv, &chunk[..last_start], chunk_index, domain.flags, flags::CHUNK_START);
+    let start = if last_start == 0 { flags::CHUNK_START } else { 0 };
     (cv, &chunk[last_start..], domain.flags | start | flags::CHUNK_END)
 }
 
