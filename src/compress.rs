@@ -164,7 +164,7 @@ pub(crate) fn has_avx512_rows() -> bool {
 /// core of the 2-core machine).
 #[inline]
 pub(crate) fn compress_blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, flags: u32, first_flags: u32) {
-    debug_assert!(blocks.len() % BLOCK_LEN == 0);
+    debug_assert!(blocks.len().is_multiple_of(BLOCK_LEN));
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     if !blocks.is_empty() && has_avx512_rows() {
         // SAFETY: AVX-512F and VL were just detected.

@@ -385,7 +385,7 @@ pub(crate) unsafe fn compress_blocks_avx512(
     flags: u32,
     first_flags: u32,
 ) {
-    debug_assert!(blocks.len() % 64 == 0);
+    debug_assert!(blocks.len().is_multiple_of(64));
     // SAFETY: the instruction sets are enabled here; every load reads 64 bytes of `blocks` or
     // 16 bytes of `cv`.
     unsafe {
