@@ -77,23 +77,24 @@ pub enum Loads {
 
 /// Whether wgpu keeps its run-time bounds checks in the shaders.
 ///
-/// Measured on an NVIDIA H200 through Vulkan (driver 580.159.04; `examples/wgpu_report.rs`,
-/// device-resident input, median of the hashing passes by timestamp queries):
+/// Measured on an NVIDIA H200 through Vulkan (driver 580.159.04; `examples/wgpu_report.rs` at
+/// commit 6bae0d5, device-resident input, median of the hashing passes by timestamp queries):
 ///
-/// | loads  | checks        | 1 GiB             | 64 MiB           |
-/// |--------|---------------|-------------------|------------------|
-/// | direct | bounds-checked| 714.1 µs 1.50 TB/s| 80.0 µs 839 GB/s |
-/// | direct | trusted       | 710.4 µs 1.51 TB/s| 79.1 µs 849 GB/s |
-/// | staged | bounds-checked| 2083 µs 0.52 TB/s | 158 µs 424 GB/s  |
-/// | staged | trusted       | 1256 µs 0.86 TB/s | 105 µs 641 GB/s  |
+/// | loads  | checks        | 1 GiB              | 64 MiB           |
+/// |--------|---------------|--------------------|------------------|
+/// | direct | bounds-checked| 687.3 µs 1.56 TB/s | 73.8 µs 909 GB/s |
+/// | direct | trusted       | 695.2 µs 1.54 TB/s | 79.0 µs 849 GB/s |
+/// | staged | bounds-checked| 1953 µs 0.55 TB/s  | 155 µs 432 GB/s  |
+/// | staged | trusted       | 1148 µs 0.94 TB/s  | 103 µs 654 GB/s  |
 ///
-/// With direct loads the unchecked module is 0.5 % faster at 1 GiB (1 % at 64 MiB), within run-to-
-/// run noise: the driver (robust buffer access) and naga's analysis already make the checks
-/// nearly free, since every index is the invocation's chunk times a constant plus a constant.
-/// The default therefore stays [`BoundsChecked`](Self::BoundsChecked): the small gain is not
-/// worth an `unsafe` promise that every future edit of the shader must keep. Staged loads gain
-/// much more from trusted modules (their workgroup-array indexing is checked too) but lose to
-/// direct loads either way, so [`Loads::Direct`] is the default.
+/// With direct loads the unchecked module is no faster (1 % slower at 1 GiB, 7 % at 64 MiB; an
+/// earlier build had it 0.5 % faster, within run-to-run noise): the driver (robust buffer access)
+/// and naga's analysis already make the checks nearly free, since every index is the
+/// invocation's chunk times a constant plus a constant. The default therefore stays
+/// [`BoundsChecked`](Self::BoundsChecked): no gain is worth an `unsafe` promise that every future
+/// edit of the shader must keep. Staged loads gain much more from trusted modules (their
+/// workgroup-array indexing is checked too) but lose to direct loads either way, so
+/// [`Loads::Direct`] is the default.
 ///
 /// ```
 /// assert_eq!(b3accel::wgpu::ShaderChecks::default(), b3accel::wgpu::ShaderChecks::BoundsChecked);
