@@ -85,26 +85,18 @@ impl Row {
     }
 }
 
-/// Repeats `f` until `budget` has passed (at least 3 times, at most 1000), returning the median.
+/// Repeats `f` until `budget` has passed (at least 3 times, at most 1000), after one warm-up
+/// call (programs built, buffers allocated, pages touched), returning the median.
 fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
-    f()?; // warm-up: programs built, buffers allocated, pages touched
-    let start = Instant::now();
-    let mut samples = Vec::new();
-    while samples.len() < 3 || (start.elapsed() < budget && samples.len() < 1000) {
-        let t = Instant::now();
-        f()?;
-        samples.push(t.elapsed().as_secs_f64());
-    }
-    samples.sort_by(f64::total_cmp);
-    Ok(samples[samples.len() / 2])
+    time_interleaved(budget, &mut [&mut f]).pop().expect("one series")
 }
 
-/// Like [`time`] for several series at once, one call of each in turn (`budget` each): a drift
-/// of the machine's speed during the measurement (clock frequency, memory placement, a
-/// neighbour's load) then falls on all of them alike, so their ratios hold even where the
-/// absolute figures move by several percent from run to run. A series that fails drops out
-/// with its error.
+/// [`time`] for several series at once, one call of each in turn (`budget` each): a drift of the
+/// machine's speed during the measurement (clock frequency, memory placement, a neighbour's
+/// load) then falls on all of them alike, so their ratios hold even where the absolute figures
+/// move by several percent from run to run. A series that fails drops out with its error.
 fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
+    // One warm-up call each.
     let mut samples: Vec<Result<Vec<f64>, String>> = fs.iter_mut().map(|f| f().map(|()| Vec::new())).collect();
     let total = budget * fs.len() as u32;
     let start = Instant::now();
