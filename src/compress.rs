@@ -56,35 +56,58 @@ impl Word for u32 {
     }
 }
 
-/// The quarter-round G on state words a, b, c, d with message words x and y. The state is the
-/// 16 words (or word vectors) of the lane-parallel kernels, or the four rows of the row-parallel
-/// single-block compression.
+/// The quarter-round G, on `K` disjoint quadruples of state words side by side: `q[i]` is the
+/// (a, b, c, d) of the i-th, `x[i]` and `y[i]` its message words, and each step is taken for all
+/// of them before the next (the four independent G's of a half-round, in step, is the order that
+/// measured fastest in the lane kernels). The state is the 16 words (or word vectors) of the
+/// lane-parallel kernels, or the four rows of the row-parallel single-block compression (`K` 1).
 #[inline(always)]
-pub(crate) fn g<W: Word, const N: usize>(v: &mut [W; N], a: usize, b: usize, c: usize, d: usize, x: W, y: W) {
+pub(crate) fn g<W: Word, const N: usize, const K: usize>(v: &mut [W; N], q: [[usize; 4]; K], x: [W; K], y: [W; K]) {
     // The message word is added first: it is ready long before v[b], which the previous step has
     // just produced, so the dependency chain is one addition shorter per half.
-    v[a] = v[a].add(x).add(v[b]);
-    v[d] = v[d].xor(v[a]).rotr16();
-    v[c] = v[c].add(v[d]);
-    v[b] = v[b].xor(v[c]).rotr12();
-    v[a] = v[a].add(y).add(v[b]);
-    v[d] = v[d].xor(v[a]).rotr8();
-    v[c] = v[c].add(v[d]);
-    v[b] = v[b].xor(v[c]).rotr7();
+    for ([a, b, _, _], x) in q.into_iter().zip(x) {
+        v[a] = v[a].add(x).add(v[b]);
+    }
+    for [a, _, _, d] in q {
+        v[d] = v[d].xor(v[a]).rotr16();
+    }
+    for [_, _, c, d] in q {
+        v[c] = v[c].add(v[d]);
+    }
+    for [_, b, c, _] in q {
+        v[b] = v[b].xor(v[c]).rotr12();
+    }
+    for ([a, b, _, _], y) in q.into_iter().zip(y) {
+        v[a] = v[a].add(y).add(v[b]);
+    }
+    for [a, _, _, d] in q {
+        v[d] = v[d].xor(v[a]).rotr8();
+    }
+    for [_, _, c, d] in q {
+        v[c] = v[c].add(v[d]);
+    }
+    for [_, b, c, _] in q {
+        v[b] = v[b].xor(v[c]).rotr7();
+    }
 }
 
 /// Round `r`: four column G's, then four diagonal G's.
 #[inline(always)]
 fn round<W: Word>(v: &mut [W; 16], m: &[W; 16], r: usize) {
     let s = &MSG_SCHEDULE[r];
-    g(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
-    g(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
-    g(v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
-    g(v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
-    g(v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
-    g(v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
-    g(v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
-    g(v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
+    let m = |i: usize| m[s[i]];
+    g(
+        v,
+        [[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15]],
+        [m(0), m(2), m(4), m(6)],
+        [m(1), m(3), m(5), m(7)],
+    );
+    g(
+        v,
+        [[0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14]],
+        [m(8), m(10), m(12), m(14)],
+        [m(9), m(11), m(13), m(15)],
+    );
 }
 
 /// The seven rounds on a prepared state (`v[0..8]` the input CV, `v[8..12]` the IV, then the

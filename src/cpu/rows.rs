@@ -244,11 +244,11 @@ unsafe fn round<R: Row>(rows: &mut [R; 4], msg: &R::Msg, r: usize) {
     // SAFETY (whole body): as for the callers.
     unsafe {
         let [cx, cy, dx, dy] = R::round_msg(msg, r);
-        g(rows, 0, 1, 2, 3, cx, cy);
+        g(rows, [[0, 1, 2, 3]], [cx], [cy]);
         rows[0] = rotate::<R, 0b10_01_00_11>(rows[0]);
         rows[2] = rotate::<R, 0b00_11_10_01>(rows[2]);
         rows[3] = rotate::<R, 0b01_00_11_10>(rows[3]);
-        g(rows, 0, 1, 2, 3, dx, dy);
+        g(rows, [[0, 1, 2, 3]], [dx], [dy]);
         rows[0] = rotate::<R, 0b00_11_10_01>(rows[0]);
         rows[2] = rotate::<R, 0b10_01_00_11>(rows[2]);
         rows[3] = rotate::<R, 0b01_00_11_10>(rows[3]);
