@@ -74,12 +74,13 @@ fn awkward_lengths_all_modes_every_backend() {
 }
 
 /// The CPU backend splits work one way on a pool of one thread (leaves of 1024 chunks, no tasks)
-/// and another on a larger pool (tasks of 64 to 256 chunks): both at lengths around those leaves,
-/// on every SIMD level.
+/// and another on a larger pool (tasks of 64 chunks); subtrees larger than a leaf (one thread)
+/// or of 4096 chunks and more (pool) are reduced 16 CVs at a time. Both at lengths around those
+/// sizes, on every SIMD level.
 #[test]
 fn cpu_one_thread_and_pool_agree_at_leaf_boundaries() {
     let mut lens = Vec::new();
-    for chunks in [1023usize, 1024, 1025, 2047, 2048, 2049, 3 * 1024 + 17] {
+    for chunks in [1023usize, 1024, 1025, 2047, 2048, 2049, 3 * 1024 + 17, 4096, 4097, 8 * 1024 + 17] {
         for delta in [-1i64, 0, 1] {
             lens.push((chunks as i64 * CHUNK_LEN as i64 + delta) as usize);
         }

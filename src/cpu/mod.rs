@@ -1,10 +1,12 @@
 //! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
 //! portable scalar code), and rayon across cores for large inputs only.
 //!
-//! A complete subtree is hashed in leaves (`SERIAL_LEAF_CHUNKS`, 1024 chunks, on one thread; pool
-//! tasks of up to `LEAF_CHUNKS`, 256): all chunk CVs of a leaf in SIMD groups, then its parent
-//! levels, also in SIMD groups. Above the leaves the subtree is split in halves, on other cores
-//! (`rayon::join`) while the halves are large enough to pay for it.
+//! A complete subtree is hashed in leaves (`SERIAL_LEAF_CHUNKS`, 1024 chunks, on one thread;
+//! `POOL_LEAF_CHUNKS`, 64, as pool tasks): all chunk CVs of a leaf in SIMD groups, then its
+//! parent levels, also in SIMD groups. Above the leaves the subtree is split in halves, on other
+//! cores (`rayon::join`) under the pool. A large subtree is reduced "wide": each half hands up
+//! `WIDE` CVs rather than one, so the parent levels between the leaves and its top stay whole
+//! SIMD groups and only its last four levels are narrow.
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
@@ -25,13 +27,22 @@ use lanes::{hash_groups, hash_rows, Job};
 use std::fmt;
 use std::str::FromStr;
 
-/// Chunks hashed together before their parents are merged, on the thread pool: the largest task
-/// (a power of two, a multiple of the widest SIMD group). 256 measured 3% faster than 64 at 1 MiB
-/// on one AVX-512 thread: more of the parent levels fill whole SIMD groups.
-const LEAF_CHUNKS: usize = 256;
+/// Chunks in a leaf on the thread pool: each is one task. Measured on the H200 machine's 16
+/// threads against `update_rayon` (interleaved, two runs): 64-chunk leaves ran 16 MiB at 0.97x
+/// and 64 MiB at 0.99x, where 256-chunk leaves ran 0.88x and 0.96x (a quarter as many tasks,
+/// so threads idle at the end while the last ones finish); 16- and 32-chunk leaves were slower.
+const POOL_LEAF_CHUNKS: usize = 64;
 /// The same without the pool: larger, so that the last parent levels of a leaf, too narrow for
 /// whole SIMD groups, come once per MiB.
 const SERIAL_LEAF_CHUNKS: usize = 1024;
+/// CVs that a subtree reduced wide hands up: the widest SIMD group's lanes (two AVX2 groups,
+/// four SSE4.1 ones), so that the parent levels above its leaves are whole groups.
+const WIDE: usize = 16;
+/// Subtrees on the pool smaller than this are reduced to one CV per half, not `WIDE`: with a
+/// leaf or two per thread, the reduction at the top is the critical path, and the scalar parent
+/// at each split ends sooner than a pass of `WIDE` parents. Measured on the H200 machine (16
+/// threads): wide reduction made 1 MiB 4% slower and 64 MiB 1-3% faster.
+const POOL_WIDE_MIN_CHUNKS: usize = 4096;
 
 std::thread_local! {
     /// The tree levels of a leaf: `SERIAL_LEAF_CHUNKS * 3 / 2` CVs at most, per thread.
@@ -41,7 +52,8 @@ std::thread_local! {
 /// threads (`b3accel bench`): at 256 KiB the pool ran at 6.05 GB/s against 6.70 on one thread
 /// (waking the workers costs more than they save there), at 1 MiB at 30 against 6.8 GB/s.
 const PARALLEL_MIN_BYTES: usize = 512 * 1024;
-/// Subtrees smaller than this are not split across cores.
+/// A run of chunks whose remainder after its first subtree is smaller than this is not split
+/// across cores.
 const PARALLEL_GRAIN_BYTES: usize = 64 * 1024;
 /// One-block messages per parallel task in `hash_blocks`.
 const BLOCKS_PER_TASK: usize = 4096;
@@ -328,7 +340,6 @@ impl CpuBackend {
     /// zeroed or copied per level.
     fn leaf_subtrees(&self, input: &[u8], first_chunk: u64, max: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
         let chunks = input.len() / CHUNK_LEN;
-        debug_assert!(chunks <= SERIAL_LEAF_CHUNKS);
         LEVELS.with_borrow_mut(|buf| {
             if buf.len() < chunks + chunks / 2 {
                 buf.resize(chunks + chunks / 2, [0; 32]);
@@ -353,29 +364,60 @@ impl CpuBackend {
     }
 
     /// The CV of a complete subtree: `input` is a power-of-two number of chunks.
-    fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, grain: Option<usize>) -> Cv {
+    fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, plan: Plan) -> Cv {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
-        // Leaves of SERIAL_LEAF_CHUNKS, or of `grain` bytes under the pool (see `task_grain`).
-        if input.len() <= grain.unwrap_or(SERIAL_LEAF_CHUNKS * CHUNK_LEN) {
+        if chunks <= plan.leaf {
             let mut out = [[0u8; 32]];
             self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, &mut out);
             return out[0];
         }
+        if plan.pool && chunks < POOL_WIDE_MIN_CHUNKS {
+            let (left, right) = input.split_at(input.len() / 2);
+            let right_first = first_chunk + (chunks / 2) as u64;
+            let (l, r) = rayon::join(
+                || self.subtree_cv(left, first_chunk, key, flags, plan),
+                || self.subtree_cv(right, right_first, key, flags, plan),
+            );
+            return parent_cv(&l, &r, key, flags);
+        }
+        let mut cvs = [[0u8; 32]; WIDE];
+        self.wide_cvs(input, first_chunk, key, flags, plan, &mut cvs);
+        // The narrow levels (8, 4, 2 and 1 parents), once per subtree rather than once per leaf.
+        let mut n = WIDE;
+        let mut next = [[0u8; 32]; WIDE / 2];
+        while n > 1 {
+            self.parent_cvs(&cvs[..n], key, flags, &mut next[..n / 2]);
+            n /= 2;
+            cvs[..n].copy_from_slice(&next[..n]);
+        }
+        cvs[0]
+    }
+
+    /// The CVs of the [`WIDE`] equal parts of a complete subtree larger than a leaf, in order.
+    /// Each half yields its own `WIDE` CVs (on another core under the pool), and one pass of
+    /// `WIDE` parents pairs them up: every parent level between the leaves and the top of the
+    /// subtree is whole SIMD groups, however small the leaves.
+    fn wide_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, plan: Plan, out: &mut [Cv]) {
+        let chunks = input.len() / CHUNK_LEN;
+        if chunks <= plan.leaf {
+            // The leaf's parent levels stop at `WIDE` subtrees.
+            return self.leaf_subtrees(input, first_chunk, (chunks / WIDE) as u64, key, flags, out);
+        }
         let (left, right) = input.split_at(input.len() / 2);
         let right_first = first_chunk + (chunks / 2) as u64;
-        let (l, r) = if grain.is_some() {
+        let mut children = [[0u8; 32]; 2 * WIDE];
+        let (l, r) = children.split_at_mut(WIDE);
+        if plan.pool {
             rayon::join(
-                || self.subtree_cv(left, first_chunk, key, flags, grain),
-                || self.subtree_cv(right, right_first, key, flags, grain),
-            )
+                || self.wide_cvs(left, first_chunk, key, flags, plan, l),
+                || self.wide_cvs(right, right_first, key, flags, plan, r),
+            );
         } else {
-            (
-                self.subtree_cv(left, first_chunk, key, flags, None),
-                self.subtree_cv(right, right_first, key, flags, None),
-            )
-        };
-        parent_cv(&l, &r, key, flags)
+            self.wide_cvs(left, first_chunk, key, flags, plan, l);
+            self.wide_cvs(right, right_first, key, flags, plan, r);
+        }
+        self.parent_cvs(&children, key, flags, out);
     }
 
     /// The subtrees of `input`, none larger than `max` chunks, largest first, into `out`.
@@ -387,11 +429,11 @@ impl CpuBackend {
         max: u64,
         key: &[u32; 8],
         flags: u32,
-        grain: Option<usize>,
+        plan: Plan,
         out: &mut [Cv],
     ) {
         let chunks = input.len() / CHUNK_LEN;
-        if chunks <= grain.map_or(SERIAL_LEAF_CHUNKS, |_| LEAF_CHUNKS) {
+        if chunks <= plan.leaf {
             return self.leaf_subtrees(input, first_chunk, max, key, flags, out);
         }
         let size = (1u64 << (u64::BITS - 1 - (chunks as u64).leading_zeros())).min(max) as usize;
@@ -399,32 +441,39 @@ impl CpuBackend {
         let (first, rest) = out.split_first_mut().expect("one CV per subtree");
         let tail_first = first_chunk + size as u64;
         if tail.is_empty() {
-            *first = self.subtree_cv(head, first_chunk, key, flags, grain);
-        } else if grain.is_some() && tail.len() >= PARALLEL_GRAIN_BYTES {
+            *first = self.subtree_cv(head, first_chunk, key, flags, plan);
+        } else if plan.pool && tail.len() >= PARALLEL_GRAIN_BYTES {
             let (cv, ()) = rayon::join(
-                || self.subtree_cv(head, first_chunk, key, flags, grain),
-                || self.subtrees(tail, tail_first, max, key, flags, grain, rest),
+                || self.subtree_cv(head, first_chunk, key, flags, plan),
+                || self.subtrees(tail, tail_first, max, key, flags, plan, rest),
             );
             *first = cv;
         } else {
-            *first = self.subtree_cv(head, first_chunk, key, flags, grain);
-            self.subtrees(tail, tail_first, max, key, flags, grain, rest);
+            *first = self.subtree_cv(head, first_chunk, key, flags, plan);
+            self.subtrees(tail, tail_first, max, key, flags, plan, rest);
         }
     }
 }
 
-/// The leaf size, in bytes, when hashing `len` bytes on the pool (`None`: no pool): every leaf is
-/// a task, and leaves shrink from `LEAF_CHUNKS` chunks towards `PARALLEL_GRAIN_BYTES` only where
-/// that is needed for about four tasks per thread. Measured on the H200 machine's 16 threads
-/// (criterion, against update_rayon): leaves of 256 chunks alone left 1 MiB as 4 tasks (0.37x);
-/// forking only down to len / (8 * threads) made 64 MiB 0.75x (too few, uneven tasks); 64 KiB
-/// leaves everywhere 0.90x at 64 MiB; 256-chunk leaves there 0.96x.
-fn task_grain(len: usize) -> Option<usize> {
-    use_threads(len).then(|| {
-        (len / (4 * rayon::current_num_threads()))
-            .next_power_of_two()
-            .clamp(PARALLEL_GRAIN_BYTES, LEAF_CHUNKS * CHUNK_LEN)
-    })
+/// How a run of chunks is split: the leaf size in chunks (a power of two, at least [`WIDE`], so
+/// that a subtree larger than a leaf splits into `WIDE` parts), and whether the halves above the
+/// leaves go to the thread pool.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    leaf: usize,
+    pool: bool,
+}
+
+const _: () = assert!(POOL_LEAF_CHUNKS.is_power_of_two() && POOL_LEAF_CHUNKS >= WIDE);
+const _: () = assert!(SERIAL_LEAF_CHUNKS.is_power_of_two() && SERIAL_LEAF_CHUNKS >= WIDE);
+
+/// The plan for hashing `len` bytes.
+fn plan(len: usize) -> Plan {
+    if use_threads(len) {
+        Plan { leaf: POOL_LEAF_CHUNKS, pool: true }
+    } else {
+        Plan { leaf: SERIAL_LEAF_CHUNKS, pool: false }
+    }
 }
 
 /// Whether to use the thread pool for `len` bytes: never for small inputs (a pool that has never
@@ -452,7 +501,7 @@ impl Backend for CpuBackend {
         out: &mut [Cv],
     ) -> Result<()> {
         check_subtree_args(input, first_chunk, max_chunks, out)?;
-        self.subtrees(input, first_chunk, max_chunks, key, flags, task_grain(input.len()), out);
+        self.subtrees(input, first_chunk, max_chunks, key, flags, plan(input.len()), out);
         Ok(())
     }
 
