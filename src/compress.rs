@@ -63,31 +63,33 @@ impl Word for u32 {
 /// lane-parallel kernels, or the four rows of the row-parallel single-block compression (`K` 1).
 #[inline(always)]
 pub(crate) fn g<W: Word, const N: usize, const K: usize>(v: &mut [W; N], q: [[usize; 4]; K], x: [W; K], y: [W; K]) {
+    g_half(v, q, x, W::rotr16, W::rotr12);
+    g_half(v, q, y, W::rotr8, W::rotr7);
+}
+
+/// One half of G: the message word and `b` into `a`, then `d` and `b` mixed and rotated by
+/// `rot_d` and `rot_b`.
+#[inline(always)]
+fn g_half<W: Word, const N: usize, const K: usize>(
+    v: &mut [W; N],
+    q: [[usize; 4]; K],
+    m: [W; K],
+    rot_d: impl Fn(W) -> W,
+    rot_b: impl Fn(W) -> W,
+) {
     // The message word is added first: it is ready long before v[b], which the previous step has
     // just produced, so the dependency chain is one addition shorter per half.
-    for ([a, b, _, _], x) in q.into_iter().zip(x) {
-        v[a] = v[a].add(x).add(v[b]);
+    for ([a, b, _, _], m) in q.into_iter().zip(m) {
+        v[a] = v[a].add(m).add(v[b]);
     }
     for [a, _, _, d] in q {
-        v[d] = v[d].xor(v[a]).rotr16();
+        v[d] = rot_d(v[d].xor(v[a]));
     }
     for [_, _, c, d] in q {
         v[c] = v[c].add(v[d]);
     }
     for [_, b, c, _] in q {
-        v[b] = v[b].xor(v[c]).rotr12();
-    }
-    for ([a, b, _, _], y) in q.into_iter().zip(y) {
-        v[a] = v[a].add(y).add(v[b]);
-    }
-    for [a, _, _, d] in q {
-        v[d] = v[d].xor(v[a]).rotr8();
-    }
-    for [_, _, c, d] in q {
-        v[c] = v[c].add(v[d]);
-    }
-    for [_, b, c, _] in q {
-        v[b] = v[b].xor(v[c]).rotr7();
+        v[b] = rot_b(v[b].xor(v[c]));
     }
 }
 

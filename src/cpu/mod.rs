@@ -334,33 +334,48 @@ impl CpuBackend {
     }
 
     /// The subtrees of at most [`SERIAL_LEAF_CHUNKS`] chunks, none larger than `max` chunks, into
-    /// `out`: every chunk CV at once, then level by level, pairs into parents; a level's odd last
-    /// node is a finished subtree (one set bit of the chunk count), as is every node once the level
-    /// reaches `max`. The levels live in this thread's scratch buffer, used in turns: nothing is
-    /// zeroed or copied per level.
+    /// `out`: every chunk CV at once, then [`CpuBackend::reduce`]. The levels live in this
+    /// thread's scratch buffer.
     fn leaf_subtrees(&self, input: &[u8], first_chunk: u64, max: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
         let chunks = input.len() / CHUNK_LEN;
+        debug_assert!(chunks <= SERIAL_LEAF_CHUNKS);
         LEVELS.with_borrow_mut(|buf| {
             if buf.len() < chunks + chunks / 2 {
                 buf.resize(chunks + chunks / 2, [0; 32]);
             }
-            let (mut level, mut next) = buf.split_at_mut(chunks);
-            self.chunk_cvs(input, first_chunk, key, flags, &mut level[..chunks]);
-            let (mut n, mut size) = (chunks, 1u64);
-            // Odd nodes split off on the way up, smallest first; they come last in `out`.
-            let mut tail = out.len();
-            while n > 1 && size < max {
-                if n % 2 == 1 {
-                    tail -= 1;
-                    out[tail] = level[n - 1];
-                }
-                self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);
-                n /= 2;
-                size *= 2;
-                std::mem::swap(&mut level, &mut next);
-            }
-            out[..tail].copy_from_slice(&level[..tail]);
+            let (level, next) = buf.split_at_mut(chunks);
+            self.chunk_cvs(input, first_chunk, key, flags, level);
+            self.reduce(level, next, max, key, flags, out);
         });
+    }
+
+    /// Reduces the nodes in `level`, level by level, pairs into parents (in SIMD groups), into
+    /// `out`: a level's odd last node is a finished subtree (one set bit of the node count), as is
+    /// every node once the level's nodes cover `max` of the first level's. `next` (room for half
+    /// of `level`) and `level` are used in turns: nothing is zeroed or copied per level.
+    fn reduce<'a>(
+        &self,
+        mut level: &'a mut [Cv],
+        mut next: &'a mut [Cv],
+        max: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) {
+        let (mut n, mut size) = (level.len(), 1u64);
+        // Odd nodes split off on the way up, smallest first; they come last in `out`.
+        let mut tail = out.len();
+        while n > 1 && size < max {
+            if n % 2 == 1 {
+                tail -= 1;
+                out[tail] = level[n - 1];
+            }
+            self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);
+            n /= 2;
+            size *= 2;
+            std::mem::swap(&mut level, &mut next);
+        }
+        out[..tail].copy_from_slice(&level[..tail]);
     }
 
     /// The CV of a complete subtree: `input` is a power-of-two number of chunks.
@@ -381,17 +396,13 @@ impl CpuBackend {
             );
             return parent_cv(&l, &r, key, flags);
         }
-        let mut cvs = [[0u8; 32]; WIDE];
-        self.wide_cvs(input, first_chunk, key, flags, plan, &mut cvs);
+        let mut levels = [[0u8; 32]; WIDE + WIDE / 2];
+        let (cvs, next) = levels.split_at_mut(WIDE);
+        self.wide_cvs(input, first_chunk, key, flags, plan, cvs);
         // The narrow levels (8, 4, 2 and 1 parents), once per subtree rather than once per leaf.
-        let mut n = WIDE;
-        let mut next = [[0u8; 32]; WIDE / 2];
-        while n > 1 {
-            self.parent_cvs(&cvs[..n], key, flags, &mut next[..n / 2]);
-            n /= 2;
-            cvs[..n].copy_from_slice(&next[..n]);
-        }
-        cvs[0]
+        let mut out = [[0u8; 32]];
+        self.reduce(cvs, next, MAX_SUBTREE, key, flags, &mut out);
+        out[0]
     }
 
     /// The CVs of the [`WIDE`] equal parts of a complete subtree larger than a leaf, in order.
