@@ -237,34 +237,9 @@ fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<Done> 
     stream(file, spec, progress)
 }
 
-/// Hashes a mapped file with its pages mapped in ahead of the hash (`MADV_POPULATE_READ`, Linux
-/// 5.14 and later, in 64 MiB pieces): the kernel then maps pages in batches instead of taking
-/// some 16,000 page faults per GiB as the hash touches them. With several threads the pieces are
-/// populated on the pool's threads first; with one (`--num-threads 1`) a second thread
-/// populates ahead of the hash, which goes through the file in order. Elsewhere, or where the
-/// advice fails, pages are faulted in as before. Measured on the 2-core machine, whole process on
-/// a 1 GiB file in the page cache, best of 7-8 interleaved runs: all threads 165.9 ms without
-/// populating, 162.4 ms populating ahead, 158.4 ms populating first (b3sum 152.3 ms); one thread
-/// 311 ms without, 253 ms populating ahead (b3sum 282 ms).
+/// Hashes a mapped file, its pages mapped in and out on the pool's threads (see `mapped`).
 fn hash_mapped(map: &memmap2::Mmap, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    #[cfg(target_os = "linux")]
-    {
-        const PIECE: usize = 64 << 20;
-        let populate = |i: usize| {
-            let start = i * PIECE;
-            let _ = map.advise_range(memmap2::Advice::PopulateRead, start, PIECE.min(map.len() - start));
-        };
-        let pieces = map.len().div_ceil(PIECE);
-        if rayon::current_num_threads() == 1 {
-            return std::thread::scope(|s| {
-                s.spawn(|| (0..pieces).for_each(populate));
-                hash_slice(map, spec, progress)
-            });
-        }
-        use rayon::prelude::*;
-        (0..pieces).into_par_iter().for_each(populate);
-    }
-    hash_slice(map, spec, progress)
+    crate::mapped::with_pages(map, |data| hash_slice(data, spec, progress))
 }
 
 /// A small regular file: read whole into this thread's buffer and hashed in one call.

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 mod check;
 mod hash;
 mod inputs;
+mod mapped;
 mod ordered;
 mod output;
 mod progress;

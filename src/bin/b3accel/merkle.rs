@@ -57,15 +57,6 @@ enum Input {
     Read(Vec<u8>),
 }
 
-impl Input {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Input::Mapped(m) => m,
-            Input::Read(v) => v,
-        }
-    }
-}
-
 fn open(path: &Path) -> Result<Input, String> {
     let name = path.display();
     if path == Path::new("-") {
@@ -105,9 +96,15 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// Computes the root (and writes the tree when asked) and returns the line to print.
 pub fn root_line(args: &MerkleArgs) -> Result<String, String> {
+    match open(&args.file)? {
+        Input::Mapped(map) => crate::mapped::with_pages(&map, |bytes| root_of(args, bytes)),
+        Input::Read(bytes) => root_of(args, &bytes),
+    }
+}
+
+/// [`root_line`] for the leaves' bytes.
+fn root_of(args: &MerkleArgs, bytes: &[u8]) -> Result<String, String> {
     let name = args.file.display();
-    let input = open(&args.file)?;
-    let bytes = input.bytes();
     if bytes.is_empty() {
         return Err(format!(
             "{name}: empty file: a Merkle tree needs at least one 32-byte leaf"
