@@ -116,15 +116,24 @@ fn round<W: Word>(v: &mut [W; 16], m: &[W; 16], r: usize) {
 /// counter's low and high words, the block length and the flags).
 #[inline(always)]
 pub(crate) fn rounds<W: Word>(v: &mut [W; 16], m: &[W; 16]) {
-    // Written out so that every schedule index is a constant after inlining.
-    round(v, m, 0);
-    round(v, m, 1);
-    round(v, m, 2);
-    round(v, m, 3);
-    round(v, m, 4);
-    round(v, m, 5);
-    round(v, m, 6);
+    seven_rounds!(|r| round(v, m, r));
 }
+
+/// Calls `$round(r)` for each round r from 0 to 6, written out so that every schedule index is a
+/// constant after inlining.
+macro_rules! seven_rounds {
+    ($round:expr) => {{
+        let mut round = $round;
+        round(0);
+        round(1);
+        round(2);
+        round(3);
+        round(4);
+        round(5);
+        round(6);
+    }};
+}
+pub(crate) use seven_rounds;
 
 /// Reads a block's 16 little-endian message words.
 #[inline(always)]

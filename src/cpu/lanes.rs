@@ -75,6 +75,21 @@ pub(crate) struct Job<'a> {
     pub last_block_len: usize,
 }
 
+impl Job<'_> {
+    /// The flags of block `b` of an input of `blocks` blocks.
+    #[inline(always)]
+    pub(crate) fn block_flags(&self, b: usize, blocks: usize) -> u32 {
+        let mut f = self.flags;
+        if b == 0 {
+            f |= self.flags_start;
+        }
+        if b + 1 == blocks {
+            f |= self.flags_end;
+        }
+        f
+    }
+}
+
 /// The address of lane `lane`'s data, lanes past `valid` repeating the last valid one.
 #[inline(always)]
 pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usize) -> *const u8 {
@@ -97,7 +112,7 @@ const MAX_LANES: usize = 16;
 /// Cache-line alignment for the kernel's stack buffers. It also makes the compiler align the
 /// kernel's stack frame, so that the vectors it spills there never straddle two cache lines.
 #[repr(C, align(64))]
-struct Aligned<T>(T);
+pub(crate) struct Aligned<T>(pub T);
 
 /// Bytes of each input that a group reads: `blocks - 1` full blocks and the last block's
 /// `job.last_block_len` bytes.
@@ -154,16 +169,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
         lo[lane] = c as u32;
         hi[lane] = (c >> 32) as u32;
     }
-    let flags_of = |b: usize| {
-        let mut f = job.flags;
-        if b == 0 {
-            f |= job.flags_start;
-        }
-        if b + 1 == blocks {
-            f |= job.flags_end;
-        }
-        f
-    };
+    let flags_of = |b: usize| job.block_flags(b, blocks);
     // SAFETY (whole body): the caller guarantees the instruction set and the ranges read.
     unsafe {
         let mut pre = Prelude([
@@ -229,14 +235,49 @@ unsafe fn store_cvs<V: Lanes>(h: [V; 8], out: &mut [Cv], valid: usize) {
 /// (the last one `job.last_block_len` bytes long) at stride `stride` bytes.
 #[inline(always)]
 pub(crate) unsafe fn hash_groups<V: Lanes>(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+    // SAFETY: as the caller guarantees.
+    unsafe { for_groups::<LaneGroup<V>>(input, stride, blocks, job, out) }
+}
+
+/// A kernel that hashes up to `N` inputs side by side.
+pub(crate) trait Group {
+    /// Inputs per group.
+    const N: usize;
+    /// Hashes `valid` (1 to `N`) inputs of `blocks` blocks each, as [`hash_group`] does.
+    ///
+    /// # Safety
+    /// As for [`hash_group`], with the kernel's instruction set.
+    unsafe fn hash(input: *const u8, stride: usize, blocks: usize, valid: usize, job: &Job, out: &mut [Cv]);
+}
+
+/// The lane kernel on vectors of type `V` as a [`Group`].
+pub(crate) struct LaneGroup<V>(core::marker::PhantomData<V>);
+
+impl<V: Lanes> Group for LaneGroup<V> {
+    const N: usize = V::N;
+    #[inline(always)]
+    unsafe fn hash(input: *const u8, stride: usize, blocks: usize, valid: usize, job: &Job, out: &mut [Cv]) {
+        // SAFETY: as the caller guarantees.
+        unsafe { hash_group::<V>(input, stride, blocks, valid, job, out) }
+    }
+}
+
+/// Hashes all `out.len()` inputs with kernel `G`, `G::N` at a time, the last group partial if need
+/// be, the job's counter advanced to each group's first input.
+///
+/// # Safety
+/// The CPU must support `G`'s instruction set; `input` holds `out.len()` inputs of `blocks` blocks
+/// (the last one `job.last_block_len` bytes long) at stride `stride` bytes.
+#[inline(always)]
+pub(crate) unsafe fn for_groups<G: Group>(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     assert!(out.is_empty() || input.len() >= (out.len() - 1) * stride + input_span(blocks, job));
     let mut done = 0;
     while done < out.len() {
-        let valid = (out.len() - done).min(V::N);
+        let valid = (out.len() - done).min(G::N);
         let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
         let job = Job { counter, ..*job };
         // SAFETY: lanes done..done+valid lie inside `input` (asserted above) and `out`.
-        unsafe { hash_group::<V>(input.as_ptr().add(done * stride), stride, blocks, valid, &job, &mut out[done..]) };
+        unsafe { G::hash(input.as_ptr().add(done * stride), stride, blocks, valid, &job, &mut out[done..]) };
         done += valid;
     }
 }

@@ -174,7 +174,9 @@ pub const CPU_LEVEL_ENV: &str = "B3ACCEL_CPU";
 #[derive(Clone, Debug)]
 pub struct CpuBackend {
     level: SimdLevel,
-    /// Whether the narrower groups under AVX-512 run in EVEX encoding (AVX-512VL).
+    /// Whether the narrower groups under AVX-512 use AVX-512VL: the 8-lane kernel in EVEX
+    /// encoding, and four inputs at a time on 512-bit rows (`rows::hash_quads`) instead of the
+    /// 4-lane kernel.
     evex: bool,
     info: DeviceInfo,
 }
@@ -263,7 +265,8 @@ impl CpuBackend {
     /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart. Each
     /// instruction set takes its whole groups, plus a last partial group when more than half of
     /// it would be used (a padded 16-lane group costs less than an 8-lane, a 4-lane and a scalar
-    /// pass); what is left goes to the next narrower one.
+    /// pass); what is left goes to the next narrower one. Under AVX-512 the 4-input groups run
+    /// on 512-bit rows, and a single input on 128-bit rows.
     fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
         let mut done = 0;
         for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
@@ -294,7 +297,7 @@ impl CpuBackend {
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Avx2 => avx2::hash_many(input, stride, blocks, job, out),
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Sse41 if self.evex => sse41::hash_many_evex(input, stride, blocks, job, out),
+                    SimdLevel::Sse41 if self.evex => rows::hash_quads(input, stride, blocks, job, out),
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Sse41 => sse41::hash_many(input, stride, blocks, job, out),
                     _ if self.level > SimdLevel::Portable => hash_rows(input, stride, blocks, job, out),

@@ -10,7 +10,8 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use crate::compress::{g, Word, IV, MSG_SCHEDULE};
+use super::lanes::{for_groups, lane_ptr, Aligned, Group, Job};
+use crate::compress::{g, seven_rounds, words_to_cv, Cv, Word, BLOCK_LEN, IV, MSG_SCHEDULE};
 
 /// For each round, the message words in the order the row form consumes them: the columns' first
 /// and second words, then the diagonals' first and second words. Diagonal i is computed in lane
@@ -33,26 +34,45 @@ const ROW_ORDER: [[u32; 16]; 7] = {
     o
 };
 
-/// A 128-bit row of the state, with the way its instruction set gathers each round's message
-/// words: SSE4.1 inserts them one by one; AVX2 and AVX-512 keep the block in wide registers and
-/// permute it, which keeps the shuffle port free for the diagonal rotations.
+/// A row of the state, with the way its instruction set gathers each round's message words.
 trait Row: Word {
-    /// The block as the instruction set holds it.
+    /// The block (or blocks) as the instruction set holds it.
     type Msg: Copy;
+    /// Round `r`'s message words as four rows, in [`ROW_ORDER`].
+    ///
+    /// # Safety
+    /// The CPU must support the instruction set.
+    unsafe fn round_msg(msg: &Self::Msg, r: usize) -> [Self; 4];
+    /// The row's words permuted within each 128-bit lane (a `pshufd` immediate).
+    ///
+    /// # Safety
+    /// As for `round_msg`.
+    unsafe fn shuffle<const IMM: i32>(self) -> Self;
+}
+
+/// A row of one input in a 128-bit vector. SSE4.1 inserts each round's message words one by one;
+/// AVX2 and AVX-512 keep the block in wide registers and permute it, which keeps the shuffle port
+/// free for the diagonal rotations.
+trait Row1: Row {
     fn wrap(x: __m128i) -> Self;
     fn unwrap(self) -> __m128i;
     /// # Safety
     /// The CPU must support the instruction set.
     unsafe fn load_msg(m: &[u32; 16]) -> Self::Msg;
-    /// Round `r`'s message words as four rows, in [`ROW_ORDER`].
-    ///
-    /// # Safety
-    /// As for `load_msg`.
-    unsafe fn round_msg(msg: &Self::Msg, r: usize) -> [Self; 4];
 }
 
-impl Row for __m128i {
-    type Msg = [u32; 16];
+/// [`Row::shuffle`] for a [`Row1`].
+macro_rules! shuffle_128 {
+    () => {
+        #[inline(always)]
+        unsafe fn shuffle<const IMM: i32>(self) -> Self {
+            // SAFETY: SSE2, part of every instruction set here.
+            Self::wrap(unsafe { _mm_shuffle_epi32::<IMM>(self.unwrap()) })
+        }
+    };
+}
+
+impl Row1 for __m128i {
     #[inline(always)]
     fn wrap(x: __m128i) -> Self {
         x
@@ -65,6 +85,11 @@ impl Row for __m128i {
     unsafe fn load_msg(m: &[u32; 16]) -> [u32; 16] {
         *m
     }
+}
+
+impl Row for __m128i {
+    type Msg = [u32; 16];
+    shuffle_128!();
     #[inline(always)]
     unsafe fn round_msg(m: &[u32; 16], r: usize) -> [Self; 4] {
         let o = &ROW_ORDER[r];
@@ -92,6 +117,7 @@ struct A2(__m128i);
 #[derive(Clone, Copy)]
 struct Vl(__m128i);
 
+/// The `Word` additions and xor of a wrapper around a vector type, done by the vector type.
 macro_rules! delegate_add_xor {
     () => {
         #[inline(always)]
@@ -105,25 +131,32 @@ macro_rules! delegate_add_xor {
     };
 }
 
-impl Word for A2 {
-    delegate_add_xor!();
-    #[inline(always)]
-    fn rotr16(self) -> Self {
-        A2(self.0.rotr16())
-    }
-    #[inline(always)]
-    fn rotr12(self) -> Self {
-        A2(self.0.rotr12())
-    }
-    #[inline(always)]
-    fn rotr8(self) -> Self {
-        A2(self.0.rotr8())
-    }
-    #[inline(always)]
-    fn rotr7(self) -> Self {
-        A2(self.0.rotr7())
-    }
+/// `Word` for a wrapper around a vector type, every operation done by the vector type.
+macro_rules! delegate_word {
+    ($t:ty) => {
+        impl Word for $t {
+            delegate_add_xor!();
+            #[inline(always)]
+            fn rotr16(self) -> Self {
+                Self(self.0.rotr16())
+            }
+            #[inline(always)]
+            fn rotr12(self) -> Self {
+                Self(self.0.rotr12())
+            }
+            #[inline(always)]
+            fn rotr8(self) -> Self {
+                Self(self.0.rotr8())
+            }
+            #[inline(always)]
+            fn rotr7(self) -> Self {
+                Self(self.0.rotr7())
+            }
+        }
+    };
 }
+
+delegate_word!(A2);
 
 impl Word for Vl {
     delegate_add_xor!();
@@ -149,8 +182,7 @@ impl Word for Vl {
     }
 }
 
-impl Row for A2 {
-    type Msg = [__m256i; 2];
+impl Row1 for A2 {
     #[inline(always)]
     fn wrap(x: __m128i) -> Self {
         A2(x)
@@ -166,6 +198,11 @@ impl Row for A2 {
             [_mm256_loadu_si256(m.as_ptr() as *const __m256i), _mm256_loadu_si256(m.as_ptr().add(8) as *const __m256i)]
         }
     }
+}
+
+impl Row for A2 {
+    type Msg = [__m256i; 2];
+    shuffle_128!();
     #[inline(always)]
     unsafe fn round_msg(m: &[__m256i; 2], r: usize) -> [Self; 4] {
         // SAFETY: AVX2.
@@ -197,8 +234,7 @@ unsafe fn pick8(m: &[__m256i; 2], idx: &[u32]) -> __m256i {
     }
 }
 
-impl Row for Vl {
-    type Msg = __m512i;
+impl Row1 for Vl {
     #[inline(always)]
     fn wrap(x: __m128i) -> Self {
         Vl(x)
@@ -212,6 +248,11 @@ impl Row for Vl {
         // SAFETY: AVX-512F; 16 words are readable.
         unsafe { _mm512_loadu_si512(m.as_ptr() as *const __m512i) }
     }
+}
+
+impl Row for Vl {
+    type Msg = __m512i;
+    shuffle_128!();
     #[inline(always)]
     unsafe fn round_msg(m: &__m512i, r: usize) -> [Self; 4] {
         // SAFETY: AVX-512F. One permute per round (measured faster here than two 256-bit
@@ -228,13 +269,6 @@ impl Row for Vl {
     }
 }
 
-/// Permutes a row's lanes (a `pshufd` immediate).
-#[inline(always)]
-unsafe fn rotate<R: Row, const IMM: i32>(r: R) -> R {
-    // SAFETY: SSE2.
-    R::wrap(unsafe { _mm_shuffle_epi32::<IMM>(r.unwrap()) })
-}
-
 /// One round: columns, then diagonals, then the rows rotated back. For the diagonals, rows 0, 2
 /// and 3 are rotated (by -1, +1 and +2 lanes) and row 1 is left in place, so that lane j holds
 /// diagonal (j + 3) % 4: G(v[j-1], v[4+j], v[8+(j+1)], v[12+(j+2)]) (indices mod 4). Row 1 is the
@@ -245,18 +279,25 @@ unsafe fn round<R: Row>(rows: &mut [R; 4], msg: &R::Msg, r: usize) {
     unsafe {
         let [cx, cy, dx, dy] = R::round_msg(msg, r);
         g(rows, [[0, 1, 2, 3]], [cx], [cy]);
-        rows[0] = rotate::<R, 0b10_01_00_11>(rows[0]);
-        rows[2] = rotate::<R, 0b00_11_10_01>(rows[2]);
-        rows[3] = rotate::<R, 0b01_00_11_10>(rows[3]);
+        rows[0] = rows[0].shuffle::<0b10_01_00_11>();
+        rows[2] = rows[2].shuffle::<0b00_11_10_01>();
+        rows[3] = rows[3].shuffle::<0b01_00_11_10>();
         g(rows, [[0, 1, 2, 3]], [dx], [dy]);
-        rows[0] = rotate::<R, 0b00_11_10_01>(rows[0]);
-        rows[2] = rotate::<R, 0b10_01_00_11>(rows[2]);
-        rows[3] = rotate::<R, 0b01_00_11_10>(rows[3]);
+        rows[0] = rows[0].shuffle::<0b00_11_10_01>();
+        rows[2] = rows[2].shuffle::<0b10_01_00_11>();
+        rows[3] = rows[3].shuffle::<0b01_00_11_10>();
     }
 }
 
+/// The seven rounds.
 #[inline(always)]
-unsafe fn compress_rows<R: Row>(cv: &[u32; 8], msg: R::Msg, block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
+unsafe fn all_rounds<R: Row>(rows: &mut [R; 4], msg: &R::Msg) {
+    // SAFETY: as for the callers.
+    seven_rounds!(|r| unsafe { round(rows, msg, r) });
+}
+
+#[inline(always)]
+unsafe fn compress_rows<R: Row1>(cv: &[u32; 8], msg: R::Msg, block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
     // SAFETY (whole body): the caller's instruction set covers SSE4.1; loads and stores are
     // unaligned ones on arrays of the right length.
     unsafe {
@@ -274,7 +315,7 @@ unsafe fn compress_rows<R: Row>(cv: &[u32; 8], msg: R::Msg, block_len: u32, coun
 /// The compression from and to registers: the CV's two halves in, the 16 output words as four
 /// rows out (the first two are the output CV).
 #[inline(always)]
-unsafe fn compress_regs<R: Row>(
+unsafe fn compress_regs<R: Row1>(
     cv_lo: __m128i,
     cv_hi: __m128i,
     msg: R::Msg,
@@ -290,14 +331,7 @@ unsafe fn compress_regs<R: Row>(
             R::wrap(_mm_loadu_si128(IV.as_ptr() as *const __m128i)),
             R::wrap(_mm_set_epi32(flags as i32, block_len as i32, (counter >> 32) as i32, counter as i32)),
         ];
-        // Written out so that every schedule index is a constant.
-        round(&mut rows, &msg, 0);
-        round(&mut rows, &msg, 1);
-        round(&mut rows, &msg, 2);
-        round(&mut rows, &msg, 3);
-        round(&mut rows, &msg, 4);
-        round(&mut rows, &msg, 5);
-        round(&mut rows, &msg, 6);
+        all_rounds(&mut rows, &msg);
         let [r0, r1, r2, r3] = rows.map(R::unwrap);
         [_mm_xor_si128(r0, r2), _mm_xor_si128(r1, r3), _mm_xor_si128(r2, cv_lo), _mm_xor_si128(r3, cv_hi)]
     }
@@ -402,6 +436,140 @@ pub(crate) unsafe fn compress_blocks_avx512(
     }
 }
 
+/// Four inputs' rows side by side, one input in each 128-bit lane of a 512-bit vector. The row
+/// form's shuffles stay within 128-bit lanes, so one compression's instructions compress four
+/// blocks, in about the time of one: the row form is latency-bound and leaves the ports room.
+/// For groups of two to four inputs (small messages, the top levels of a tree) this beats the
+/// four-lane transposed kernel, which runs its 900 instructions per block at full throughput.
+#[derive(Clone, Copy)]
+struct Quad(__m512i);
+
+delegate_word!(Quad);
+
+impl Row for Quad {
+    /// Input i's block, all sixteen words.
+    type Msg = [__m512i; 4];
+    #[inline(always)]
+    unsafe fn round_msg(m: &[__m512i; 4], r: usize) -> [Self; 4] {
+        // SAFETY (whole body): AVX-512F.
+        unsafe {
+            // Each input's words in the round's order (rows in its four 128-bit lanes), then a
+            // 4 x 4 transposition of 128-bit lanes, so that row j holds input i's row j in lane i.
+            let idx = _mm512_loadu_si512(ROW_ORDER[r].as_ptr() as *const __m512i);
+            let p0 = _mm512_permutexvar_epi32(idx, m[0]);
+            let p1 = _mm512_permutexvar_epi32(idx, m[1]);
+            let p2 = _mm512_permutexvar_epi32(idx, m[2]);
+            let p3 = _mm512_permutexvar_epi32(idx, m[3]);
+            let t0 = _mm512_shuffle_i32x4::<0x44>(p0, p1); // p0.0 p0.1 p1.0 p1.1
+            let t1 = _mm512_shuffle_i32x4::<0xee>(p0, p1); // p0.2 p0.3 p1.2 p1.3
+            let t2 = _mm512_shuffle_i32x4::<0x44>(p2, p3);
+            let t3 = _mm512_shuffle_i32x4::<0xee>(p2, p3);
+            [
+                Quad(_mm512_shuffle_i32x4::<0x88>(t0, t2)), // p0.0 p1.0 p2.0 p3.0
+                Quad(_mm512_shuffle_i32x4::<0xdd>(t0, t2)), // p0.1 p1.1 p2.1 p3.1
+                Quad(_mm512_shuffle_i32x4::<0x88>(t1, t3)),
+                Quad(_mm512_shuffle_i32x4::<0xdd>(t1, t3)),
+            ]
+        }
+    }
+    #[inline(always)]
+    unsafe fn shuffle<const IMM: i32>(self) -> Self {
+        // SAFETY: AVX-512F.
+        Quad(unsafe { _mm512_shuffle_epi32::<IMM>(self.0) })
+    }
+}
+
+/// Four inputs' compression of one block each: CV halves `lo` and `hi` (input i in lane i)
+/// updated in place, `row3` holding each input's counter, block length and flags.
+#[inline(always)]
+unsafe fn compress_quad(lo: &mut __m512i, hi: &mut __m512i, row3: __m512i, m: &[__m512i; 4]) {
+    // SAFETY (whole body): AVX-512F, as the caller guarantees.
+    unsafe {
+        let iv = _mm512_broadcast_i32x4(_mm_loadu_si128(IV.as_ptr() as *const __m128i));
+        let mut rows = [Quad(*lo), Quad(*hi), Quad(iv), Quad(row3)];
+        all_rounds(&mut rows, m);
+        *lo = _mm512_xor_si512(rows[0].0, rows[2].0);
+        *hi = _mm512_xor_si512(rows[1].0, rows[3].0);
+    }
+}
+
+/// The row form on four inputs at a time as a [`Group`].
+pub(crate) struct QuadGroup;
+
+impl Group for QuadGroup {
+    const N: usize = 4;
+    /// As [`super::lanes::hash_group`], on [`Quad`] rows.
+    #[inline(always)]
+    unsafe fn hash(input: *const u8, stride: usize, blocks: usize, valid: usize, job: &Job, out: &mut [Cv]) {
+        debug_assert!(blocks >= 1 && job.last_block_len <= BLOCK_LEN && (1..=4).contains(&valid));
+        let ptr = |lane: usize| lane_ptr(input, stride, valid, lane);
+        // Row 3 of each lane: counter (low, high), block length, flags (added per block).
+        let mut row3 = [0u32; 16];
+        for lane in 0..4 {
+            let c = job.counter + if job.increment_counter { lane as u64 } else { 0 };
+            row3[4 * lane..4 * lane + 3].copy_from_slice(&[c as u32, (c >> 32) as u32, BLOCK_LEN as u32]);
+        }
+        // SAFETY (whole body): AVX-512F, as the caller guarantees; every load reads a full block
+        // of an input below `valid` (the caller guarantees those bytes) or of the stack.
+        unsafe {
+            let mut counters = _mm512_loadu_si512(row3.as_ptr() as *const __m512i);
+            let mut lo = _mm512_broadcast_i32x4(_mm_loadu_si128(job.key.as_ptr() as *const __m128i));
+            let mut hi = _mm512_broadcast_i32x4(_mm_loadu_si128(job.key.as_ptr().add(4) as *const __m128i));
+            // (No closures around intrinsics here: see `Row for __m128i`.)
+            let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
+            for b in 0..full {
+                let at = b * BLOCK_LEN;
+                let m = [
+                    _mm512_loadu_si512(ptr(0).add(at) as *const __m512i),
+                    _mm512_loadu_si512(ptr(1).add(at) as *const __m512i),
+                    _mm512_loadu_si512(ptr(2).add(at) as *const __m512i),
+                    _mm512_loadu_si512(ptr(3).add(at) as *const __m512i),
+                ];
+                let flags = _mm512_set4_epi32(job.block_flags(b, blocks) as i32, 0, 0, 0);
+                compress_quad(&mut lo, &mut hi, _mm512_or_si512(counters, flags), &m);
+            }
+            if full < blocks {
+                // The partial last block, staged zero-padded so that nothing past a message is read.
+                let mut staged = Aligned([[0u8; BLOCK_LEN]; 4]);
+                for (lane, dst) in staged.0[..valid].iter_mut().enumerate() {
+                    core::ptr::copy_nonoverlapping(
+                        ptr(lane).add(full * BLOCK_LEN),
+                        dst.as_mut_ptr(),
+                        job.last_block_len,
+                    );
+                }
+                let block = |lane: usize| staged.0[lane.min(valid - 1)].as_ptr() as *const __m512i;
+                let m = [
+                    _mm512_load_si512(block(0)),
+                    _mm512_load_si512(block(1)),
+                    _mm512_load_si512(block(2)),
+                    _mm512_load_si512(block(3)),
+                ];
+                counters = _mm512_mask_set1_epi32(counters, 0x4444, job.last_block_len as i32);
+                let flags = _mm512_set4_epi32(job.block_flags(full, blocks) as i32, 0, 0, 0);
+                compress_quad(&mut lo, &mut hi, _mm512_or_si512(counters, flags), &m);
+            }
+            let mut words = Aligned([[0u32; 16]; 2]);
+            _mm512_store_si512(words.0[0].as_mut_ptr() as *mut __m512i, lo);
+            _mm512_store_si512(words.0[1].as_mut_ptr() as *mut __m512i, hi);
+            for (lane, cv) in out[..valid].iter_mut().enumerate() {
+                *cv = words_to_cv(&core::array::from_fn(|w| words.0[w / 4][4 * lane + w % 4]));
+            }
+        }
+    }
+}
+
+/// Hashes all `out.len()` inputs four at a time on [`Quad`] rows (see [`for_groups`] for the
+/// layout).
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512VL; the input layout is as for [`for_groups`].
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+    // SAFETY: the instruction sets are enabled here; the caller guarantees the layout.
+    unsafe { for_groups::<QuadGroup>(input, stride, blocks, job, out) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +624,42 @@ mod tests {
             let mut got = key;
             unsafe { compress_blocks_avx512(&mut got, &data[..64 * blocks], counter, flags, first) };
             assert_eq!(got, expected, "{blocks} blocks");
+        }
+    }
+
+    #[test]
+    fn quads_match_rows_one_input_at_a_time() {
+        if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
+            eprintln!("rows: no AVX-512VL on this CPU, hash_quads not tested");
+            return;
+        }
+        use super::super::lanes::hash_rows;
+        let data: Vec<u8> = (0..16 * 1024u32).map(|i| (i * 131 + (i >> 7)) as u8).collect();
+        let key: [u32; 8] = core::array::from_fn(|i| 0x0123_4567u32.rotate_left(3 * i as u32));
+        for (blocks, last_block_len) in [(1, 0), (1, 1), (1, 64), (2, 63), (3, 64), (16, 64), (16, 17)] {
+            for count in 1..=9 {
+                for (counter, increment_counter) in [(0, false), ((1 << 32) - 2, true), (7, true)] {
+                    let job = Job {
+                        key: &key,
+                        counter,
+                        increment_counter,
+                        flags: 0x10,
+                        flags_start: 0x01,
+                        flags_end: 0x02,
+                        last_block_len,
+                    };
+                    let stride = blocks * BLOCK_LEN + 5;
+                    let input = &data[..(count - 1) * stride + (blocks - 1) * BLOCK_LEN + last_block_len];
+                    let mut want = vec![[0u8; 32]; count];
+                    hash_rows(input, stride, blocks, &job, &mut want);
+                    let mut got = vec![[0u8; 32]; count];
+                    unsafe { hash_quads(input, stride, blocks, &job, &mut got) };
+                    assert_eq!(
+                        got, want,
+                        "{count} inputs of {blocks} blocks, last {last_block_len}, counter {counter}"
+                    );
+                }
+            }
         }
     }
 }

@@ -109,15 +109,3 @@ pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: 
     // SAFETY: SSE4.1 is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m128i>(input, stride, blocks, job, out) }
 }
-
-/// The same kernel in EVEX encoding, for the partial groups of a CPU with AVX-512: 32 vector
-/// registers hold all 16 state and 16 message vectors, and the shift pairs of the 12- and 7-bit
-/// rotations become one rotate instruction.
-///
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512VL; the input layout is as for [`hash_groups`].
-#[target_feature(enable = "avx512f,avx512vl")]
-pub(super) unsafe fn hash_many_evex(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
-    // SAFETY: AVX-512F and VL are enabled here; the caller guarantees the layout.
-    unsafe { hash_groups::<__m128i>(input, stride, blocks, job, out) }
-}
