@@ -67,6 +67,7 @@ fn check_subtrees(gpu: &WgpuBackend, n: usize, first_chunk: u64, flags: u32) {
 
 #[test]
 fn workgroup_boundaries() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         let gpu = open(i, WgpuOptions::default());
         // One chunk, a workgroup of 256 chunks +-1, two workgroups +-1.
@@ -92,6 +93,7 @@ fn workgroup_boundaries() {
 
 #[test]
 fn chunk_counter_high_word() {
+    let _serial = common::one_at_a_time();
     // WGSL has no u64: counters at and above 2^32 test the hand-carried high word.
     for i in adapters() {
         let gpu = open(i, WgpuOptions::default());
@@ -106,6 +108,7 @@ fn chunk_counter_high_word() {
 
 #[test]
 fn multi_level_ragged_counts() {
+    let _serial = common::one_at_a_time();
     // Counts whose passes are ragged at more than one level: 2 passes (257..65535 chunks) and 3
     // passes (65536 and up), with pieces at several levels each.
     for i in adapters() {
@@ -119,6 +122,7 @@ fn multi_level_ragged_counts() {
 
 #[test]
 fn streaming_across_many_segments() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         for seg in [CHUNK_LEN, 4 * CHUNK_LEN, 64 * CHUNK_LEN] {
             let gpu = open(i, WgpuOptions { segment_bytes: Some(seg), ..Default::default() });
@@ -179,6 +183,7 @@ fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue
 
 #[test]
 fn device_resident_buffers_in_all_modes() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         let gpu = open(i, WgpuOptions::default());
         check_resident(gpu.resident(), gpu.device(), gpu.queue(), &name(&gpu));
@@ -218,6 +223,7 @@ fn own_device(i: usize) -> Option<(wgpu::Device, wgpu::Queue)> {
 
 #[test]
 fn callers_own_device_in_many_segments() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         let Some((device, queue)) = own_device(i) else {
             panic!("wgpu:{i}: no matching adapter for a device of our own");
@@ -235,6 +241,7 @@ fn callers_own_device_in_many_segments() {
 
 #[test]
 fn resident_bad_input_is_an_error() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         let gpu = open(i, WgpuOptions::default());
         let r = gpu.resident();
@@ -261,6 +268,7 @@ fn resident_bad_input_is_an_error() {
 
 #[test]
 fn bad_index_is_an_error() {
+    let _serial = common::one_at_a_time();
     let n = adapters().len();
     match WgpuBackend::open(n + 3) {
         Err(Error::NoSuchDevice { available, .. }) => assert_eq!(available, n),
@@ -275,6 +283,7 @@ fn bad_index_is_an_error() {
 
 #[test]
 fn software_adapters_are_cpu_kind() {
+    let _serial = common::one_at_a_time();
     for d in b3accel::devices().iter().filter(|d| d.backend == BackendKind::Wgpu) {
         let lower = d.name.to_lowercase();
         if lower.contains("llvmpipe") || lower.contains("lavapipe") {
@@ -286,6 +295,7 @@ fn software_adapters_are_cpu_kind() {
 
 #[test]
 fn sixteen_threads_on_one_adapter() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         let gpu: Arc<dyn Backend> = b3accel::backend(Device::Wgpu(i)).unwrap();
         let res = Arc::new(open(i, WgpuOptions { segment_bytes: Some(16 << 10), ..Default::default() }));
@@ -314,6 +324,7 @@ fn sixteen_threads_on_one_adapter() {
 
 #[test]
 fn differential_random_sizes() {
+    let _serial = common::one_at_a_time();
     let mut rng = rand::rngs::StdRng::seed_from_u64(0xB1A4E3);
     let sizes: Vec<usize> = (0..8)
         .map(|k| match k {
@@ -346,6 +357,7 @@ fn differential_random_sizes() {
 
 #[test]
 fn hash_blocks_matches_upstream() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         let gpu = b3accel::backend(Device::Wgpu(i)).unwrap();
         let blocks: Vec<[u8; 64]> = (0..1000u32).map(|k| std::array::from_fn(|j| (k as usize * 7 + j) as u8)).collect();
@@ -360,6 +372,7 @@ fn hash_blocks_matches_upstream() {
 
 #[test]
 fn timed_hash_and_shader_variants() {
+    let _serial = common::one_at_a_time();
     for i in adapters() {
         let data = pattern(3 << 20 | 77);
         let want = blake3::hash(&data);
@@ -389,6 +402,7 @@ fn timed_hash_and_shader_variants() {
 
 #[test]
 fn capped_subtrees_match_the_cpu() {
+    let _serial = common::one_at_a_time();
     // What the tree module asks for when an input is exactly 2^k chunks (the root's two halves),
     // and caps below the segment size and above it.
     for i in adapters() {

@@ -18,15 +18,6 @@ const COUNTS: [usize; 10] = [1, 2, 3, 5, 7, 8, 9, 1000, 4097, 1 << 16];
 // 16, 48, 64, 1024 and 1040 (two chunks, the second of 16 bytes) take the vec4 path.
 const LENGTHS: [usize; 12] = [0, 1, 16, 48, 63, 64, 65, 1023, 1024, 1025, 1040, 3000];
 
-/// One test of this file at a time. On the NVIDIA Vulkan driver (580.159.04, H200), this file's
-/// tests run in parallel hung in 5 of 10 runs: tests that open and drop devices of their own while
-/// others poll theirs, with threads asleep on the driver's priority-inheritance mutexes and one
-/// spinning. Run one at a time: 0 of 10. Each test still opens its own device.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The wgpu adapters; none is a loud warning, and a failure under CI=true.
 fn adapters() -> Vec<WgpuBackend> {
     common::device_indices(BackendKind::Wgpu)
@@ -98,7 +89,7 @@ fn storage_buffer(device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8], offs
 
 #[test]
 fn roots_and_trees_match_cpu_and_upstream() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let cpu = CpuBackend::new();
     for gpu in adapters() {
         for &n in &COUNTS {
@@ -118,7 +109,7 @@ fn roots_and_trees_match_cpu_and_upstream() {
 
 #[test]
 fn merkle_errors_are_errors() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for gpu in adapters() {
         assert!(gpu.merkle(&[], None).is_err());
         let leaves = random_leaves(5, 1);
@@ -149,7 +140,7 @@ fn merkle_errors_are_errors() {
 
 #[test]
 fn resident_leaves_match() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for gpu in adapters() {
         let r = gpu.resident();
         for &n in &[1usize, 2, 3, 9, 1000, 4097] {
@@ -172,7 +163,7 @@ fn resident_leaves_match() {
 
 #[test]
 fn hash_many_matches_cpu_and_upstream_in_every_mode() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let cpu = CpuBackend::new();
     for gpu in adapters() {
         for &len in &LENGTHS {
@@ -204,7 +195,7 @@ fn hash_many_matches_cpu_and_upstream_in_every_mode() {
 
 #[test]
 fn resident_messages_match() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for gpu in adapters() {
         let r = gpu.resident();
         for &len in &LENGTHS {
@@ -229,7 +220,7 @@ fn resident_messages_match() {
 /// over 32 bindings, and a batch of messages over many dispatches.
 #[test]
 fn callers_device_with_small_bindings() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for gpu in adapters() {
         let info = gpu.device().adapter_info();
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
@@ -288,7 +279,7 @@ fn read_back(device: &wgpu::Device, queue: &wgpu::Queue, buf: &wgpu::Buffer, off
 /// mode; neighbouring bytes untouched; messages longer than a chunk and short buffers are errors.
 #[test]
 fn resident_messages_into_a_device_buffer() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for gpu in adapters() {
         let r = gpu.resident();
         for &len in LENGTHS.iter().filter(|&&l| l <= 1024) {
@@ -340,7 +331,7 @@ fn resident_messages_into_a_device_buffer() {
 /// Every number of levels per Merkle dispatch gives the same roots and trees.
 #[test]
 fn merkle_levels_per_dispatch() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for gpu in adapters() {
         let Device::Wgpu(i) = gpu.info().device else { unreachable!() };
         for levels in [1, 3, 4, 6, 9] {
@@ -363,7 +354,7 @@ fn merkle_levels_per_dispatch() {
 /// kept buffers: every result right.
 #[test]
 fn sixteen_threads_share_the_kept_buffers() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for gpu in adapters() {
         std::thread::scope(|s| {
             for t in 0..16usize {

@@ -91,3 +91,14 @@ fn no_device(ci: bool, backend: BackendKind, why: &str) {
     }
     eprintln!("\n*** WARNING: {msg}. Its tests did NOT run. ***\n");
 }
+
+/// One test at a time, for the test files whose tests open GPU devices (the guard is held for the
+/// whole test). On the NVIDIA Vulkan driver (580.159.04, H200) the wgpu tests run in parallel hung
+/// in 5 of 10 runs of `wgpu_merkle` and in 1 of 4 of `wgpu`: tests that open and drop devices of
+/// their own while others poll theirs, with threads asleep on the driver's priority-inheritance
+/// mutexes and one spinning. Run one at a time: 0 of 10. Each test still opens its own device, and
+/// `sixteen_threads_on_one_adapter` still hashes from sixteen threads at once.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
