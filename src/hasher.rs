@@ -214,7 +214,7 @@ impl Hasher {
     /// The root node of everything added so far; the hasher itself is unchanged.
     fn root(&self) -> Result<Output> {
         self.check_usable()?;
-        self.stack.finish(&*self.backend, &self.buf, self.domain)
+        self.stack.clone().finish(&*self.backend, &self.buf, self.domain)
     }
 
     /// The hash of everything added so far. More input may follow.

@@ -193,18 +193,27 @@ impl CvStack {
         domain: Domain,
         mut subtrees: impl FnMut(u64, u64, u64, &mut [Cv]) -> Result<()>,
     ) -> Result<()> {
-        let mut pieces = Vec::new();
+        // The subtrees' CVs: on the stack when they fit (always, for calls of up to 64 times
+        // `max` chunks), so that a small input pays for no allocation.
+        let mut on_stack = [[0u8; 32]; 64];
+        let mut on_heap = Vec::new();
         let mut offset = 0;
         while offset < chunks {
             let remaining = chunks - offset;
             let align = if self.chunks == 0 { u64::MAX } else { 1u64 << self.chunks.trailing_zeros() };
             let n = remaining.min(align);
-            pieces.clear();
-            pieces.resize(subtree_count(n, max), [0u8; 32]);
-            subtrees(offset, n, self.chunks, &mut pieces)?;
+            let count = subtree_count(n, max);
+            let pieces = if count <= on_stack.len() {
+                &mut on_stack[..count]
+            } else {
+                on_heap.clear();
+                on_heap.resize(count, [0u8; 32]);
+                &mut on_heap[..]
+            };
+            subtrees(offset, n, self.chunks, pieces)?;
             let sizes = std::iter::repeat_n(max, (n / max) as usize)
                 .chain((0..64).rev().map(|b| 1u64 << b).filter(|b| (n % max) & b != 0));
-            for (size, cv) in sizes.zip(&pieces) {
+            for (size, cv) in sizes.zip(pieces.iter()) {
                 self.push(*cv, size, domain);
             }
             offset += n;
@@ -225,11 +234,10 @@ impl CvStack {
 
     /// The root node, given the last chunk (1 to 1024 bytes, which follows everything committed)
     /// or, for an input that was empty from the start, no bytes at all.
-    pub fn finalize(&self, last_chunk: &[u8], domain: Domain) -> Output {
-        let mut stack = self.clone();
-        stack.merge_to(self.chunks, domain);
+    pub fn finalize(mut self, last_chunk: &[u8], domain: Domain) -> Output {
+        self.merge_to(self.chunks, domain);
         let mut output = chunk_output(last_chunk, self.chunks, domain);
-        for cv in stack.cvs[..stack.len].iter().rev() {
+        for cv in self.cvs[..self.len].iter().rev() {
             output = Output::parent(cv, &output.chaining_value(), domain);
         }
         output
@@ -252,22 +260,21 @@ impl CvStack {
     /// byte unless nothing was committed. Full chunks go to `backend`, the last one too when it
     /// is full (it is then not the root, so it can share a SIMD group or a dispatch with the
     /// others); a partial last chunk is hashed here.
-    pub fn finish<B: Backend + ?Sized>(&self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
+    pub fn finish<B: Backend + ?Sized>(mut self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
         if self.chunks == 0 && tail.len() <= CHUNK_LEN {
             return Ok(chunk_output(tail, 0, domain));
         }
-        let mut stack = self.clone();
         if tail.len().is_multiple_of(CHUNK_LEN) {
             let n = (tail.len() / CHUNK_LEN) as u64;
             // A whole input of 2^k chunks is one complete subtree, whose CV would be the root:
             // ask for its two halves instead.
             let max = if self.chunks == 0 && n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
-            stack.commit_chunks(backend, tail, max, domain)?;
-            return Ok(stack.root_of_stack(domain));
+            self.commit_chunks(backend, tail, max, domain)?;
+            return Ok(self.root_of_stack(domain));
         }
         let full = tail.len() / CHUNK_LEN * CHUNK_LEN;
-        stack.commit_chunks(backend, &tail[..full], MAX_SUBTREE, domain)?;
-        Ok(stack.finalize(&tail[full..], domain))
+        self.commit_chunks(backend, &tail[..full], MAX_SUBTREE, domain)?;
+        Ok(self.finalize(&tail[full..], domain))
     }
 }
 
