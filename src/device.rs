@@ -240,6 +240,9 @@ pub fn backend_status() -> Vec<BackendStatus> {
 /// assert_eq!(cpu.info().device, b3accel::Device::Cpu);
 /// ```
 pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
+    if device == Device::Cpu {
+        return Ok(cpu_backend().clone());
+    }
     static OPEN: OnceLock<Mutex<HashMap<Device, Arc<dyn Backend>>>> = OnceLock::new();
     let open = OPEN.get_or_init(Default::default);
     if let Some(b) = open.lock().unwrap_or_else(|p| p.into_inner()).get(&device) {
@@ -249,12 +252,19 @@ pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
     // threads may race to open the same device; the first one stored wins.
     let opened: Arc<dyn Backend> = match device {
         Device::Auto => Arc::new(crate::auto::AutoBackend::new()),
-        Device::Cpu => Arc::new(crate::cpu::CpuBackend::new()),
+        Device::Cpu => cpu_backend().clone(),
         Device::OpenCl(i) => open_opencl(device, i)?,
         Device::Wgpu(i) => open_wgpu(device, i)?,
     };
     let mut map = open.lock().unwrap_or_else(|p| p.into_inner());
     Ok(map.entry(device).or_insert(opened).clone())
+}
+
+/// The CPU backend, opened once and found without a lock or a map: every `hash_on(Device::Cpu, ..)`
+/// of more than a chunk passes here, from however many threads.
+pub(crate) fn cpu_backend() -> &'static Arc<dyn Backend> {
+    static CPU: OnceLock<Arc<dyn Backend>> = OnceLock::new();
+    CPU.get_or_init(|| Arc::new(crate::cpu::CpuBackend::new()))
 }
 
 /// The backend behind `Device::Auto`, which always opens.

@@ -233,8 +233,9 @@ impl CvStack {
     }
 
     /// The root node, given the last chunk (1 to 1024 bytes, which follows everything committed)
-    /// or, for an input that was empty from the start, no bytes at all.
-    pub fn finalize(mut self, last_chunk: &[u8], domain: Domain) -> Output {
+    /// or, for an input that was empty from the start, no bytes at all. The stack is used up
+    /// (merged); a caller that goes on hashing finalizes a clone.
+    pub fn finalize(&mut self, last_chunk: &[u8], domain: Domain) -> Output {
         self.merge_to(self.chunks, domain);
         let mut output = chunk_output(last_chunk, self.chunks, domain);
         for cv in self.cvs[..self.len].iter().rev() {
@@ -259,8 +260,9 @@ impl CvStack {
     /// The root node, given everything that follows the committed chunks: `tail`, at least one
     /// byte unless nothing was committed. Full chunks go to `backend`, the last one too when it
     /// is full (it is then not the root, so it can share a SIMD group or a dispatch with the
-    /// others); a partial last chunk is hashed here.
-    pub fn finish<B: Backend + ?Sized>(mut self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
+    /// others); a partial last chunk is hashed here. The stack is used up, as by
+    /// [`finalize`](Self::finalize).
+    pub fn finish<B: Backend + ?Sized>(&mut self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
         if self.chunks == 0 && tail.len() <= CHUNK_LEN {
             return Ok(chunk_output(tail, 0, domain));
         }
