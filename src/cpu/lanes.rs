@@ -76,6 +76,18 @@ pub(crate) struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// The counter of input `i`: the job's, plus `i` when each input counts on from it.
+    #[inline(always)]
+    pub(crate) fn input_counter(&self, i: usize) -> u64 {
+        self.counter + if self.increment_counter { i as u64 } else { 0 }
+    }
+
+    /// The same job for the inputs from input `i` on.
+    #[inline(always)]
+    pub(crate) fn starting_at(&self, i: usize) -> Self {
+        Job { counter: self.input_counter(i), ..*self }
+    }
+
     /// The flags of block `b` of an input of `blocks` blocks.
     #[inline(always)]
     pub(crate) fn block_flags(&self, b: usize, blocks: usize) -> u32 {
@@ -165,7 +177,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
     let mut lo = [0u32; 16];
     let mut hi = [0u32; 16];
     for lane in 0..V::N {
-        let c = job.counter + if job.increment_counter { lane as u64 } else { 0 };
+        let c = job.input_counter(lane);
         lo[lane] = c as u32;
         hi[lane] = (c >> 32) as u32;
     }
@@ -194,21 +206,42 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
             compress_lanes(&mut h, &m, &pre, flags_of(b));
         }
         if full < blocks {
-            // The partial last block, staged zero-padded so that nothing past a message is read.
-            let mut staged = Aligned([[0u8; BLOCK_LEN]; MAX_LANES]);
-            for (lane, dst) in staged.0[..valid].iter_mut().enumerate() {
-                core::ptr::copy_nonoverlapping(
-                    input.add(lane * stride + full * BLOCK_LEN),
-                    dst.as_mut_ptr(),
-                    job.last_block_len,
-                );
-            }
+            let staged = stage_last_blocks::<MAX_LANES>(input, stride, valid, full, job);
             let m = V::load_msg(staged.0.as_ptr().cast(), BLOCK_LEN, valid);
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
         store_cvs(h, out, valid);
     }
+}
+
+/// Block `full` of each of the `valid` inputs at `input + i * stride`, the partial last block of
+/// `job.last_block_len` bytes, copied zero-padded into a stack buffer, so that a kernel reads
+/// nothing past a message. Rows from `valid` on stay zero.
+///
+/// # Safety
+/// `input + i * stride + full * BLOCK_LEN .. + job.last_block_len` must be readable for every
+/// `i < valid <= L`.
+#[inline(always)]
+pub(crate) unsafe fn stage_last_blocks<const L: usize>(
+    input: *const u8,
+    stride: usize,
+    valid: usize,
+    full: usize,
+    job: &Job,
+) -> Aligned<[[u8; BLOCK_LEN]; L]> {
+    let mut staged = Aligned([[0u8; BLOCK_LEN]; L]);
+    for (lane, dst) in staged.0[..valid].iter_mut().enumerate() {
+        // SAFETY: as the caller guarantees; `dst` has room for a whole block.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                input.add(lane * stride + full * BLOCK_LEN),
+                dst.as_mut_ptr(),
+                job.last_block_len,
+            )
+        };
+    }
+    staged
 }
 
 /// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below `valid`,
@@ -274,8 +307,7 @@ pub(crate) unsafe fn for_groups<G: Group>(input: &[u8], stride: usize, blocks: u
     let mut done = 0;
     while done < out.len() {
         let valid = (out.len() - done).min(G::N);
-        let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
-        let job = Job { counter, ..*job };
+        let job = job.starting_at(done);
         // SAFETY: lanes done..done+valid lie inside `input` (asserted above) and `out`.
         unsafe { G::hash(input.as_ptr().add(done * stride), stride, blocks, valid, &job, &mut out[done..]) };
         done += valid;
@@ -290,7 +322,7 @@ pub(crate) fn hash_rows(input: &[u8], stride: usize, blocks: usize, job: &Job, o
     let body = (blocks - 1) * BLOCK_LEN;
     for (i, cv_out) in out.iter_mut().enumerate() {
         let data = &input[i * stride..i * stride + span];
-        let counter = job.counter + if job.increment_counter { i as u64 } else { 0 };
+        let counter = job.input_counter(i);
         let mut cv = *job.key;
         compress_blocks(&mut cv, &data[..body], counter, job.flags, job.flags_start);
         let first = if blocks == 1 { job.flags_start } else { 0 };

@@ -283,8 +283,7 @@ impl CpuBackend {
             if take == 0 {
                 continue;
             }
-            let counter = job.counter + if job.increment_counter { done as u64 } else { 0 };
-            let job = &Job { counter, ..*job };
+            let job = &job.starting_at(done);
             let (input, out) = (&input[done * stride..], &mut out[done..done + take]);
             // SAFETY: `level <= self.level`, which was checked to be supported when `self` was
             // built; `hash_groups` asserts that the inputs lie inside `input`.

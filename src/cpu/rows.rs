@@ -10,7 +10,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{for_groups, lane_ptr, Aligned, Group, Job};
+use super::lanes::{for_groups, lane_ptr, stage_last_blocks, Aligned, Group, Job};
 use crate::compress::{g, seven_rounds, words_to_cv, Cv, Word, BLOCK_LEN, IV, MSG_SCHEDULE};
 
 /// For each round, the message words in the order the row form consumes them: the columns' first
@@ -578,20 +578,15 @@ impl Row for Quad {
     unsafe fn round_msg(m: &[__m512i; 4], r: usize) -> [Self; 4] {
         // SAFETY (whole body): AVX-512F.
         unsafe {
-            let row = |j: usize| {
-                let g = &QUAD_GATHER[r][j];
-                let idx = |n: usize| g.idx[n].as_ptr() as *const __m512i;
-                (g, idx(0), idx(1), idx(2))
-            };
             let mut rows = [Quad(_mm512_setzero_si512()); 4];
-            for (j, out) in rows.iter_mut().enumerate() {
-                let (g, i0, i1, i2) = row(j);
-                let mut x = _mm512_permutex2var_epi32(m[g.src[0]], _mm512_loadu_si512(i0), m[g.src[1]]);
+            for (out, g) in rows.iter_mut().zip(&QUAD_GATHER[r]) {
+                let idx = |n: usize| g.idx[n].as_ptr() as *const __m512i;
+                let mut x = _mm512_permutex2var_epi32(m[g.src[0]], _mm512_loadu_si512(idx(0)), m[g.src[1]]);
                 if g.sources > 2 {
-                    x = _mm512_mask_permutex2var_epi32(x, g.mask[0], _mm512_loadu_si512(i1), m[g.src[2]]);
+                    x = _mm512_mask_permutex2var_epi32(x, g.mask[0], _mm512_loadu_si512(idx(1)), m[g.src[2]]);
                 }
                 if g.sources > 3 {
-                    x = _mm512_mask_permutex2var_epi32(x, g.mask[1], _mm512_loadu_si512(i2), m[g.src[3]]);
+                    x = _mm512_mask_permutex2var_epi32(x, g.mask[1], _mm512_loadu_si512(idx(2)), m[g.src[3]]);
                 }
                 *out = Quad(x);
             }
@@ -652,7 +647,7 @@ impl Group for QuadGroup {
         // Row 3 of each lane: counter (low, high), block length, flags (added per block).
         let mut row3 = [0u32; 16];
         for lane in 0..4 {
-            let c = job.counter + if job.increment_counter { lane as u64 } else { 0 };
+            let c = job.input_counter(lane);
             row3[4 * lane..4 * lane + 3].copy_from_slice(&[c as u32, (c >> 32) as u32, BLOCK_LEN as u32]);
         }
         // SAFETY (whole body): AVX-512F, as the caller guarantees; every load reads a full block
@@ -670,15 +665,7 @@ impl Group for QuadGroup {
                 compress_quad(&mut lo, &mut hi, _mm512_or_si512(counters, flags), &m);
             }
             if full < blocks {
-                // The partial last block, staged zero-padded so that nothing past a message is read.
-                let mut staged = Aligned([[0u8; BLOCK_LEN]; 4]);
-                for (lane, dst) in staged.0[..valid].iter_mut().enumerate() {
-                    core::ptr::copy_nonoverlapping(
-                        ptr(lane).add(full * BLOCK_LEN),
-                        dst.as_mut_ptr(),
-                        job.last_block_len,
-                    );
-                }
+                let staged = stage_last_blocks::<4>(input, stride, valid, full, job);
                 let block = |lane: usize| staged.0[lane.min(valid - 1)].as_ptr();
                 let m = quarters([block(0), block(1), block(2), block(3)]);
                 counters = _mm512_mask_set1_epi32(counters, 0x4444, job.last_block_len as i32);
