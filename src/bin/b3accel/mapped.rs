@@ -59,7 +59,8 @@ pub fn with_pages<T: Send>(map: &Mmap, work: impl FnOnce(&[u8]) -> T + Send) -> 
         });
         if map.len() > piece {
             use rayon::prelude::*;
-            pieces().collect::<Vec<_>>().into_par_iter().for_each(|(start, len)| {
+            (0..map.len()).into_par_iter().step_by(piece).for_each(|start| {
+                let len = piece.min(map.len() - start);
                 // SAFETY: the map is a read-only map of a file. Dropping its page-table entries
                 // loses nothing: the pages stay in the page cache, and a later read of the range
                 // would map them in again. The map is dropped straight after.
