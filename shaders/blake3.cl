@@ -1,9 +1,9 @@
 // BLAKE3's bulk work in OpenCL C 1.2: chunk chaining values and the tree above them, reduced inside
 // each work-group in local memory.
 //
-// Compiled as `prelude + this file`; the prelude (written by build.rs from src/constants.rs)
-// defines IV0..IV7, the domain flags, BLOCK_LEN, CHUNK_LEN, ROUNDS and the message schedule
-// S{round}_{i}. The host adds, with -D:
+// Compiled as `prelude + this file`; the prelude (written by build.rs from src/core/constants.rs
+// and src/backends/gpu/layout.rs) defines IV0..IV7, the domain flags, BLOCK_LEN, CHUNK_LEN,
+// ROUNDS, the message schedule S{round}_{i}, PIECE_SLOTS and TAIL_AT. The host adds, with -D:
 //   CHUNK_WG   work-items per work-group of `chunk_cvs` (a power of two): one chunk each
 //   PARENT_WG  work-items per work-group of `parent_cvs` (a power of two): one CV each
 //   STAGED     1 to stage chunk loads through local memory, 0 to load straight from global memory
@@ -189,9 +189,8 @@ inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, u
     }
 }
 
-// Byte offset in the pieces buffer where a dispatch sequence leaves an input's last chunk: after
-// one CV slot per possible bit of a chunk count.
-#define TAIL_AT (64u * 32u)
+// TAIL_AT (from the generated prelude, src/backends/gpu/layout.rs): the byte offset in the pieces
+// buffer where a dispatch sequence leaves an input's last chunk, after its PIECE_SLOTS CV slots.
 
 // One work-item per chunk: n_chunks full chunks starting `chunk_offset` chunks into `data`; the
 // first has chunk counter `first_counter`. Work-group 0 also copies `tail_len` bytes of `data` from
@@ -355,7 +354,7 @@ __kernel void hash_blocks(__global const uint4 *blocks, ulong n_blocks, __global
 }
 
 // ------------------------------------------------------------------------------------------------
-// Binary Merkle trees of 32-byte nodes (src/merkle.rs). A parent is compress_cv(key, left ||
+// Binary Merkle trees of 32-byte nodes (src/api/merkle.rs). A parent is compress_cv(key, left ||
 // right, counter 0, 64 bytes, flags); the merkle module's trees use the IV and CHUNK_START |
 // CHUNK_END | ROOT, which makes a parent the plain BLAKE3 hash of the 64 bytes. A level pairs nodes
 // 0 and 1, 2 and 3, ...; an odd last node is carried up unchanged (neither hashed nor stored).

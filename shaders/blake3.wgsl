@@ -1,7 +1,7 @@
-// BLAKE3 compute shaders for the wgpu backend (src/wgpu/).
+// BLAKE3 compute shaders for the wgpu backend (src/backends/wgpu/).
 //
 // build.rs prepends a generated prelude (IV0..IV7, the flag constants, BLOCK_LEN, CHUNK_LEN and
-// MSG_SCHEDULE, all from src/constants.rs), so this file carries no copy of BLAKE3's constants.
+// MSG_SCHEDULE, all from src/core/constants.rs), so this file carries no copy of BLAKE3's constants.
 // build.rs also parses and validates prelude + this file with naga: a mistake here is a build error.
 //
 // The work, per segment of an input (at most one storage-buffer binding, so every index below fits
@@ -16,11 +16,12 @@
 // below the pass's level, one per set bit of r under `levels`, as "pieces" into
 // `pieces[piece_slot + bit]`, where piece_slot is the levels of the earlier passes; the last pass
 // emits one per set bit of r. So slot k always holds the subtree of
-// 2^k chunks: exactly one per set bit of n. The host reads them back largest first.
+// 2^k chunks: exactly one per set bit of n. The host reads them back largest first. The host
+// binds PIECE_SLOTS slots (the generated prelude's, from src/backends/gpu/layout.rs).
 
 // Invocations per workgroup = items reduced per workgroup. 256 is the WebGPU minimum of
 // max_compute_invocations_per_workgroup, so every adapter can run it. Keep in step with
-// WORKGROUP and LOG_WORKGROUP in src/wgpu/pipelines.rs (a unit test checks).
+// WORKGROUP and LOG_WORKGROUP in src/backends/wgpu/pipelines.rs (a unit test checks).
 const WG: u32 = 256u;
 const LOG_WG: u32 = 8u;
 
@@ -386,7 +387,7 @@ fn copy_tail(@builtin(local_invocation_index) lid: u32) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Binary Merkle trees of 32-byte nodes (src/merkle.rs): a parent is the plain BLAKE3 hash of
+// Binary Merkle trees of 32-byte nodes (src/api/merkle.rs): a parent is the plain BLAKE3 hash of
 // left || right, one block with CHUNK_START | CHUNK_END | ROOT, counter 0, the IV as key.
 //
 // `merkle_pass`: a workgroup takes 2 * WG consecutive nodes of a level (its first node a multiple

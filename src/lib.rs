@@ -26,59 +26,46 @@
 //! before using its proofs), and [`hash_many`] / [`hash_each`] hash batches of independent
 //! messages.
 
+//! # Where things are
+//!
+//! The source is in layers; each imports only from itself and the layers below it (a test,
+//! `layers` in `tests/layers.rs`, keeps it so):
+//! 1. `core/`: the constants and the compression function, with the instruction set chosen
+//!    once per process;
+//! 2. `tree/`: BLAKE3's tree, the modes, the output, Merkle level math, the [`Backend`] trait,
+//!    [`Error`] and the device identity types;
+//! 3. `backends/`: `cpu/`, `opencl/`, `wgpu/`, and `gpu/` (what both GPU backends share);
+//! 4. `dispatch/`: the registry that opens a [`Device`]'s backend, and [`auto`];
+//! 5. this file and `api/`: the functions below, [`Hasher`] and the [`merkle`] API;
+//! 6. users: the `b3accel` binary, the benches, examples and tests.
+
 #![warn(missing_docs)]
 
-pub mod auto;
-mod backend;
-mod compress;
-pub mod cpu;
-mod device;
-mod error;
-mod hasher;
-pub mod merkle;
-#[cfg(feature = "opencl")]
-pub mod opencl;
+mod api;
+mod backends;
+mod core;
+mod dispatch;
 mod tree;
+
+pub use crate::api::hasher::Hasher;
+pub use crate::api::merkle;
+pub use crate::api::merkle::{hash_each, hash_many, merkle_root, merkle_tree, MerkleTree, Proof};
+pub use crate::backends::cpu;
+#[cfg(feature = "opencl")]
+pub use crate::backends::opencl;
 #[cfg(feature = "wgpu")]
-pub mod wgpu;
-
-pub use backend::{subtree_count, Backend, Timings};
+pub use crate::backends::wgpu;
+pub use crate::core::compress::Cv;
+pub use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
+pub use crate::dispatch::auto;
+pub use crate::dispatch::{backend, backend_status, devices, BackendStatus};
+pub use crate::tree::{
+    subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, Mode, OutputReader, Result, Timings,
+};
 pub use blake3::Hash;
-pub use compress::{flags, Cv, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
-pub use device::{backend, backend_status, devices, BackendKind, BackendStatus, Device, DeviceInfo, DeviceKind};
-pub use error::{Error, Result};
-pub use hasher::{Hasher, OutputReader};
-pub use merkle::{hash_each, hash_many, merkle_root, merkle_tree, MerkleTree, Proof};
 
-use tree::{hash_all, Domain, Output};
-
-/// One of BLAKE3's three modes.
-///
-/// ```
-/// use b3accel::{hash_xof_on, Device, Mode};
-/// let mut out = [0u8; 32];
-/// hash_xof_on(Device::Cpu, &Mode::DeriveKey("my app v1".into()), b"material", 0, &mut out).unwrap();
-/// assert_eq!(out, blake3::derive_key("my app v1", b"material"));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// The plain hash.
-    Hash,
-    /// The keyed hash (a MAC or PRF) with a 32-byte key.
-    Keyed([u8; KEY_LEN]),
-    /// Key derivation with a context string; the input is the key material.
-    DeriveKey(String),
-}
-
-impl Mode {
-    fn domain(&self) -> Domain {
-        match self {
-            Mode::Hash => Domain::HASH,
-            Mode::Keyed(key) => Domain::keyed(key),
-            Mode::DeriveKey(context) => Domain::derive_key(context),
-        }
-    }
-}
+use crate::dispatch::cpu_backend;
+use crate::tree::{chunk_output, hash_all, hash_small, Domain, Output};
 
 /// Whether `data` is hashed by the tree module alone: inputs of one chunk or less need no backend
 /// on the CPU (or on Auto, which keeps small inputs on the CPU), so the smallest inputs pay
@@ -90,21 +77,21 @@ fn small_on_cpu(device: Device, data: &[u8]) -> bool {
 /// The root node of `data` hashed on `device`.
 fn root_on(device: Device, data: &[u8], domain: Domain) -> Result<Output> {
     if small_on_cpu(device, data) {
-        return Ok(tree::chunk_output(data, 0, domain));
+        return Ok(chunk_output(data, 0, domain));
     }
     if device == Device::Cpu {
-        return hash_all(&**device::cpu_backend(), data, domain);
+        return hash_all(&**cpu_backend(), data, domain);
     }
     hash_all(&*backend(device)?, data, domain)
 }
 
 /// The 32-byte hash of `data` on `device`. A small input on the CPU is hashed by
-/// `tree::hash_small`, its root compression's input never passing through an [`Output`] in
+/// the tree's `hash_small`, its root compression's input never passing through an [`Output`] in
 /// memory: for 64 bytes that round trip was a third of the time.
 #[inline]
 fn root_hash_on(device: Device, data: &[u8], domain: Domain) -> Result<Hash> {
     if small_on_cpu(device, data) {
-        return Ok(Hash::from_bytes(tree::hash_small(data, domain)));
+        return Ok(Hash::from_bytes(hash_small(data, domain)));
     }
     Ok(Hash::from_bytes(root_on(device, data, domain)?.root_hash()))
 }

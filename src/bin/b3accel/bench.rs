@@ -7,7 +7,9 @@
 //! throughput plot to `--plot FILE.svg`.
 
 use crate::{Fatal, Global, Outcome};
-use b3accel::{Backend, Device, DeviceInfo, Mode};
+use b3accel::{Backend, Device, DeviceInfo};
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+use b3accel::Mode;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

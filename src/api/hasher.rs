@@ -1,0 +1,276 @@
+//! The incremental hasher bound to a device.
+//!
+//! The hasher gathers input into batches of the backend's [`batch_len`](crate::Backend::batch_len)
+//! and hands each batch over as soon as more input proves it is not the end; a large `update`
+//! goes to the backend straight from the caller's slice. Its memory is one batch, whatever the
+//! length of the input.
+
+use crate::core::constants::CHUNK_LEN;
+use crate::dispatch::{auto_backend, backend};
+use crate::tree::{
+    Backend, CvStack, Device, DeviceInfo, Domain, Error, Mode, Output, OutputReader, Result, MAX_SUBTREE,
+};
+use blake3::Hash;
+use std::io;
+use std::sync::Arc;
+
+/// An incremental BLAKE3 hasher whose bulk work runs on one device.
+///
+/// Any split of the input into `update` calls gives the same hash as one call with all of it.
+///
+/// ```
+/// use b3accel::{Device, Hasher};
+/// let mut h = Hasher::new_on(Device::Cpu)?;
+/// h.update(b"hello ")?.update(b"world")?;
+/// assert_eq!(h.finalize()?, blake3::hash(b"hello world"));
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Hasher {
+    backend: Arc<dyn Backend>,
+    domain: Domain,
+    stack: CvStack,
+    buf: Vec<u8>,
+    batch: usize,
+    count: u64,
+    failed: bool,
+}
+
+impl std::fmt::Debug for Hasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hasher").field("device", &self.backend.info().device).field("count", &self.count).finish()
+    }
+}
+
+impl Default for Hasher {
+    fn default() -> Self {
+        Hasher::new()
+    }
+}
+
+impl Hasher {
+    /// A hasher on `Device::Auto`, which never fails.
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new();
+    /// h.update(b"abc").unwrap();
+    /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"abc"));
+    /// ```
+    pub fn new() -> Hasher {
+        Hasher::on_backend(auto_backend(), Domain::HASH)
+    }
+
+    /// A hasher for the plain hash on `device`.
+    ///
+    /// ```
+    /// let h = b3accel::Hasher::new_on(b3accel::Device::Cpu).unwrap();
+    /// assert_eq!(h.count(), 0);
+    /// ```
+    pub fn new_on(device: Device) -> Result<Hasher> {
+        Hasher::with_mode(device, &Mode::Hash)
+    }
+
+    /// A hasher for the keyed hash on `device`.
+    ///
+    /// ```
+    /// let key = [7u8; 32];
+    /// let mut h = b3accel::Hasher::new_keyed_on(b3accel::Device::Cpu, &key).unwrap();
+    /// h.update(b"data").unwrap();
+    /// assert_eq!(h.finalize().unwrap(), blake3::keyed_hash(&key, b"data"));
+    /// ```
+    pub fn new_keyed_on(device: Device, key: &[u8; 32]) -> Result<Hasher> {
+        Hasher::with_mode(device, &Mode::Keyed(*key))
+    }
+
+    /// A hasher for key derivation with `context` on `device`; the key material is what you `update` with.
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new_derive_key_on(b3accel::Device::Cpu, "app 2026 session keys").unwrap();
+    /// h.update(b"secret").unwrap();
+    /// assert_eq!(*h.finalize().unwrap().as_bytes(), blake3::derive_key("app 2026 session keys", b"secret"));
+    /// ```
+    pub fn new_derive_key_on(device: Device, context: &str) -> Result<Hasher> {
+        Hasher::with_mode(device, &Mode::DeriveKey(context.to_string()))
+    }
+
+    /// A hasher for any [`Mode`] on `device`.
+    ///
+    /// ```
+    /// use b3accel::{Device, Hasher, Mode};
+    /// let h = Hasher::with_mode(Device::Cpu, &Mode::Keyed([1; 32])).unwrap();
+    /// assert_eq!(h.device(), Device::Cpu);
+    /// ```
+    pub fn with_mode(device: Device, mode: &Mode) -> Result<Hasher> {
+        Ok(Hasher::on_backend(backend(device)?, mode.domain()))
+    }
+
+    /// A hasher on a backend you hold (a [`CpuBackend`](crate::cpu::CpuBackend) at a chosen SIMD
+    /// level, or your own [`Backend`] implementation).
+    ///
+    /// ```
+    /// use b3accel::cpu::{CpuBackend, SimdLevel};
+    /// use b3accel::{Hasher, Mode};
+    /// use std::sync::Arc;
+    /// let portable = Arc::new(CpuBackend::with_level(SimdLevel::Portable).unwrap());
+    /// let mut h = Hasher::with_backend(portable, &Mode::Hash);
+    /// h.update(&[9; 10_000]).unwrap();
+    /// assert_eq!(h.finalize().unwrap(), blake3::hash(&[9; 10_000]));
+    /// ```
+    pub fn with_backend(backend: Arc<dyn Backend>, mode: &Mode) -> Hasher {
+        Hasher::on_backend(backend, mode.domain())
+    }
+
+    fn on_backend(backend: Arc<dyn Backend>, domain: Domain) -> Hasher {
+        let batch = backend.batch_len().max(CHUNK_LEN).next_power_of_two();
+        Hasher { backend, domain, stack: CvStack::new(), buf: Vec::new(), batch, count: 0, failed: false }
+    }
+
+    /// The device this hasher runs on.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::Hasher::new().device(), b3accel::Device::Auto);
+    /// ```
+    pub fn device(&self) -> Device {
+        self.backend.info().device
+    }
+
+    /// The device's description.
+    ///
+    /// ```
+    /// println!("{}", b3accel::Hasher::new().device_info().name);
+    /// ```
+    pub fn device_info(&self) -> &DeviceInfo {
+        self.backend.info()
+    }
+
+    /// Bytes hashed so far.
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new();
+    /// h.update(&[0; 5000]).unwrap();
+    /// assert_eq!(h.count(), 5000);
+    /// ```
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Adds input. An error (a device failure) leaves the hasher unusable until [`reset`](Self::reset).
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new();
+    /// for piece in [&b"one "[..], b"two ", b"three"] {
+    ///     h.update(piece).unwrap();
+    /// }
+    /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"one two three"));
+    /// ```
+    pub fn update(&mut self, data: &[u8]) -> Result<&mut Self> {
+        self.check_usable()?;
+        match self.absorb(data) {
+            Ok(()) => {
+                self.count += data.len() as u64;
+                Ok(self)
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
+    }
+
+    fn absorb(&mut self, mut data: &[u8]) -> Result<()> {
+        let backend = &*self.backend;
+        while !data.is_empty() {
+            if self.buf.is_empty() && data.len() > self.batch {
+                // Whole batches straight from the caller's slice, keeping at least one byte back:
+                // the last chunk of the input must stay here until we know it is the last.
+                let n = (data.len() - 1) / self.batch * self.batch;
+                self.stack.commit_chunks(backend, &data[..n], MAX_SUBTREE, self.domain)?;
+                data = &data[n..];
+                continue;
+            }
+            if self.buf.len() == self.batch {
+                // A full batch followed by more input: it cannot hold the root.
+                self.stack.commit_chunks(backend, &self.buf, MAX_SUBTREE, self.domain)?;
+                self.buf.clear();
+            }
+            let take = (self.batch - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        Ok(())
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::InvalidInput(
+                "this hasher failed earlier on its device; call reset() before using it again".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The root node of everything added so far; the hasher itself is unchanged.
+    fn root(&self) -> Result<Output> {
+        self.check_usable()?;
+        self.stack.clone().finish(&*self.backend, &self.buf, self.domain)
+    }
+
+    /// The hash of everything added so far. More input may follow.
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new();
+    /// h.update(b"a").unwrap();
+    /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"a"));
+    /// h.update(b"b").unwrap();
+    /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"ab"));
+    /// ```
+    pub fn finalize(&self) -> Result<Hash> {
+        Ok(Hash::from_bytes(self.root()?.root_hash()))
+    }
+
+    /// An output reader for any number of output bytes (BLAKE3's extendable output).
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new();
+    /// h.update(b"xof").unwrap();
+    /// let mut out = [0u8; 100];
+    /// h.finalize_xof().unwrap().fill(&mut out);
+    /// assert_eq!(out[..32], *blake3::hash(b"xof").as_bytes());
+    /// ```
+    pub fn finalize_xof(&self) -> Result<OutputReader> {
+        Ok(OutputReader::new(self.root()?))
+    }
+
+    /// Forgets all input; the device and mode stay.
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new();
+    /// h.update(b"junk").unwrap();
+    /// h.reset().update(b"abc").unwrap();
+    /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"abc"));
+    /// ```
+    pub fn reset(&mut self) -> &mut Self {
+        self.stack = CvStack::new();
+        self.buf.clear();
+        self.count = 0;
+        self.failed = false;
+        self
+    }
+}
+
+impl io::Write for Hasher {
+    /// ```
+    /// use std::io::Write;
+    /// let mut h = b3accel::Hasher::new();
+    /// write!(h, "{}", 42).unwrap();
+    /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"42"));
+    /// ```
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.update(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! AVX-512: sixteen inputs per vector.
+
+#[cfg(target_arch = "x86")]
+use core::arch::x86::*;
+#[cfg(target_arch = "x86_64")]
+use core::arch::x86_64::*;
+
+use super::lanes::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
+use crate::core::compress::{Cv, Word};
+
+impl Word for __m512i {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        // SAFETY: only reached from functions compiled with AVX-512F enabled.
+        unsafe { _mm512_add_epi32(self, o) }
+    }
+    #[inline(always)]
+    fn xor(self, o: Self) -> Self {
+        // SAFETY: as above.
+        unsafe { _mm512_xor_si512(self, o) }
+    }
+    #[inline(always)]
+    fn rotr16(self) -> Self {
+        // SAFETY: as above.
+        unsafe { _mm512_ror_epi32::<16>(self) }
+    }
+    #[inline(always)]
+    fn rotr12(self) -> Self {
+        // SAFETY: as above.
+        unsafe { _mm512_ror_epi32::<12>(self) }
+    }
+    #[inline(always)]
+    fn rotr8(self) -> Self {
+        // SAFETY: as above.
+        unsafe { _mm512_ror_epi32::<8>(self) }
+    }
+    #[inline(always)]
+    fn rotr7(self) -> Self {
+        // SAFETY: as above.
+        unsafe { _mm512_ror_epi32::<7>(self) }
+    }
+}
+
+impl Lanes for __m512i {
+    const N: usize = 16;
+    #[inline(always)]
+    unsafe fn splat(x: u32) -> Self {
+        unsafe { _mm512_set1_epi32(x as i32) }
+    }
+    #[inline(always)]
+    unsafe fn load(words: &[u32]) -> Self {
+        assert!(words.len() >= 16);
+        unsafe { _mm512_loadu_si512(words.as_ptr() as *const __m512i) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, out: &mut [u32]) {
+        assert!(out.len() >= 16);
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut __m512i, self) }
+    }
+    #[inline(always)]
+    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+        // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
+        // lanes past `valid` read the last valid lane's; prefetches never fault.
+        unsafe {
+            let mut ptrs = [input; 16];
+            for (lane, p) in ptrs.iter_mut().enumerate() {
+                *p = lane_ptr(input, stride, valid, lane);
+                _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
+            }
+            let mut m = [_mm512_setzero_si512(); 16];
+            for half in 0..2 {
+                // Row i: lane i's eight words of this half in the low 256 bits, lane i + 8's in
+                // the high 256 bits.
+                let mut r = [_mm512_setzero_si512(); 8];
+                for (i, row) in r.iter_mut().enumerate() {
+                    let lo = _mm256_loadu_si256(ptrs[i].add(32 * half) as *const __m256i);
+                    let hi = _mm256_loadu_si256(ptrs[i + 8].add(32 * half) as *const __m256i);
+                    *row = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+                }
+                // Within each 128-bit lane, word j of rows 4g..4g+3 gathered (two unpack steps);
+                // then a two-source qword permute puts rows 0-3, 4-7, 8-11, 12-15 in order.
+                let mut q = [[_mm512_setzero_si512(); 4]; 2];
+                for g in 0..2 {
+                    let (a, b, c, d) = (r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]);
+                    let ab_lo = _mm512_unpacklo_epi32(a, b);
+                    let ab_hi = _mm512_unpackhi_epi32(a, b);
+                    let cd_lo = _mm512_unpacklo_epi32(c, d);
+                    let cd_hi = _mm512_unpackhi_epi32(c, d);
+                    q[g] = [
+                        _mm512_unpacklo_epi64(ab_lo, cd_lo),
+                        _mm512_unpackhi_epi64(ab_lo, cd_lo),
+                        _mm512_unpacklo_epi64(ab_hi, cd_hi),
+                        _mm512_unpackhi_epi64(ab_hi, cd_hi),
+                    ];
+                }
+                // q[g][j], 128-bit lane L: word j + 4 * (L % 2) of lanes 4g..4g+3 (+ 8 if L >= 2).
+                let even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+                let odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+                for j in 0..4 {
+                    m[8 * half + j] = _mm512_permutex2var_epi64(q[0][j], even, q[1][j]);
+                    m[8 * half + 4 + j] = _mm512_permutex2var_epi64(q[0][j], odd, q[1][j]);
+                }
+            }
+            m
+        }
+    }
+}
+
+/// Hashes all `out.len()` inputs, sixteen at a time.
+///
+/// # Safety
+/// The CPU must support AVX-512F; the input layout is as for [`hash_groups`].
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+    // SAFETY: AVX-512F is enabled here; the caller guarantees the layout.
+    unsafe { hash_groups::<__m512i>(input, stride, blocks, job, out) }
+}

@@ -1,0 +1,465 @@
+//! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
+//! portable scalar code), and rayon across cores for large inputs only.
+//!
+//! A complete subtree is hashed in leaves (`SERIAL_LEAF_CHUNKS`, 1024 chunks, on one thread;
+//! `POOL_LEAF_CHUNKS`, 64, as pool tasks): all chunk CVs of a leaf in SIMD groups, then its
+//! parent levels, also in SIMD groups. Above the leaves the subtree is split in halves, on other
+//! cores (`rayon::join`) under the pool. A large subtree is reduced "wide": each half hands up
+//! `WIDE` CVs rather than one, so the parent levels between the leaves and its top stay whole
+//! SIMD groups and only its last four levels are narrow.
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod avx2;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod avx512;
+mod lanes;
+mod many;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod quads;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod sse41;
+
+use crate::core::compress::{parent_cv, Cv};
+use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
+use crate::core::platform;
+pub use crate::core::platform::{SimdLevel, CPU_LEVEL_ENV};
+use crate::tree::{
+    check_blocks_args, check_subtree_args, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, Result,
+    MAX_SUBTREE,
+};
+use lanes::{hash_groups, hash_rows, Job};
+use std::str::FromStr;
+
+/// Chunks in a leaf on the thread pool: each is one task. Measured on the H200 machine's 16
+/// threads against `update_rayon` (interleaved, two runs): 64-chunk leaves ran 16 MiB at 0.97x
+/// and 64 MiB at 0.99x, where 256-chunk leaves ran 0.88x and 0.96x (a quarter as many tasks,
+/// so threads idle at the end while the last ones finish); 16- and 32-chunk leaves were slower.
+const POOL_LEAF_CHUNKS: usize = 64;
+/// The same without the pool: larger, so that the last parent levels of a leaf, too narrow for
+/// whole SIMD groups, come once per MiB.
+const SERIAL_LEAF_CHUNKS: usize = 1024;
+/// CVs that a subtree reduced wide hands up: the widest SIMD group's lanes (two AVX2 groups,
+/// four SSE4.1 ones), so that the parent levels above its leaves are whole groups.
+const WIDE: usize = 16;
+/// Subtrees on the pool smaller than this are reduced to one CV per half, not `WIDE`: with a
+/// leaf or two per thread, the reduction at the top is the critical path, and the scalar parent
+/// at each split ends sooner than a pass of `WIDE` parents. Measured on the H200 machine (16
+/// threads): wide reduction made 1 MiB 4% slower and 64 MiB 1-3% faster.
+const POOL_WIDE_MIN_CHUNKS: usize = 4096;
+
+std::thread_local! {
+    /// The tree levels of a leaf: `SERIAL_LEAF_CHUNKS * 3 / 2` CVs at most, per thread.
+    static LEVELS: std::cell::RefCell<Vec<Cv>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+/// Inputs smaller than this never touch the thread pool. Measured on the H200 machine's 16
+/// threads (`b3accel bench`): at 256 KiB the pool ran at 6.05 GB/s against 6.70 on one thread
+/// (waking the workers costs more than they save there), at 1 MiB at 30 against 6.8 GB/s.
+const PARALLEL_MIN_BYTES: usize = 512 * 1024;
+/// A run of chunks whose remainder after its first subtree is smaller than this is not split
+/// across cores.
+const PARALLEL_GRAIN_BYTES: usize = 64 * 1024;
+/// One-block messages per parallel task in `hash_blocks`.
+const BLOCKS_PER_TASK: usize = 4096;
+
+impl FromStr for SimdLevel {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        SimdLevel::from_name(s).ok_or_else(|| {
+            Error::InvalidInput(format!("unknown CPU level '{s}': expected portable, sse41, avx2 or avx512"))
+        })
+    }
+}
+
+/// The rayon + SIMD CPU backend.
+///
+/// ```
+/// use b3accel::cpu::{CpuBackend, SimdLevel};
+/// use b3accel::Backend;
+/// let portable = CpuBackend::with_level(SimdLevel::Portable).unwrap();
+/// assert_eq!(portable.level(), SimdLevel::Portable);
+/// assert_eq!(portable.info().device, b3accel::Device::Cpu);
+/// ```
+#[derive(Clone, Debug)]
+pub struct CpuBackend {
+    level: SimdLevel,
+    /// Whether the narrower groups under AVX-512 use AVX-512VL: the 8-lane kernel in EVEX
+    /// encoding, and four inputs at a time on 512-bit rows (`quads::hash_quads`) instead of the
+    /// 4-lane kernel.
+    evex: bool,
+    info: DeviceInfo,
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        CpuBackend::new()
+    }
+}
+
+impl CpuBackend {
+    /// The best level this CPU supports, lowered by `B3ACCEL_CPU` where that names a lower one.
+    /// An unknown value, or a level above what the CPU supports, is ignored here; use
+    /// [`CpuBackend::from_env`] to have it reported.
+    ///
+    /// ```
+    /// let cpu = b3accel::cpu::CpuBackend::new();
+    /// assert!(cpu.level().is_supported());
+    /// ```
+    pub fn new() -> CpuBackend {
+        CpuBackend::build(platform::level())
+    }
+
+    /// Like [`CpuBackend::new`], but an unknown or unsupported `B3ACCEL_CPU` is an error.
+    ///
+    /// ```
+    /// let cpu = b3accel::cpu::CpuBackend::from_env().unwrap();
+    /// assert!(cpu.level() <= b3accel::cpu::SimdLevel::detect());
+    /// ```
+    pub fn from_env() -> Result<CpuBackend> {
+        match std::env::var(CPU_LEVEL_ENV) {
+            Ok(v) if !v.trim().is_empty() => {
+                let level: SimdLevel = v.parse().map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
+                CpuBackend::with_level(level)
+            }
+            _ => Ok(CpuBackend::build(SimdLevel::detect())),
+        }
+    }
+
+    /// The CPU backend at a given level; an error if this CPU cannot run it.
+    ///
+    /// ```
+    /// use b3accel::cpu::{CpuBackend, SimdLevel};
+    /// for level in SimdLevel::supported() {
+    ///     assert_eq!(CpuBackend::with_level(level).unwrap().level(), level);
+    /// }
+    /// ```
+    pub fn with_level(level: SimdLevel) -> Result<CpuBackend> {
+        if !level.is_supported() {
+            return Err(Error::Unavailable {
+                device: Device::Cpu,
+                reason: format!("this CPU does not support {level}"),
+            });
+        }
+        Ok(CpuBackend::build(level))
+    }
+
+    fn build(level: SimdLevel) -> CpuBackend {
+        let threads = std::thread::available_parallelism().map(|n| n.get() as u32).ok();
+        let info = DeviceInfo {
+            device: Device::Cpu,
+            backend: BackendKind::Cpu,
+            kind: DeviceKind::Cpu,
+            name: cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+            api: format!("{level} ({} lanes)", level.lanes()),
+            driver: "rayon".to_string(),
+            memory_bytes: None,
+            compute_units: threads,
+        };
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        let evex = level == SimdLevel::Avx512 && std::is_x86_feature_detected!("avx512vl");
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        let evex = false;
+        CpuBackend { level, evex, info }
+    }
+
+    /// The instruction set in use.
+    ///
+    /// ```
+    /// println!("{}", b3accel::cpu::CpuBackend::new().level());
+    /// ```
+    pub fn level(&self) -> SimdLevel {
+        self.level
+    }
+
+    /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart. Each
+    /// instruction set takes its whole groups, plus a last partial group when more than half of
+    /// it would be used (a padded 16-lane group costs less than an 8-lane, a 4-lane and a scalar
+    /// pass); what is left goes to the next narrower one. Under AVX-512 the 4-input groups run
+    /// on 512-bit rows, and a single input on 128-bit rows.
+    fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+        let mut done = 0;
+        for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
+            let left = out.len() - done;
+            if left == 0 {
+                break;
+            }
+            let n = level.lanes();
+            let take = match left % n {
+                0 => left,
+                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && r >= 2) => left,
+                r => left - r,
+            };
+            if take == 0 {
+                continue;
+            }
+            let job = &job.starting_at(done);
+            let (input, out) = (&input[done * stride..], &mut out[done..done + take]);
+            // SAFETY: `level <= self.level`, which was checked to be supported when `self` was
+            // built; `hash_groups` asserts that the inputs lie inside `input`.
+            unsafe {
+                match level {
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Avx512 => avx512::hash_many(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Avx2 if self.evex => avx2::hash_many_evex(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Avx2 => avx2::hash_many(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Sse41 if self.evex => quads::hash_quads(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Sse41 => sse41::hash_many(input, stride, blocks, job, out),
+                    _ if self.level > SimdLevel::Portable => hash_rows(input, stride, blocks, job, out),
+                    _ => hash_groups::<u32>(input, stride, blocks, job, out),
+                }
+            }
+            done += take;
+        }
+    }
+
+    /// CVs of consecutive full chunks, the first with index `first_chunk`.
+    fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+        let job = Job {
+            key,
+            counter: first_chunk,
+            increment_counter: true,
+            flags,
+            flags_start: flags::CHUNK_START,
+            flags_end: flags::CHUNK_END,
+            last_block_len: BLOCK_LEN,
+        };
+        self.hash_lanes(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
+    }
+
+    /// Parent CVs of consecutive pairs of CVs.
+    fn parent_cvs(&self, children: &[Cv], key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+        let job = Job {
+            key,
+            counter: 0,
+            increment_counter: false,
+            flags: flags | flags::PARENT,
+            flags_start: 0,
+            flags_end: 0,
+            last_block_len: BLOCK_LEN,
+        };
+        self.hash_lanes(children.as_flattened(), BLOCK_LEN, 1, &job, out);
+    }
+
+    /// The subtrees of at most [`SERIAL_LEAF_CHUNKS`] chunks, none larger than `max` chunks, into
+    /// `out`: every chunk CV at once, then [`CpuBackend::reduce`]. The levels live in this
+    /// thread's scratch buffer.
+    fn leaf_subtrees(&self, input: &[u8], first_chunk: u64, max: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+        let chunks = input.len() / CHUNK_LEN;
+        debug_assert!(chunks <= SERIAL_LEAF_CHUNKS);
+        LEVELS.with_borrow_mut(|buf| {
+            if buf.len() < chunks + chunks / 2 {
+                buf.resize(chunks + chunks / 2, [0; 32]);
+            }
+            let (level, next) = buf.split_at_mut(chunks);
+            self.chunk_cvs(input, first_chunk, key, flags, level);
+            self.reduce(level, next, max, key, flags, out);
+        });
+    }
+
+    /// Reduces the nodes in `level`, level by level, pairs into parents (in SIMD groups), into
+    /// `out`: a level's odd last node is a finished subtree (one set bit of the node count), as is
+    /// every node once the level's nodes cover `max` of the first level's. `next` (room for half
+    /// of `level`) and `level` are used in turns: nothing is zeroed or copied per level.
+    fn reduce<'a>(
+        &self,
+        mut level: &'a mut [Cv],
+        mut next: &'a mut [Cv],
+        max: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) {
+        let (mut n, mut size) = (level.len(), 1u64);
+        // Odd nodes split off on the way up, smallest first; they come last in `out`.
+        let mut tail = out.len();
+        while n > 1 && size < max {
+            if n % 2 == 1 {
+                tail -= 1;
+                out[tail] = level[n - 1];
+            }
+            self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);
+            n /= 2;
+            size *= 2;
+            std::mem::swap(&mut level, &mut next);
+        }
+        out[..tail].copy_from_slice(&level[..tail]);
+    }
+
+    /// The CV of a complete subtree: `input` is a power-of-two number of chunks.
+    fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, plan: Plan) -> Cv {
+        let chunks = input.len() / CHUNK_LEN;
+        debug_assert!(chunks.is_power_of_two());
+        if chunks <= plan.leaf {
+            let mut out = [[0u8; 32]];
+            self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, &mut out);
+            return out[0];
+        }
+        if plan.pool && chunks < POOL_WIDE_MIN_CHUNKS {
+            let (left, right) = input.split_at(input.len() / 2);
+            let right_first = first_chunk + (chunks / 2) as u64;
+            let (l, r) = rayon::join(
+                || self.subtree_cv(left, first_chunk, key, flags, plan),
+                || self.subtree_cv(right, right_first, key, flags, plan),
+            );
+            return parent_cv(&l, &r, key, flags);
+        }
+        let mut levels = [[0u8; 32]; WIDE + WIDE / 2];
+        let (cvs, next) = levels.split_at_mut(WIDE);
+        self.wide_cvs(input, first_chunk, key, flags, plan, cvs);
+        // The narrow levels (8, 4, 2 and 1 parents), once per subtree rather than once per leaf.
+        let mut out = [[0u8; 32]];
+        self.reduce(cvs, next, MAX_SUBTREE, key, flags, &mut out);
+        out[0]
+    }
+
+    /// The CVs of the [`WIDE`] equal parts of a complete subtree larger than a leaf, in order.
+    /// Each half yields its own `WIDE` CVs (on another core under the pool), and one pass of
+    /// `WIDE` parents pairs them up: every parent level between the leaves and the top of the
+    /// subtree is whole SIMD groups, however small the leaves.
+    fn wide_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, plan: Plan, out: &mut [Cv]) {
+        let chunks = input.len() / CHUNK_LEN;
+        if chunks <= plan.leaf {
+            // The leaf's parent levels stop at `WIDE` subtrees.
+            return self.leaf_subtrees(input, first_chunk, (chunks / WIDE) as u64, key, flags, out);
+        }
+        let (left, right) = input.split_at(input.len() / 2);
+        let right_first = first_chunk + (chunks / 2) as u64;
+        let mut children = [[0u8; 32]; 2 * WIDE];
+        let (l, r) = children.split_at_mut(WIDE);
+        if plan.pool {
+            rayon::join(
+                || self.wide_cvs(left, first_chunk, key, flags, plan, l),
+                || self.wide_cvs(right, right_first, key, flags, plan, r),
+            );
+        } else {
+            self.wide_cvs(left, first_chunk, key, flags, plan, l);
+            self.wide_cvs(right, right_first, key, flags, plan, r);
+        }
+        self.parent_cvs(&children, key, flags, out);
+    }
+
+    /// The subtrees of `input`, none larger than `max` chunks, largest first, into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn subtrees(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max: u64,
+        key: &[u32; 8],
+        flags: u32,
+        plan: Plan,
+        out: &mut [Cv],
+    ) {
+        let chunks = input.len() / CHUNK_LEN;
+        if chunks <= plan.leaf {
+            return self.leaf_subtrees(input, first_chunk, max, key, flags, out);
+        }
+        let size = (1u64 << (u64::BITS - 1 - (chunks as u64).leading_zeros())).min(max) as usize;
+        let (head, tail) = input.split_at(size * CHUNK_LEN);
+        let (first, rest) = out.split_first_mut().expect("one CV per subtree");
+        let tail_first = first_chunk + size as u64;
+        if tail.is_empty() {
+            *first = self.subtree_cv(head, first_chunk, key, flags, plan);
+        } else if plan.pool && tail.len() >= PARALLEL_GRAIN_BYTES {
+            let (cv, ()) = rayon::join(
+                || self.subtree_cv(head, first_chunk, key, flags, plan),
+                || self.subtrees(tail, tail_first, max, key, flags, plan, rest),
+            );
+            *first = cv;
+        } else {
+            *first = self.subtree_cv(head, first_chunk, key, flags, plan);
+            self.subtrees(tail, tail_first, max, key, flags, plan, rest);
+        }
+    }
+}
+
+/// How a run of chunks is split: the leaf size in chunks (a power of two, at least [`WIDE`], so
+/// that a subtree larger than a leaf splits into `WIDE` parts), and whether the halves above the
+/// leaves go to the thread pool.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    leaf: usize,
+    pool: bool,
+}
+
+const _: () = assert!(POOL_LEAF_CHUNKS.is_power_of_two() && POOL_LEAF_CHUNKS >= WIDE);
+const _: () = assert!(SERIAL_LEAF_CHUNKS.is_power_of_two() && SERIAL_LEAF_CHUNKS >= WIDE);
+
+/// The plan for hashing `len` bytes.
+fn plan(len: usize) -> Plan {
+    if use_threads(len) {
+        Plan { leaf: POOL_LEAF_CHUNKS, pool: true }
+    } else {
+        Plan { leaf: SERIAL_LEAF_CHUNKS, pool: false }
+    }
+}
+
+/// Whether to use the thread pool for `len` bytes: never for small inputs (a pool that has never
+/// been used is not even started), and not when the pool has a single thread.
+fn use_threads(len: usize) -> bool {
+    len >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1
+}
+
+impl Backend for CpuBackend {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
+    }
+
+    fn chunk_subtrees_capped(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        check_subtree_args(input, first_chunk, max_chunks, out)?;
+        self.subtrees(input, first_chunk, max_chunks, key, flags, plan(input.len()), out);
+        Ok(())
+    }
+
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
+        check_blocks_args(blocks, out)?;
+        let job = Job {
+            key: &IV,
+            counter: 0,
+            increment_counter: false,
+            flags: flags::CHUNK_START | flags::CHUNK_END | flags::ROOT,
+            flags_start: 0,
+            flags_end: 0,
+            last_block_len: BLOCK_LEN,
+        };
+        if use_threads(blocks.len() * BLOCK_LEN) {
+            use rayon::prelude::*;
+            blocks.par_chunks(BLOCKS_PER_TASK).zip(out.par_chunks_mut(BLOCKS_PER_TASK)).for_each(|(b, o)| {
+                self.hash_lanes(b.as_flattened(), BLOCK_LEN, 1, &job, o);
+            });
+        } else {
+            self.hash_lanes(blocks.as_flattened(), BLOCK_LEN, 1, &job, out);
+        }
+        Ok(())
+    }
+
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        many::merkle(self, leaves, inner)
+    }
+
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        many::hash_many(self, data, msg_len, key, flags, out)
+    }
+}
+
+/// The CPU's model name, where the OS tells it.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}

@@ -1,0 +1,10 @@
+//! What both GPU backends share, naming neither `ocl` nor `wgpu`: the pieces layout the kernels
+//! hand back, bounded pools of per-call resources, cutting host inputs into segments and merging
+//! their results, the Merkle pass plan, and the host policy for `merkle` and `hash_many`.
+
+pub(crate) mod layout;
+pub(crate) mod merkle_plan;
+pub(crate) mod pieces;
+pub(crate) mod policy;
+pub(crate) mod pool;
+pub(crate) mod segments;

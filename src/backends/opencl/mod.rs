@@ -1,0 +1,76 @@
+//! The OpenCL backend (cargo feature `opencl`): BLAKE3's bulk work in OpenCL C kernels
+//! (`shaders/blake3.cl`) on every OpenCL platform's devices, through the `ocl` crate.
+//!
+//! - One work-item per chunk; each work-group reduces its chunks' chaining values to the CV of one
+//!   subtree in local memory, so an input takes a few dispatches (three for 1 GiB), not one per
+//!   tree level. A ragged last work-group produces the CV of each complete subtree in the binary
+//!   decomposition of its chunk count, so every chunk count takes the same few dispatches.
+//! - Host inputs of any size, larger than the device's memory too, stream through two fixed
+//!   device buffers in power-of-two segments, a three-stage pipeline: while the CPU copies
+//!   segment k+1 into pinned, mapped staging memory, the DMA engine uploads segment k (on a
+//!   queue of its own) and the device hashes segment k-1. The segments' CVs merge by the crate's
+//!   one tree code. A device short of memory gets smaller segments, down to 64 KiB, then
+//!   [`Error::OutOfMemory`](crate::Error::OutOfMemory).
+//! - Data already on the device ([`OpenClBackend::hash_buffer`]) is hashed where it lies, on the
+//!   backend's own queue: the chunk kernel also copies the last chunk (at most 1024 bytes) next to
+//!   the subtree CVs, and one read into pinned host memory brings both back.
+//! - Merkle trees of 32-byte leaves ([`Backend::merkle`](crate::Backend::merkle), [`OpenClBackend::merkle_buffer`]): a
+//!   few dispatches, each reducing several levels inside its work-groups in local memory; inner
+//!   levels leave the device only when asked for. Batches of equal-length messages
+//!   ([`Backend::hash_many`](crate::Backend::hash_many), [`OpenClBackend::hash_many_buffer`]): one work-item per message of
+//!   up to a chunk, one per chunk of longer ones and then one per message to merge its chunks.
+//!
+//! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`,
+//! wall time per call with everything in it, kernel time from profiling events:
+//! - device-resident 1 GiB: 707 us per call (1.52 TB/s), of which kernels 684 us (1.57 TB/s);
+//!   64 MiB: 82 us (0.81 TB/s), kernels 66 us. The rest is mostly the driver's enqueue call and
+//!   the first kernel's start; events are made only where needed (each cost the driver time).
+//!   In one `b3accel bench` run: 1.51 TB/s at 1 GiB, 0.79 TB/s at 64 MiB;
+//! - Merkle root of 2^25 device-resident leaves: 1.315 ms per call, kernels 1.287 ms;
+//! - 2^24 device-resident 64-byte messages: 676 us per call (24.8 G hashes/s), kernels 662 us;
+//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s) in `opencl_bench`, of which
+//!   the upload takes 20 to 21 ms and the kernels 1.3 ms; `b3accel bench` measured only 38 GB/s
+//!   in the same build (its uploads ran at 40 GB/s there, not 53), which is not understood yet.
+//!
+//! ```no_run
+//! use b3accel::opencl::OpenClBackend;
+//! use b3accel::{xof_reader_with, Mode};
+//! let gpu = OpenClBackend::open(0)?;
+//! let data = vec![7u8; 100 << 20];
+//! let mut hash = [0u8; 32];
+//! xof_reader_with(&gpu, &Mode::Hash, &data)?.fill(&mut hash);
+//! assert_eq!(hash, *blake3::hash(&data).as_bytes());
+//! # Ok::<(), b3accel::Error>(())
+//! ```
+
+mod backend;
+mod context;
+mod many;
+mod merkle;
+mod options;
+mod profile;
+mod resident;
+mod stream;
+mod worker;
+
+pub use backend::OpenClBackend;
+pub use merkle::MerkleInner;
+pub use options::OpenClOptions;
+pub use profile::Profile;
+
+use crate::tree::{DeviceInfo, Result};
+
+/// Every OpenCL device of every platform, in order: the N-th is `Device::OpenCl(N)`.
+///
+/// An error ([`Error::Unavailable`](crate::Error::Unavailable)) says what is missing when there
+/// is no OpenCL platform at all.
+///
+/// ```
+/// match b3accel::opencl::enumerate() {
+///     Ok(list) => list.iter().for_each(|d| println!("{}: {} ({})", d.device, d.name, d.kind)),
+///     Err(e) => println!("no OpenCL: {e}"),
+/// }
+/// ```
+pub fn enumerate() -> Result<Vec<DeviceInfo>> {
+    Ok(context::list()?.into_iter().enumerate().map(|(i, (p, d))| context::describe(i, p, d)).collect())
+}

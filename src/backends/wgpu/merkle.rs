@@ -1,0 +1,288 @@
+//! Merkle trees on a wgpu device (`merkle_pass` in shaders/blake3.wgsl), for leaves already on
+//! the device; the [`Backend`](crate::Backend) override of [`WgpuBackend`](super::WgpuBackend)
+//! uploads host leaves and calls the same code.
+//!
+//! A Merkle tree takes one dispatch per `merkle_levels` levels (4 by default; a workgroup of 256
+//! invocations takes 512 nodes and reduces them by up to 9 levels: 2^25 leaves are 7 dispatches
+//! of 4 levels, or 3 of 9), all in one compute pass of one submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
+//! larger than one storage binding are split over several dispatches, and every dispatch uses a
+//! 2D grid, so neither the binding size nor the 65535 workgroups per dimension limit the leaf
+//! count.
+
+use super::device::Gpu;
+use super::passes::{
+    binding, check_buffer, grid, mapped, max_binding, params_bytes, read_buffer, submit_and_map, write_params,
+    PassTimer,
+};
+use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
+use super::wait::scoped;
+use crate::backends::gpu::merkle_plan::{merkle_passes, MerklePass};
+use crate::core::compress::Cv;
+use crate::tree::{Error, Result, Timings};
+use std::time::Instant;
+
+/// Levels one `merkle_pass` dispatch reduces at most: 512 nodes per workgroup down to one.
+const MERKLE_SPAN: u32 = LOG_WORKGROUP + 1;
+/// Nodes one workgroup of `merkle_pass` takes.
+const GROUP_NODES: u64 = 2 * WORKGROUP as u64;
+
+/// What one Merkle call needs on the device besides the leaves, kept per device between calls
+/// (level buffers, parameters, the root's readback, timestamps, and the bind groups that name
+/// only these buffers), so that a call allocates nothing once warm.
+pub(crate) struct MerkleScratch {
+    pub(super) size_a: u64,
+    pub(super) size_b: u64,
+    params_cap: u64,
+    a: ::wgpu::Buffer,
+    b: ::wgpu::Buffer,
+    /// Bound as `pieces` when no inner nodes are kept.
+    dummy: ::wgpu::Buffer,
+    params: ::wgpu::Buffer,
+    /// The parameter bytes last written to `params` (skipped when a call writes the same).
+    params_shadow: Vec<u8>,
+    readback: ::wgpu::Buffer,
+    timer: Option<PassTimer>,
+    /// Bind groups of the dispatches after the first pass (no inner nodes kept), by their
+    /// (pass, source offset, nodes).
+    groups: Vec<((usize, u64, u64), ::wgpu::BindGroup)>,
+}
+
+impl MerkleScratch {
+    fn new(gpu: &Gpu, size_a: u64, size_b: u64, params_cap: u64) -> MerkleScratch {
+        let storage = |label, size| gpu.storage_buffer(label, size, ::wgpu::BufferUsages::COPY_SRC);
+        MerkleScratch {
+            size_a,
+            size_b,
+            params_cap,
+            a: storage("b3accel merkle a", size_a),
+            b: storage("b3accel merkle b", size_b),
+            dummy: storage("b3accel merkle no inner", 32),
+            params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some("b3accel merkle params"),
+                size: params_cap * PARAMS_STRIDE,
+                usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            params_shadow: Vec::new(),
+            readback: read_buffer(gpu, "b3accel merkle root", 64),
+            timer: None,
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// The root of the Merkle tree over the `n` leaves (32 bytes each) of `leaves` at byte `offset`,
+/// and with `inner` (exactly `n - 1` entries) every inner node, level by level. `timings` gets
+/// the pass's device time (`kernel`, timestamps where available), the host's reading of the
+/// results (`download`) and the wall time (`total`).
+pub(crate) fn merkle(
+    gpu: &Gpu,
+    leaves: &::wgpu::Buffer,
+    offset: u64,
+    n: u64,
+    inner: Option<&mut [Cv]>,
+    timings: Option<&mut Timings>,
+) -> Result<Cv> {
+    let start = Instant::now();
+    if n == 0 {
+        return Err(Error::InvalidInput("a Merkle tree needs at least one leaf".to_string()));
+    }
+    let bytes = n.checked_mul(32).ok_or_else(|| Error::InvalidInput(format!("{n} leaves overflow")))?;
+    check_buffer(gpu, "merkle", leaves, offset, bytes)?;
+    if let Some(inner) = &inner {
+        if inner.len() as u64 != n - 1 {
+            return Err(Error::InvalidInput(format!(
+                "merkle: {n} leaves have {} inner nodes, but inner has room for {}",
+                n - 1,
+                inner.len()
+            )));
+        }
+    }
+    let bind_max = max_binding(gpu);
+    if n >= 1 << 31 {
+        return Err(Error::InvalidInput(format!("merkle: {n} leaves are more than the 2^31 - 1 supported")));
+    }
+    if inner.is_some() && (n - 1) * 32 > bind_max {
+        return Err(Error::InvalidInput(format!(
+            "merkle: the {} inner nodes of {n} leaves do not fit in one storage binding of this device ({bind_max} bytes)",
+            n - 1
+        )));
+    }
+    gpu.check_health()?;
+    scoped(&gpu.device, gpu.id, || merkle_on_device(gpu, leaves, offset, n, inner, timings, start))
+}
+
+fn merkle_on_device(
+    gpu: &Gpu,
+    leaves: &::wgpu::Buffer,
+    offset: u64,
+    n: u64,
+    inner: Option<&mut [Cv]>,
+    timings: Option<&mut Timings>,
+    start: Instant,
+) -> Result<Cv> {
+    // `merkle_span` levels per pass, more (up to MERKLE_SPAN) where a pass's output level would
+    // not fit in one storage binding (each pass binds its whole output level).
+    let max_out = max_binding(gpu) / 32;
+    let passes = merkle_passes(n, |count| {
+        let mut levels = gpu.merkle_span.clamp(1, MERKLE_SPAN);
+        while levels < MERKLE_SPAN && count.div_ceil(1 << levels) > max_out {
+            levels += 1;
+        }
+        levels
+    });
+    let per_binding = (max_binding(gpu) / 32 / GROUP_NODES) * GROUP_NODES;
+    if per_binding == 0 {
+        return Err(Error::Unavailable {
+            device: gpu.id,
+            reason: "storage bindings too small for a workgroup's Merkle nodes".into(),
+        });
+    }
+    let keep = inner.is_some();
+
+    // Every dispatch: (pass, src byte offset, nodes, grid, params); pass 0 reads the leaves,
+    // pass p > 0 the level buffer pass p - 1 wrote.
+    let mut dispatches = Vec::new();
+    for (p, pass) in passes.iter().enumerate() {
+        let src_base = if p == 0 { offset } else { 0 };
+        let mut first = 0u64;
+        while first < pass.count {
+            let local = per_binding.min(pass.count - first);
+            let groups = local.div_ceil(GROUP_NODES);
+            let params = [
+                local as u32,
+                pass.count as u32,
+                (first / GROUP_NODES) as u32,
+                groups as u32,
+                pass.levels,
+                u32::from(keep),
+                pass.inner_at as u32,
+                0,
+            ];
+            dispatches.push((p, src_base + first * 32, local, grid(gpu, groups)?, params));
+            first += local;
+        }
+    }
+    // Level buffers in turn: pass p writes `a` when p is even (pass p + 2 needs 2^span^2 times
+    // less room than pass p), `b` when odd.
+    let size_a = passes[0].out * 32;
+    let size_b = passes.get(1).map_or(32, |p| p.out * 32);
+    let params_cap = dispatches.len() as u64;
+    gpu.merkle_pool.with(
+        |s| s.size_a >= size_a && s.size_b >= size_b && s.params_cap >= params_cap,
+        || Ok(MerkleScratch::new(gpu, size_a, size_b, params_cap.max(16))),
+        |scr| merkle_with(gpu, scr, leaves, n, &passes, &dispatches, inner, timings, start),
+    )
+}
+
+type MerkleDispatch = (usize, u64, u64, (u32, u32), [u32; 8]);
+
+#[allow(clippy::too_many_arguments)]
+fn merkle_with(
+    gpu: &Gpu,
+    scr: &mut MerkleScratch,
+    leaves: &::wgpu::Buffer,
+    n: u64,
+    passes: &[MerklePass],
+    dispatches: &[MerkleDispatch],
+    inner: Option<&mut [Cv]>,
+    timings: Option<&mut Timings>,
+    start: Instant,
+) -> Result<Cv> {
+    let keep = inner.is_some();
+    let inner_buf = keep
+        .then(|| gpu.storage_buffer("b3accel merkle inner", ((n - 1) * 32).max(32), ::wgpu::BufferUsages::COPY_SRC));
+    write_params(gpu, &scr.params, &mut scr.params_shadow, params_bytes(dispatches.iter().map(|d| &d.4[..])));
+    if keep {
+        scr.groups.clear();
+    }
+    let make = |scr: &MerkleScratch, p: usize, src_at: u64, local: u64| {
+        let src = match p {
+            0 => leaves,
+            p if p % 2 == 1 => &scr.a,
+            _ => &scr.b,
+        };
+        let dst = if p.is_multiple_of(2) { &scr.a } else { &scr.b };
+        let pieces = inner_buf.as_ref().unwrap_or(&scr.dummy);
+        gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+            label: Some("b3accel merkle_pass"),
+            layout: &gpu.pipes.merkle_layout,
+            entries: &[
+                ::wgpu::BindGroupEntry { binding: 0, resource: binding(src, src_at, local * 32) },
+                ::wgpu::BindGroupEntry { binding: 1, resource: dst.as_entire_binding() },
+                ::wgpu::BindGroupEntry { binding: 2, resource: pieces.as_entire_binding() },
+                ::wgpu::BindGroupEntry { binding: 5, resource: binding(&scr.params, 0, PARAMS_BYTES) },
+            ],
+        })
+    };
+    // The first pass's groups name the caller's buffer: made per call, never kept.
+    let mut bind_groups = Vec::with_capacity(dispatches.len());
+    for &(p, src_at, local, _, _) in dispatches {
+        if p == 0 || keep {
+            bind_groups.push(make(scr, p, src_at, local));
+            continue;
+        }
+        let key = (p, src_at, local);
+        let bg = match scr.groups.iter().find(|(k, _)| *k == key) {
+            Some((_, bg)) => bg.clone(),
+            None => {
+                let bg = make(scr, p, src_at, local);
+                if scr.groups.len() >= 64 {
+                    scr.groups.clear();
+                }
+                scr.groups.push((key, bg.clone()));
+                bg
+            }
+        };
+        bind_groups.push(bg);
+    }
+
+    if timings.is_some() && gpu.timestamps && scr.timer.is_none() {
+        scr.timer = PassTimer::new(gpu, true);
+    }
+    let timer = scr.timer.as_ref().filter(|_| timings.is_some());
+    let inner_rb = (keep && n > 1).then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
+    let mut enc =
+        gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel merkle") });
+    {
+        let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+            label: Some("b3accel merkle"),
+            timestamp_writes: timer.map(PassTimer::writes),
+        });
+        pass.set_pipeline(&gpu.pipes.merkle);
+        for (i, (d, bg)) in dispatches.iter().zip(&bind_groups).enumerate() {
+            pass.set_bind_group(0, bg, &[(i as u64 * PARAMS_STRIDE) as u32]);
+            pass.dispatch_workgroups(d.3 .0, d.3 .1, 1);
+        }
+    }
+    let root_buf = if (passes.len() - 1).is_multiple_of(2) { &scr.a } else { &scr.b };
+    enc.copy_buffer_to_buffer(root_buf, 0, &scr.readback, 0, 32);
+    if let Some(t) = timer {
+        t.finish(&mut enc, &scr.readback, 32);
+    }
+    if let (Some(rb), Some(ib)) = (&inner_rb, &inner_buf) {
+        enc.copy_buffer_to_buffer(ib, 0, rb, 0, (n - 1) * 32);
+    }
+    let mut maps = vec![&scr.readback];
+    maps.extend(inner_rb.as_ref());
+    submit_and_map(gpu, enc, &maps)?;
+    let t_read = Instant::now();
+    let view = mapped(gpu, &scr.readback)?;
+    let mut root = [0u8; 32];
+    root.copy_from_slice(&view[..32]);
+    let kernel = timer.map(|_| PassTimer::duration(gpu, &view[32..48]));
+    drop(view);
+    scr.readback.unmap();
+    if let (Some(inner), Some(rb)) = (inner, &inner_rb) {
+        let view = mapped(gpu, rb)?;
+        inner.as_flattened_mut().copy_from_slice(&view);
+        drop(view);
+        rb.unmap();
+    }
+    if let Some(t) = timings {
+        t.kernel += kernel.unwrap_or_default();
+        t.download += t_read.elapsed();
+        t.total = start.elapsed();
+    }
+    Ok(root)
+}

@@ -1,0 +1,606 @@
+//! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
+
+use super::device::Gpu;
+use super::options::WgpuOptions;
+use super::pipelines::{Params, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use super::segment::{MAX_PASSES, QUERIES_PER_SEG, READBACK_STRIDE};
+use super::wait::{scoped, MapTicket};
+use crate::backends::gpu::pieces::pieces_of;
+use crate::backends::gpu::segments::merge_segments;
+use crate::core::constants::CHUNK_LEN;
+use crate::tree::{
+    chunk_output, hash_resident, last_chunk_len, Device, Domain, Error, Mode, Output, OutputReader, Result, Timings,
+    MAX_SUBTREE,
+};
+use blake3::Hash;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Hashes `wgpu::Buffer`s that lie on a device: yours (created on your own `wgpu::Device` with
+/// `BufferUsages::STORAGE`), or a [`WgpuBackend`](super::WgpuBackend)'s
+/// ([`WgpuBackend::resident`](super::WgpuBackend::resident)).
+///
+/// All the bulk work runs on the device; what comes back to the host is one chaining value per
+/// complete subtree (a few dozen bytes per segment of up to the device's largest storage binding)
+/// and the input's last chunk (at most 1024 bytes), which the crate's tree module finishes on the
+/// CPU. One call is one submission.
+///
+/// Your device's limits decide the segment size (the default limits allow 128 MiB segments; pass
+/// the adapter's `limits()` when you create the device to get the most). wgpu errors inside a call
+/// are caught with error scopes and returned as [`Error`]s; your device's own error handler and
+/// lost-device callback are left alone.
+///
+/// ```no_run
+/// use b3accel::{wgpu::ResidentHasher, Mode};
+/// # let (device, queue): (wgpu::Device, wgpu::Queue) = unimplemented!();
+/// let hasher = ResidentHasher::new(&device, &queue)?;
+/// let buf = device.create_buffer(&wgpu::BufferDescriptor {
+///     label: Some("data"), size: 1 << 20,
+///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false,
+/// });
+/// queue.write_buffer(&buf, 0, &vec![9u8; 1 << 20]);
+/// let hash = hasher.hash(&buf, 0, 1 << 20, &Mode::Hash)?;
+/// assert_eq!(hash, blake3::hash(&vec![9u8; 1 << 20]));
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct ResidentHasher {
+    gpu: Arc<Gpu>,
+}
+
+/// Where the time of one [`ResidentHasher::hash_breakdown`] call went: the host's phases by the
+/// wall clock, and the device's by its timestamp queries (zero without them).
+///
+/// `wait` holds the device's whole span (`before_passes + passes + after_passes`) plus what
+/// neither clock sees: the time from the submission to the device's first command, and from
+/// the device's last command until the host notices; [`latency`](Self::latency) is that part.
+///
+/// ```no_run
+/// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+/// let (_, b) = hasher.hash_breakdown(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+/// println!("{:?} of {:?} in the passes, {:?} launch and wake-up", b.passes, b.total, b.latency());
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResidentBreakdown {
+    /// Host: argument checks, error scopes, buffers from the pool, parameters, bind groups and
+    /// encoding, up to the submission.
+    pub encode: Duration,
+    /// Host: `Queue::submit` (and `map_async` on the readback buffer).
+    pub submit: Duration,
+    /// Host: from the submission until the readback buffer is mapped.
+    pub wait: Duration,
+    /// Host: reading the mapped CVs, last chunk and timestamps, and unmapping.
+    pub read: Duration,
+    /// Host: merging the subtree CVs and the last chunk into the output (the tree module), and
+    /// closing the error scopes.
+    pub finish: Duration,
+    /// Wall time of the whole call.
+    pub total: Duration,
+    /// Device: from the submission's first timestamp to the start of the first hashing pass.
+    pub before_passes: Duration,
+    /// Device: the hashing passes, summed over segments.
+    pub passes: Duration,
+    /// Device: from the end of the last hashing pass to the submission's last timestamp (the
+    /// copies into the readback buffer).
+    pub after_passes: Duration,
+}
+
+impl ResidentBreakdown {
+    /// The part of `wait` that the device's timestamps do not cover: submission to the first
+    /// command, and the last command to the host's wake-up (zero without timestamps).
+    ///
+    /// ```
+    /// let b = b3accel::wgpu::ResidentBreakdown::default();
+    /// assert_eq!(b.latency(), std::time::Duration::ZERO);
+    /// ```
+    pub fn latency(&self) -> Duration {
+        if self.passes.is_zero() {
+            return Duration::ZERO;
+        }
+        self.wait.saturating_sub(self.before_passes + self.passes + self.after_passes)
+    }
+}
+
+impl std::fmt::Debug for ResidentHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResidentHasher")
+            .field("device", &self.gpu.id)
+            .field("max_segment_bytes", &(self.gpu.max_segment_chunks * CHUNK_LEN as u64))
+            .finish()
+    }
+}
+
+impl ResidentHasher {
+    /// Builds the BLAKE3 pipelines on your device. The device needs compute shaders, 256
+    /// invocations and 8 KiB of memory per workgroup and three storage buffers per stage (the
+    /// WebGPU defaults).
+    ///
+    /// ```no_run
+    /// # let (device, queue): (wgpu::Device, wgpu::Queue) = unimplemented!();
+    /// let hasher = b3accel::wgpu::ResidentHasher::new(&device, &queue)?;
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn new(device: &::wgpu::Device, queue: &::wgpu::Queue) -> Result<ResidentHasher> {
+        // Name the device as `devices()` lists it where its adapter is one of ours.
+        let info = device.adapter_info();
+        let id = super::adapter::registry()
+            .adapters
+            .iter()
+            .find(|(a, _)| a.get_info() == info)
+            .map(|(_, d)| d.device)
+            .unwrap_or(Device::Wgpu(usize::MAX));
+        let gpu = Gpu::new(device.clone(), queue.clone(), id, &WgpuOptions::default(), None)?;
+        Ok(ResidentHasher { gpu: Arc::new(gpu) })
+    }
+
+    pub(crate) fn from_gpu(gpu: Arc<Gpu>) -> ResidentHasher {
+        ResidentHasher { gpu }
+    }
+
+    /// Largest segment, in bytes, that one storage binding of this device holds (a power of two).
+    /// Longer inputs are hashed in several segments, still in one submission.
+    ///
+    /// ```no_run
+    /// # let hasher: b3accel::wgpu::ResidentHasher = unimplemented!();
+    /// assert!(hasher.max_segment_bytes().is_power_of_two());
+    /// ```
+    pub fn max_segment_bytes(&self) -> u64 {
+        self.gpu.max_segment_chunks * CHUNK_LEN as u64
+    }
+
+    /// The hash, in `mode`, of the `len` bytes of `buffer` that start at byte `offset`.
+    ///
+    /// `buffer` needs `BufferUsages::STORAGE` and must belong to this hasher's device; `offset`
+    /// must be a multiple of the device's `min_storage_buffer_offset_alignment` (256 at most),
+    /// and the buffer must extend to `offset + len` rounded up to 4 bytes.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let key = [7u8; 32];
+    /// let mac = hasher.hash(&buf, 0, buf.size(), &b3accel::Mode::Keyed(key))?;
+    /// println!("{mac}");
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Hash> {
+        Ok(Hash::from_bytes(self.root(buffer, offset, len, mode.domain(), None)?.root_hash()))
+    }
+
+    /// [`hash`](Self::hash) with timestamp queries, and where each part of the call's time went
+    /// (see [`ResidentBreakdown`]).
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (hash, b) = hasher.hash_breakdown(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+    /// println!("{hash}: encode {:?} submit {:?} wait {:?}", b.encode, b.submit, b.wait);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_breakdown(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        mode: &Mode,
+    ) -> Result<(Hash, ResidentBreakdown)> {
+        let start = Instant::now();
+        let mut b = ResidentBreakdown::default();
+        let out = self.root(buffer, offset, len, mode.domain(), Some(&mut b))?;
+        let hash = Hash::from_bytes(out.root_hash());
+        b.total = start.elapsed();
+        b.finish = b.total.saturating_sub(b.encode + b.submit + b.wait + b.read);
+        Ok((hash, b))
+    }
+
+    /// [`hash`](Self::hash), and where the time went: `kernel` is the hashing passes as the
+    /// device's timestamp queries measure them, `download` the device's time after the passes
+    /// (copying the CVs and the last chunk out, by timestamps) plus the host's reading of them,
+    /// `total` the wall time of the call; what `total` has beyond the others is the host's and
+    /// the driver's (encoding, submission, waiting). `upload` is zero: the data is already
+    /// there. Without timestamp queries `kernel` is zero and `download` the host's part only.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (hash, t) = hasher.hash_timed(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+    /// println!("{hash}: {:.1} GB/s in the kernel", buf.size() as f64 / t.kernel.as_secs_f64() / 1e9);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_timed(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<(Hash, Timings)> {
+        let (hash, b) = self.hash_breakdown(buffer, offset, len, mode)?;
+        let t = Timings { upload: Duration::ZERO, kernel: b.passes, download: b.after_passes + b.read, total: b.total };
+        Ok((hash, t))
+    }
+
+    /// An extendable-output reader over the `len` bytes of `buffer` at `offset`, in `mode`
+    /// (requirements as for [`hash`](Self::hash)).
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let mut okm = [0u8; 64];
+    /// hasher
+    ///     .xof_reader(&buf, 0, 1000, &b3accel::Mode::DeriveKey("app v1 keys".into()))?
+    ///     .fill(&mut okm);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn xof_reader(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<OutputReader> {
+        Ok(OutputReader::new(self.root(buffer, offset, len, mode.domain(), None)?))
+    }
+
+    /// The root of the binary Merkle tree (see [`merkle`](crate::merkle)) over `count` 32-byte
+    /// leaves lying end to end in `leaves` from byte `offset`, computed where they lie: no leaf
+    /// passes through host memory and only the root (32 bytes) comes back. With `inner` (exactly
+    /// `count - 1` entries) every inner node is copied back too, level by level in the layout of
+    /// [`merkle::level_sizes`](crate::merkle::level_sizes).
+    ///
+    /// Requirements on `leaves` as for [`hash`](Self::hash); zero leaves, a range outside the
+    /// buffer or a wrong `inner` length is an error.
+    ///
+    /// ```no_run
+    /// # let (hasher, queue): (b3accel::wgpu::ResidentHasher, wgpu::Queue) = unimplemented!();
+    /// # let device: wgpu::Device = unimplemented!();
+    /// let leaves = vec![[5u8; 32]; 1000];
+    /// let buf = device.create_buffer(&wgpu::BufferDescriptor {
+    ///     label: Some("leaves"), size: 32 * 1000,
+    ///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false,
+    /// });
+    /// queue.write_buffer(&buf, 0, leaves.as_flattened());
+    /// let root = hasher.merkle_root(&buf, 0, 1000, None)?;
+    /// assert_eq!(root, b3accel::merkle_root(b3accel::Device::Cpu, &leaves)?);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn merkle_root(
+        &self,
+        leaves: &::wgpu::Buffer,
+        offset: u64,
+        count: u64,
+        inner: Option<&mut [[u8; 32]]>,
+    ) -> Result<Hash> {
+        Ok(Hash::from_bytes(super::merkle::merkle(&self.gpu, leaves, offset, count, inner, None)?))
+    }
+
+    /// [`merkle_root`](Self::merkle_root) without inner nodes, and where the time went:
+    /// `kernel` is the one compute pass of all the Merkle dispatches by the device's timestamp
+    /// queries (zero without them), `download` the host's reading of the root, `total` the wall
+    /// time of the call.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (root, t) = hasher.merkle_root_timed(&buf, 0, buf.size() / 32)?;
+    /// println!("{root}: {:?} on the device, {:?} in all", t.kernel, t.total);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn merkle_root_timed(&self, leaves: &::wgpu::Buffer, offset: u64, count: u64) -> Result<(Hash, Timings)> {
+        let mut t = Timings::default();
+        let root = super::merkle::merkle(&self.gpu, leaves, offset, count, None, Some(&mut t))?;
+        Ok((Hash::from_bytes(root), t))
+    }
+
+    /// Hashes `count` independent messages of `msg_len` bytes each (0 allowed) lying end to end
+    /// in `data` from byte `offset`, in `mode`, where they lie: element i is the hash of message
+    /// i. Messages of up to one chunk take one invocation each; longer ones one per chunk, their
+    /// chunk chaining values merged on the host. Requirements on `data` as for
+    /// [`hash`](Self::hash) (messages need not start on a word boundary).
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// // 1000 records of 100 bytes each.
+    /// let hashes = hasher.hash_many(&buf, 0, 1000, 100, &b3accel::Mode::Hash)?;
+    /// assert_eq!(hashes.len(), 1000);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_many(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+    ) -> Result<Vec<Hash>> {
+        Ok(self.hash_many_timed(data, offset, count, msg_len, mode)?.0)
+    }
+
+    /// [`hash_many`](Self::hash_many), and where the time went: `kernel` is the device's time in
+    /// the hashing passes (timestamps; zero without them), `download` the host's reading of the
+    /// results (and merging, for messages longer than a chunk), `total` the wall time.
+    ///
+    /// ```no_run
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// let (hashes, t) = hasher.hash_many_timed(&buf, 0, 1 << 20, 64, &b3accel::Mode::Hash)?;
+    /// println!("{:.2} G hashes/s on the device", hashes.len() as f64 / t.kernel.as_secs_f64() / 1e9);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_many_timed(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+    ) -> Result<(Vec<Hash>, Timings)> {
+        let mut out = vec![[0u8; 32]; count];
+        let mut t = Timings::default();
+        super::many::hash_many(&self.gpu, data, offset, msg_len, mode.domain(), &mut out, Some(&mut t))?;
+        Ok((out.into_iter().map(Hash::from_bytes).collect(), t))
+    }
+
+    /// Hashes `count` independent messages of `msg_len` bytes each (at most one chunk, 1024
+    /// bytes; 0 allowed) lying end to end in `data` from byte `offset`, in `mode`, into the device
+    /// buffer `out`: message i's hash at bytes `out_offset + 32 * i..out_offset + 32 * i + 32`.
+    /// Nothing passes through host memory; the call returns once the hashes are written (one
+    /// submission). Requirements on `data` as for [`hash`](Self::hash); `out` needs
+    /// `BufferUsages::STORAGE`, an aligned `out_offset` and room for the hashes. Longer messages
+    /// are an error here: [`hash_many`](Self::hash_many) takes them.
+    ///
+    /// Messages whose length is a multiple of 16 bytes (64-byte records, 1 KiB, ...) take the
+    /// fastest path (whole 16-byte loads).
+    ///
+    /// ```no_run
+    /// # let (hasher, data, device): (b3accel::wgpu::ResidentHasher, wgpu::Buffer, wgpu::Device) = unimplemented!();
+    /// let out = device.create_buffer(&wgpu::BufferDescriptor {
+    ///     label: Some("hashes"), size: 32 * 1000,
+    ///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false,
+    /// });
+    /// // 1000 records of 64 bytes each, hashed into `out` on the device.
+    /// hasher.hash_many_into(&data, 0, 1000, 64, &b3accel::Mode::Hash, &out, 0)?;
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn hash_many_into(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+        out: &::wgpu::Buffer,
+        out_offset: u64,
+    ) -> Result<()> {
+        let domain = mode.domain();
+        super::many::hash_many_into(&self.gpu, data, offset, count as u64, msg_len, domain, out, out_offset, None)
+    }
+
+    /// [`hash_many_into`](Self::hash_many_into), and where the time went: `kernel` is the pass's
+    /// device time by timestamp queries (zero without them), `total` the wall time of the call.
+    ///
+    /// ```no_run
+    /// # let (hasher, data, out): (b3accel::wgpu::ResidentHasher, wgpu::Buffer, wgpu::Buffer) = unimplemented!();
+    /// let t = hasher.hash_many_into_timed(&data, 0, 1 << 24, 64, &b3accel::Mode::Hash, &out, 0)?;
+    /// println!("{:.1} G hashes/s", (1u64 << 24) as f64 / t.total.as_secs_f64() / 1e9);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn hash_many_into_timed(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+        out: &::wgpu::Buffer,
+        out_offset: u64,
+    ) -> Result<Timings> {
+        let mut t = Timings::default();
+        let domain = mode.domain();
+        super::many::hash_many_into(
+            &self.gpu,
+            data,
+            offset,
+            count as u64,
+            msg_len,
+            domain,
+            out,
+            out_offset,
+            Some(&mut t),
+        )?;
+        Ok(t)
+    }
+
+    fn root(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        domain: Domain,
+        breakdown: Option<&mut ResidentBreakdown>,
+    ) -> Result<Output> {
+        let start = Instant::now();
+        let gpu = &*self.gpu;
+        if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
+            return Err(Error::InvalidInput(format!(
+                "device-resident hashing needs a buffer with STORAGE usage (it has {:?})",
+                buffer.usage()
+            )));
+        }
+        if !offset.is_multiple_of(gpu.storage_align) {
+            return Err(Error::InvalidInput(format!(
+                "offset {offset} is not a multiple of the device's storage offset alignment {}",
+                gpu.storage_align
+            )));
+        }
+        let end = offset.checked_add(len.next_multiple_of(4)).filter(|&e| e <= buffer.size());
+        if end.is_none() {
+            return Err(Error::InvalidInput(format!(
+                "{len} bytes at offset {offset} (rounded up to whole 4-byte words) do not fit in a buffer of {} bytes",
+                buffer.size()
+            )));
+        }
+        if len == 0 {
+            return Ok(chunk_output(&[], 0, domain));
+        }
+        gpu.check_health()?;
+        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, domain, breakdown, start))
+    }
+
+    fn root_on_device(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        domain: Domain,
+        breakdown: Option<&mut ResidentBreakdown>,
+        start: Instant,
+    ) -> Result<Output> {
+        let gpu = &*self.gpu;
+        let last = last_chunk_len(len);
+        let full = (len - last) / CHUNK_LEN as u64;
+        let seg = gpu.max_segment_chunks.min(full.next_power_of_two()).max(1);
+        let count = full.div_ceil(seg);
+        let (segments, tail) = gpu.with_scratch(seg, count.max(1), |scr| {
+            let queries = scr.queries.clone().filter(|_| breakdown.is_some());
+            let queries = queries.as_ref();
+            let mut enc = gpu
+                .device
+                .create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel resident") });
+            if let Some((q, _)) = queries {
+                // Queries 0 and 1 (unused by a resident segment, which has no upload) bracket the
+                // whole submission.
+                enc.write_timestamp(q, 0);
+            }
+            // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage: in the
+            // first segment's compute pass, alongside its chunk pass, where there is one.
+            let tail_start = offset + full * CHUNK_LEN as u64;
+            let aligned = tail_start / gpu.storage_align * gpu.storage_align;
+            let src_word = (tail_start - aligned) / 4;
+            let words = last.div_ceil(4);
+            let tail_params_at = MAX_PASSES * PARAMS_STRIDE * scr.segs;
+            let p = Params { n_items: words as u32, src_word: src_word as u32, ..Default::default() };
+            scr.write_params(gpu, tail_params_at, p.bytes().to_vec());
+            let bg = gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+                label: Some("b3accel copy_tail"),
+                layout: &gpu.pipes.tail_layout,
+                entries: &[
+                    ::wgpu::BindGroupEntry { binding: 1, resource: scr.tail.as_entire_binding() },
+                    ::wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.params,
+                            offset: 0,
+                            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+                        }),
+                    },
+                    ::wgpu::BindGroupEntry {
+                        binding: 4,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer,
+                            offset: aligned,
+                            size: ::wgpu::BufferSize::new((src_word + words) * 4),
+                        }),
+                    },
+                ],
+            });
+            let in_pass = count > 0;
+            for k in 0..count {
+                let n_k = seg.min(full - k * seg);
+                gpu.encode_segment(
+                    &mut enc,
+                    scr,
+                    k,
+                    buffer,
+                    false,
+                    offset + k * seg * CHUNK_LEN as u64,
+                    n_k,
+                    k * seg,
+                    domain,
+                    queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
+                    (k == 0 && in_pass).then_some((&gpu.pipes.tail, &bg, tail_params_at as u32)),
+                );
+            }
+
+            if !in_pass {
+                let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+                    label: Some("b3accel copy_tail"),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&gpu.pipes.tail);
+                pass.set_bind_group(0, &bg, &[tail_params_at as u32]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            let tail_at = READBACK_STRIDE * scr.segs;
+            enc.copy_buffer_to_buffer(&scr.tail, 0, &scr.readback, tail_at, words * 4);
+            if let Some((q, resolve)) = queries {
+                enc.write_timestamp(q, 1);
+                enc.resolve_query_set(q, 0..count.max(1) as u32 * QUERIES_PER_SEG, resolve, 0);
+                // Each segment's timestamps into the room after its pieces in the readback buffer:
+                // read back with them, no second submission.
+                let seg_bytes = QUERIES_PER_SEG as u64 * 8;
+                for k in 0..count.max(1) {
+                    enc.copy_buffer_to_buffer(
+                        resolve,
+                        k * seg_bytes,
+                        &scr.readback,
+                        k * READBACK_STRIDE + PIECES_BYTES,
+                        seg_bytes,
+                    );
+                }
+            }
+            let cmd = enc.finish();
+            let t_submit = Instant::now();
+            let index = gpu.queue.submit([cmd]);
+            let ticket = MapTicket::begin(&scr.readback, ::wgpu::MapMode::Read);
+            let t_wait = Instant::now();
+            gpu.wait(&index, &ticket)?;
+            let t_read = Instant::now();
+
+            let view = scr
+                .readback
+                .get_mapped_range(..)
+                .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
+            let segments: Vec<_> = (0..count)
+                .map(|k| {
+                    let n_k = seg.min(full - k * seg);
+                    let at = (k * READBACK_STRIDE) as usize;
+                    (n_k, pieces_of(&view[at..], n_k))
+                })
+                .collect();
+            let tail: Vec<u8> = view[tail_at as usize..(tail_at + last) as usize].to_vec();
+            let times = queries.map(|_| pass_times(gpu, &view, count));
+            drop(view);
+            scr.readback.unmap();
+            if let Some(b) = breakdown {
+                b.encode = t_submit - start;
+                b.submit = t_wait - t_submit;
+                b.wait = t_read - t_wait;
+                b.read = t_read.elapsed();
+                if let Some((before, passes, after)) = times {
+                    b.before_passes = before;
+                    b.passes = passes;
+                    b.after_passes = after;
+                }
+            }
+            Ok((segments, tail))
+        })?;
+
+        hash_resident(len, &tail, domain, |off, n, _first, out| {
+            if off != 0 || n != full {
+                return Err(Error::InvalidInput(format!(
+                    "internal: a resident input of {full} full chunks committed as a run of {n} at {off}"
+                )));
+            }
+            merge_segments(&segments, MAX_SUBTREE, domain, out)
+        })
+    }
+}
+
+/// From the readback of a timed resident submission of `count` segments (each segment's five
+/// timestamps after its pieces): the device time from the submission's first timestamp (query
+/// 0) to the start of the first pass, the summed durations of the hashing passes (queries 2 and
+/// 3 of each segment), and the device time from the end of the last pass to the end of the
+/// submission (query 1: the copies into the readback buffer).
+fn pass_times(gpu: &Gpu, view: &[u8], count: u64) -> (Duration, Duration, Duration) {
+    let tick = |i: u64| {
+        let (k, q) = (i / QUERIES_PER_SEG as u64, i % QUERIES_PER_SEG as u64);
+        let at = (k * READBACK_STRIDE + PIECES_BYTES + q * 8) as usize;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&view[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let ns = |d: u64| Duration::from_nanos((d as f64 * gpu.timestamp_period) as u64);
+    let mut kernel = Duration::ZERO;
+    let mut last_end = tick(0);
+    for k in 0..count {
+        let base = k * QUERIES_PER_SEG as u64;
+        kernel += ns(tick(base + 3).saturating_sub(tick(base + 2)));
+        last_end = last_end.max(tick(base + 3));
+    }
+    let before = if count > 0 { ns(tick(2).saturating_sub(tick(0))) } else { Duration::ZERO };
+    (before, kernel, ns(tick(1).saturating_sub(last_end)))
+}

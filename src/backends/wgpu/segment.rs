@@ -1,0 +1,263 @@
+//! One segment's passes on a wgpu device: the per-segment scratch (CVs between passes, pieces,
+//! parameters, readback, timestamps), the pass plan, and encoding the passes of a segment of
+//! chunks into its pieces.
+
+use super::device::Gpu;
+use super::pipelines::{self, Params, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use crate::core::constants::CHUNK_LEN;
+use crate::tree::{Domain, Result};
+use std::collections::HashMap;
+
+/// Passes (dispatches) a segment can need: the chunk pass, then 2^22 chunks >> CHUNK_LEVELS
+/// reduced 256 at a time down to one workgroup's worth (3 passes), then the last.
+pub(super) const MAX_PASSES: u64 = 5;
+/// Levels the chunk pass reduces inside its workgroup of 256 chunks (the later passes reduce 8).
+///
+/// Measured on an NVIDIA H200 (Vulkan, driver 580; `examples/wgpu_report.rs --resident`, the
+/// hashing passes by timestamp queries, 1 GiB / 64 MiB device-resident): 2 levels 694 / 74.0 µs,
+/// 3 levels 688 / 74.5 µs, 4 levels 688 / 74.8 µs, 5 levels 693 / 76.8 µs, 6 levels 699 / 76.9
+/// µs. The top levels of a workgroup's tree keep 16, 8, 4, 2, 1 invocations busy between
+/// barriers while the rest of the workgroup waits; handing them to the next pass, 8 times
+/// smaller, costs one more small dispatch at some sizes but frees the chunk pass's workgroups
+/// sooner.
+pub(super) const CHUNK_LEVELS: u32 = 3;
+/// Bytes of readback per segment: the pieces, then up to 32 timestamps' worth of room.
+pub(super) const READBACK_STRIDE: u64 = PIECES_BYTES + 256;
+
+/// Per-segment scratch on the device: the CVs between passes, the pieces, the pass parameters,
+/// the readback buffer, and timestamp queries where the device has them.
+pub(crate) struct Scratch {
+    pub(super) cap: u64,
+    pub(super) segs: u64,
+    pub(super) cv_a: ::wgpu::Buffer,
+    pub(super) cv_b: ::wgpu::Buffer,
+    pub(super) pieces: ::wgpu::Buffer,
+    pub(super) params: ::wgpu::Buffer,
+    pub(super) readback: ::wgpu::Buffer,
+    /// copy_tail's output (resident inputs).
+    pub(super) tail: ::wgpu::Buffer,
+    pub(super) queries: Option<(::wgpu::QuerySet, ::wgpu::Buffer)>,
+    /// What each parameter block of `params` (by byte offset) last had written to it.
+    pub(super) params_shadow: HashMap<u64, Vec<u8>>,
+    /// Bind groups naming only this scratch's buffers, by (segment, pass, items, source offset).
+    pub(super) groups: HashMap<(u64, usize, u64, u64), ::wgpu::BindGroup>,
+}
+
+impl Scratch {
+    /// Writes `bytes` at byte `at` of `params` unless they are there already.
+    pub(super) fn write_params(&mut self, gpu: &Gpu, at: u64, bytes: Vec<u8>) {
+        if self.params_shadow.get(&at) != Some(&bytes) {
+            gpu.queue.write_buffer(&self.params, at, &bytes);
+            self.params_shadow.insert(at, bytes);
+        }
+    }
+}
+
+/// Timestamps per segment: upload begin/end, pass begin/end, readback copy end.
+pub(super) const QUERIES_PER_SEG: u32 = 5;
+
+impl Scratch {
+    pub(super) fn new(gpu: &Gpu, cap: u64, segs: u64) -> Scratch {
+        let queries = gpu.timestamps.then(|| {
+            (
+                gpu.device.create_query_set(&::wgpu::QuerySetDescriptor {
+                    label: Some("b3accel timestamps"),
+                    ty: ::wgpu::QueryType::Timestamp,
+                    count: QUERIES_PER_SEG * segs as u32,
+                }),
+                gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                    label: Some("b3accel timestamps"),
+                    size: 256 * segs,
+                    usage: ::wgpu::BufferUsages::QUERY_RESOLVE | ::wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }),
+            )
+        });
+        Scratch {
+            cap,
+            segs,
+            // Pass 0 writes cap >> CHUNK_LEVELS CVs to cv_a, pass 1 256 times fewer to cv_b,
+            // pass 2 fewer still to cv_a.
+            cv_a: gpu.storage_buffer("b3accel cv_a", (cap >> CHUNK_LEVELS).max(1) * 32, ::wgpu::BufferUsages::empty()),
+            cv_b: gpu.storage_buffer(
+                "b3accel cv_b",
+                (cap >> CHUNK_LEVELS >> LOG_WORKGROUP).max(1) * 32,
+                ::wgpu::BufferUsages::empty(),
+            ),
+            pieces: gpu.storage_buffer("b3accel pieces", PIECES_BYTES * segs, ::wgpu::BufferUsages::COPY_SRC),
+            params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some("b3accel params"),
+                // One block of pass parameters per segment, then copy_tail's.
+                size: MAX_PASSES * PARAMS_STRIDE * segs + PARAMS_STRIDE,
+                usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            readback: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some("b3accel readback"),
+                size: READBACK_STRIDE * segs + CHUNK_LEN as u64,
+                usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            tail: gpu.storage_buffer("b3accel tail", CHUNK_LEN as u64, ::wgpu::BufferUsages::COPY_SRC),
+            queries,
+            params_shadow: HashMap::new(),
+            groups: HashMap::new(),
+        }
+    }
+}
+
+impl Gpu {
+    /// Runs `f` with scratch for `segs` segments of up to `cap` chunks, from the device's pool
+    /// (kept for the next call when `f` succeeds) or new.
+    pub(super) fn with_scratch<R>(&self, cap: u64, segs: u64, f: impl FnOnce(&mut Scratch) -> Result<R>) -> Result<R> {
+        self.scratch.with(|s| s.cap >= cap && s.segs >= segs, || Ok(Scratch::new(self, cap, segs)), f)
+    }
+
+    /// The passes that hash a segment of `n` chunks, as (items, levels): the chunk pass reduces
+    /// CHUNK_LEVELS levels per workgroup, every further pass LOG_WORKGROUP, until at most one
+    /// workgroup's worth of items is left for the last pass, which reduces them all into pieces.
+    pub(super) fn plan(&self, n: u64) -> Vec<(u64, u32)> {
+        let wg = pipelines::WORKGROUP as u64;
+        let mut passes = Vec::new();
+        let (mut items, mut levels) = (n, CHUNK_LEVELS);
+        while items > wg {
+            passes.push((items, levels));
+            items >>= levels;
+            levels = LOG_WORKGROUP;
+        }
+        passes.push((items, LOG_WORKGROUP + 1));
+        passes
+    }
+
+    /// Encodes the passes that hash `n` chunks (1 <= n <= max_segment_chunks) lying in `src` at
+    /// byte `offset` into the pieces of segment slot `seg` of `scr`: one CV per set bit of n
+    /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index.
+    #[allow(clippy::too_many_arguments)]
+    ///
+    /// The parameters are written only where `scr` does not already hold them, and the bind
+    /// groups that name only `scr`'s buffers (every pass after the first, and the first too when
+    /// `src_ours`: `src` is a buffer that stays with `scr`) are kept in `scr` for the next call.
+    pub(super) fn encode_segment(
+        &self,
+        enc: &mut ::wgpu::CommandEncoder,
+        scr: &mut Scratch,
+        seg: u64,
+        src: &::wgpu::Buffer,
+        src_ours: bool,
+        offset: u64,
+        n: u64,
+        counter: u64,
+        domain: Domain,
+        timestamps: Option<(&::wgpu::QuerySet, u32)>,
+        first: Option<(&::wgpu::ComputePipeline, &::wgpu::BindGroup, u32)>,
+    ) {
+        debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs);
+        let wg = pipelines::WORKGROUP as u64;
+        let passes = self.plan(n);
+        let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
+        let mut block = vec![0u8; (passes.len() as u64 * PARAMS_STRIDE) as usize];
+        let mut piece_slot = 0;
+        for (l, &(items, levels)) in passes.iter().enumerate() {
+            let p = Params {
+                key: domain.key,
+                counter,
+                n_items: items as u32,
+                flags: domain.flags,
+                piece_slot,
+                src_word: 0,
+                levels,
+            };
+            piece_slot += levels;
+            let at = l * PARAMS_STRIDE as usize;
+            block[at..at + PARAMS_BYTES as usize].copy_from_slice(&p.bytes());
+        }
+        scr.write_params(self, params_base, block);
+
+        fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
+            ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
+        }
+        let make = |scr: &Scratch, l: usize, items: u64, levels: u32| {
+            // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
+            // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
+            // less room than pass l, so cv_a is always large enough).
+            let (input, output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            let src_binding = if l == 0 {
+                ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
+            } else {
+                cvs(input, items)
+            };
+            self.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+                label: Some("b3accel pass"),
+                layout: &self.pipes.layout,
+                entries: &[
+                    ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
+                    ::wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items >> levels.min(63))),
+                    },
+                    ::wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.pieces,
+                            offset: seg * PIECES_BYTES,
+                            size: ::wgpu::BufferSize::new(PIECES_BYTES),
+                        }),
+                    },
+                    ::wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.params,
+                            offset: 0,
+                            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+                        }),
+                    },
+                ],
+            })
+        };
+        let mut bind_groups = Vec::with_capacity(passes.len());
+        for (l, &(items, levels)) in passes.iter().enumerate() {
+            if l == 0 && !src_ours {
+                bind_groups.push(make(scr, l, items, levels));
+                continue;
+            }
+            // Pass 0 over our own input binds it at `offset`, which is always 0 there.
+            let key = (seg, l, items, if l == 0 { offset } else { 0 });
+            let bg = match scr.groups.get(&key) {
+                Some(bg) => bg.clone(),
+                None => {
+                    let bg = make(scr, l, items, levels);
+                    if scr.groups.len() >= 256 {
+                        scr.groups.clear();
+                    }
+                    scr.groups.insert(key, bg.clone());
+                    bg
+                }
+            };
+            bind_groups.push(bg);
+        }
+        {
+            let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+                label: Some("b3accel segment"),
+                timestamp_writes: timestamps.map(|(q, i)| ::wgpu::ComputePassTimestampWrites {
+                    query_set: q,
+                    beginning_of_pass_write_index: Some(i),
+                    end_of_pass_write_index: Some(i + 1),
+                }),
+            });
+            if let Some((pipeline, bg, dyn_offset)) = first {
+                // Independent of the hashing passes (no buffer in common but the input, read
+                // by both), so the device runs it alongside the chunk pass.
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bg, &[dyn_offset]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            for (l, (&(items, _), bg)) in passes.iter().zip(&bind_groups).enumerate() {
+                pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
+                let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;
+                pass.set_bind_group(0, bg, &[dyn_offset]);
+                pass.dispatch_workgroups(items.div_ceil(wg) as u32, 1, 1);
+            }
+        }
+        enc.copy_buffer_to_buffer(&scr.pieces, seg * PIECES_BYTES, &scr.readback, seg * READBACK_STRIDE, PIECES_BYTES);
+    }
+}

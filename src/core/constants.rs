@@ -1,0 +1,61 @@
+// BLAKE3's constants, with no dependencies: the crate's `core::constants` module, and included
+// by `build.rs`, which writes them into the OpenCL and WGSL kernels' preludes so that the shaders
+// can never drift from the Rust code.
+
+/// Bytes in a BLAKE3 hash (the default output length).
+pub const OUT_LEN: usize = 32;
+/// Bytes in a key for the keyed-hash mode.
+pub const KEY_LEN: usize = 32;
+/// Bytes in a block, the unit of the compression function.
+pub const BLOCK_LEN: usize = 64;
+/// Bytes in a chunk, the leaf of BLAKE3's tree (16 blocks).
+pub const CHUNK_LEN: usize = 1024;
+
+/// The initialisation vector (the same as SHA-256's).
+pub const IV: [u32; 8] =
+    [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19];
+
+/// The permutation applied to the message words between rounds.
+pub const MSG_PERMUTATION: [usize; 16] = [2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8];
+
+/// Number of rounds in one compression.
+pub const ROUNDS: usize = 7;
+
+/// `MSG_SCHEDULE[r][i]`: which message word is the i-th input of round r (the permutation applied
+/// r times), so that kernels index the message instead of moving it between rounds.
+pub const MSG_SCHEDULE: [[usize; 16]; ROUNDS] = {
+    let mut s = [[0usize; 16]; ROUNDS];
+    let mut i = 0;
+    while i < 16 {
+        s[0][i] = i;
+        i += 1;
+    }
+    let mut r = 1;
+    while r < ROUNDS {
+        let mut i = 0;
+        while i < 16 {
+            s[r][i] = s[r - 1][MSG_PERMUTATION[i]];
+            i += 1;
+        }
+        r += 1;
+    }
+    s
+};
+
+/// Domain flags, combined into the compression function's last state word.
+pub mod flags {
+    /// First block of a chunk.
+    pub const CHUNK_START: u32 = 1 << 0;
+    /// Last block of a chunk.
+    pub const CHUNK_END: u32 = 1 << 1;
+    /// A parent node: the block is two child chaining values.
+    pub const PARENT: u32 = 1 << 2;
+    /// The root node: its output is the hash (and the XOF stream).
+    pub const ROOT: u32 = 1 << 3;
+    /// Keyed-hash mode.
+    pub const KEYED_HASH: u32 = 1 << 4;
+    /// Derive-key mode, hashing the context string.
+    pub const DERIVE_KEY_CONTEXT: u32 = 1 << 5;
+    /// Derive-key mode, hashing the key material.
+    pub const DERIVE_KEY_MATERIAL: u32 = 1 << 6;
+}

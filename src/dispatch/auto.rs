@@ -1,0 +1,403 @@
+//! `Device::Auto`: the device that is fastest end to end for data of a given size in host
+//! memory, chosen from measurements.
+//!
+//! Rules, in order:
+//! 1. Inputs under [`GPU_MIN_BYTES`] always go to the CPU: a GPU's dispatch and transfer latency
+//!    alone costs more than hashing them on the CPU.
+//! 2. Only hardware GPUs are candidates; a software GPU (PoCL, llvmpipe, lavapipe) never is. On a
+//!    machine without one, Auto *is* the CPU backend, at no cost.
+//! 3. Otherwise a short calibration measures the CPU and each GPU at a few sizes (host memory to
+//!    hash, end to end); for each call Auto picks the device with the best interpolated
+//!    throughput at that call's size.
+//!
+//! The calibration (and the list of hardware GPUs, so that later processes need not even list
+//! devices) is cached in a small JSON file, made on first use or by `b3accel bench --calibrate`:
+//! `$B3ACCEL_CALIBRATION` if set, else `$XDG_CACHE_HOME/b3accel/calibration.json`, else
+//! `~/.cache/b3accel/calibration.json`. Delete it after changing hardware or drivers; a cache
+//! made by another version of this crate or on another CPU is ignored.
+//!
+//! Data that already lies in a device buffer is hashed on that device (the backends'
+//! `hash_buffer` entry points): copying it back to the host is never faster.
+
+use super::registry::{backend, devices};
+use crate::backends::cpu::CpuBackend;
+use crate::core::compress::Cv;
+use crate::tree::{hash_all, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Result};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// Inputs smaller than this never go to a GPU.
+pub const GPU_MIN_BYTES: u64 = 4 << 20;
+
+/// The sizes the calibration measures.
+const CALIBRATION_SIZES: [u64; 4] = [4 << 20, 32 << 20, 128 << 20, 512 << 20];
+
+/// The environment variable naming the calibration cache file.
+pub const CALIBRATION_ENV: &str = "B3ACCEL_CALIBRATION";
+
+/// What `Device::Auto` chose for one input, and why.
+///
+/// ```
+/// let c = b3accel::auto::choose(64);
+/// assert_eq!(c.device, b3accel::Device::Cpu);
+/// println!("{}", c.reason);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    /// The device that hashes the input.
+    pub device: Device,
+    /// Why, in a sentence a user can read (`b3accel -v` prints it).
+    pub reason: String,
+}
+
+/// One device's measured throughput, in bytes per second, at each calibration size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    /// The device measured.
+    pub device: Device,
+    /// Its name, as the driver reports it.
+    pub name: String,
+    /// `(size in bytes, bytes per second)`, by increasing size.
+    pub points: Vec<(u64, f64)>,
+}
+
+impl Curve {
+    /// Throughput at `size`, interpolated linearly in log(size) between measured points and
+    /// held flat beyond them.
+    fn at(&self, size: u64) -> f64 {
+        let p = &self.points;
+        match p.iter().position(|&(s, _)| s >= size) {
+            None => p.last().map_or(0.0, |x| x.1),
+            Some(0) => p[0].1,
+            Some(i) => {
+                let ((s0, t0), (s1, t1)) = (p[i - 1], p[i]);
+                let f = ((size as f64).ln() - (s0 as f64).ln()) / ((s1 as f64).ln() - (s0 as f64).ln());
+                t0 + f * (t1 - t0)
+            }
+        }
+    }
+}
+
+/// What Auto knows about this machine: the CPU's curve and one per hardware GPU (none where the
+/// machine has no hardware GPU).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// The CPU backend's curve (empty when there is no GPU to compare it with).
+    pub cpu: Curve,
+    /// One curve per hardware GPU.
+    pub gpus: Vec<Curve>,
+    /// Where this calibration came from: measured now, or the cache file's path.
+    pub source: String,
+}
+
+/// The calibration in force in this process: loaded from the cache, or measured (and cached) on
+/// first use.
+///
+/// ```no_run
+/// let cal = b3accel::auto::calibration();
+/// for gpu in &cal.gpus {
+///     println!("{}: {:?}", gpu.name, gpu.points);
+/// }
+/// ```
+pub fn calibration() -> &'static Calibration {
+    static CAL: OnceLock<Calibration> = OnceLock::new();
+    CAL.get_or_init(|| load().unwrap_or_else(|| measure_and_store(false)))
+}
+
+/// Measures anew and rewrites the cache (what `b3accel bench --calibrate` does). The process
+/// keeps using the calibration it already had, if any, until it ends.
+///
+/// ```no_run
+/// let fresh = b3accel::auto::recalibrate();
+/// println!("calibrated {} GPU(s), saved to {}", fresh.gpus.len(), fresh.source);
+/// ```
+pub fn recalibrate() -> Calibration {
+    measure_and_store(true)
+}
+
+/// The device Auto uses for `len` bytes in host memory.
+///
+/// ```
+/// // Small inputs always stay on the CPU.
+/// assert_eq!(b3accel::auto::choose(1000).device, b3accel::Device::Cpu);
+/// ```
+pub fn choose(len: u64) -> Choice {
+    let gb = |x: f64| x / 1e9;
+    let decision = decide(len);
+    let reason = match &decision {
+        Decision::Small => {
+            format!("{len} bytes is under {} MiB: small inputs always stay on the CPU", GPU_MIN_BYTES >> 20)
+        }
+        Decision::NoGpu => "no hardware GPU on this machine".into(),
+        Decision::Measured { best, cpu, cal } if best.1 > *cpu => format!(
+            "{} ({}) is measured fastest at this size: {:.1} GB/s end to end against the CPU's {:.1} GB/s ({})",
+            best.0.device,
+            best.0.name,
+            gb(best.1),
+            gb(*cpu),
+            cal.source
+        ),
+        Decision::Measured { best, cpu, cal } => format!(
+            "the CPU is measured fastest at this size: {:.1} GB/s against {:.1} GB/s for {} ({})",
+            gb(*cpu),
+            gb(best.1),
+            best.0.device,
+            cal.source
+        ),
+    };
+    Choice { device: decision.device(), reason }
+}
+
+/// Why Auto picks what it picks, without the words: [`AutoBackend`] asks on every call, and only
+/// [`choose`] needs the sentence.
+enum Decision {
+    Small,
+    NoGpu,
+    /// The fastest GPU with its throughput at this size, the CPU's, and where they come from.
+    Measured {
+        best: (&'static Curve, f64),
+        cpu: f64,
+        cal: &'static Calibration,
+    },
+}
+
+impl Decision {
+    fn device(&self) -> Device {
+        match self {
+            Decision::Measured { best, cpu, .. } if best.1 > *cpu => best.0.device,
+            _ => Device::Cpu,
+        }
+    }
+}
+
+fn decide(len: u64) -> Decision {
+    if len < GPU_MIN_BYTES {
+        return Decision::Small;
+    }
+    let cal = calibration();
+    let Some(best) = cal.gpus.iter().map(|g| (g, g.at(len))).max_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return Decision::NoGpu;
+    };
+    Decision::Measured { best, cpu: cal.cpu.at(len), cal }
+}
+
+/// Hardware GPUs: what Auto may choose besides the CPU.
+fn hardware_gpus() -> Vec<DeviceInfo> {
+    devices().into_iter().filter(|d| d.backend != BackendKind::Cpu && d.kind != DeviceKind::Cpu).collect()
+}
+
+/// The machine's fingerprint: a cache made elsewhere, or by another version, is ignored.
+fn fingerprint() -> String {
+    let cpu = CpuBackend::new();
+    format!(
+        "b3accel {} | {} | {} threads | features{}{}",
+        env!("CARGO_PKG_VERSION"),
+        cpu.info().name,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        if cfg!(feature = "opencl") { " opencl" } else { "" },
+        if cfg!(feature = "wgpu") { " wgpu" } else { "" },
+    )
+}
+
+fn cache_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(CALIBRATION_ENV) {
+        return Some(PathBuf::from(p));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("b3accel").join("calibration.json"))
+}
+
+/// The cache file's location, where this machine has one (`$B3ACCEL_CALIBRATION`,
+/// `$XDG_CACHE_HOME` or `$HOME` decide it).
+///
+/// ```
+/// if let Some(p) = b3accel::auto::cache_file() {
+///     println!("calibration cache: {}", p.display());
+/// }
+/// ```
+pub fn cache_file() -> Option<PathBuf> {
+    cache_path()
+}
+
+fn curve_to_json(c: &Curve) -> serde_json::Value {
+    serde_json::json!({
+        "device": c.device.to_string(),
+        "name": c.name,
+        "points": c.points.iter().map(|(s, t)| serde_json::json!([s, t])).collect::<Vec<_>>(),
+    })
+}
+
+fn curve_from_json(v: &serde_json::Value) -> Option<Curve> {
+    Some(Curve {
+        device: v["device"].as_str()?.parse().ok()?,
+        name: v["name"].as_str()?.to_string(),
+        points: v["points"]
+            .as_array()?
+            .iter()
+            .map(|p| Some((p[0].as_u64()?, p[1].as_f64()?)))
+            .collect::<Option<Vec<_>>>()?,
+    })
+}
+
+fn load() -> Option<Calibration> {
+    let path = cache_path()?;
+    let text = std::fs::read_to_string(&path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if v["fingerprint"].as_str()? != fingerprint() {
+        return None;
+    }
+    Some(Calibration {
+        cpu: curve_from_json(&v["cpu"])?,
+        gpus: v["gpus"].as_array()?.iter().map(curve_from_json).collect::<Option<Vec<_>>>()?,
+        source: format!("calibration cached in {}", path.display()),
+    })
+}
+
+fn measure_and_store(verbose: bool) -> Calibration {
+    let gpus = hardware_gpus();
+    let cpu_info = CpuBackend::new().info().clone();
+    let mut cal = Calibration {
+        cpu: Curve { device: Device::Cpu, name: cpu_info.name, points: Vec::new() },
+        gpus: Vec::new(),
+        source: "calibrated in this process".into(),
+    };
+    if !gpus.is_empty() {
+        let data: Vec<u8> = (0..*CALIBRATION_SIZES.last().expect("sizes") as usize).map(|i| (i % 251) as u8).collect();
+        cal.cpu.points = measure(&*backend(Device::Cpu).expect("the CPU backend always opens"), &data, verbose);
+        for g in gpus {
+            // A GPU that fails to open or to hash is simply not a candidate.
+            if let Ok(b) = backend(g.device) {
+                let points = measure(&*b, &data, verbose);
+                if points.len() == CALIBRATION_SIZES.len() {
+                    cal.gpus.push(Curve { device: g.device, name: g.name, points });
+                }
+            }
+        }
+    }
+    if let Some(path) = cache_path() {
+        let json = serde_json::json!({
+            "fingerprint": fingerprint(),
+            "cpu": curve_to_json(&cal.cpu),
+            "gpus": cal.gpus.iter().map(curve_to_json).collect::<Vec<_>>(),
+        });
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, serde_json::to_string_pretty(&json).unwrap_or_default()));
+        if written.is_ok() {
+            cal.source = format!("calibrated and cached in {}", path.display());
+        }
+    }
+    cal
+}
+
+/// Best of three end-to-end timings at each calibration size (after one warm-up call).
+fn measure(b: &dyn Backend, data: &[u8], verbose: bool) -> Vec<(u64, f64)> {
+    let mut points = Vec::new();
+    for &size in &CALIBRATION_SIZES {
+        let input = &data[..size as usize];
+        let mut best = f64::INFINITY;
+        for _ in 0..4 {
+            let t = Instant::now();
+            if hash_all(b, input, Domain::HASH).is_err() {
+                return points;
+            }
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        if verbose {
+            eprintln!("calibrate: {} at {} MiB: {:.1} GB/s", b.info().device, size >> 20, size as f64 / best / 1e9);
+        }
+        points.push((size, size as f64 / best));
+    }
+    points
+}
+
+/// The backend behind `Device::Auto`: each call goes to the device [`choose`] picks for its size.
+pub(crate) struct AutoBackend {
+    cpu: Arc<dyn Backend>,
+    info: DeviceInfo,
+}
+
+impl AutoBackend {
+    pub(crate) fn new() -> AutoBackend {
+        let cpu: Arc<dyn Backend> = Arc::new(CpuBackend::new());
+        let mut info = cpu.info().clone();
+        info.device = Device::Auto;
+        info.api = format!("auto: {}, or a hardware GPU for large inputs when measured faster", info.api);
+        AutoBackend { cpu, info }
+    }
+
+    /// The backend for a call on `len` bytes: the chosen device, or the CPU if it fails to open.
+    fn pick(&self, len: u64) -> Arc<dyn Backend> {
+        match decide(len).device() {
+            Device::Cpu | Device::Auto => self.cpu.clone(),
+            d => backend(d).unwrap_or_else(|_| self.cpu.clone()),
+        }
+    }
+}
+
+impl Backend for AutoBackend {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn batch_len(&self) -> usize {
+        self.cpu.batch_len()
+    }
+
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        self.pick(input.len() as u64).chunk_subtrees(input, first_chunk, key, flags, out)
+    }
+
+    fn chunk_subtrees_capped(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        self.pick(input.len() as u64).chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)
+    }
+
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
+        self.pick(std::mem::size_of_val(blocks) as u64).hash_blocks(blocks, out)
+    }
+
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        self.pick(std::mem::size_of_val(leaves) as u64).merkle(leaves, inner)
+    }
+
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        self.pick(data.len() as u64).hash_many(data, msg_len, key, flags, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curve_interpolates_in_log_size_and_holds_flat_outside() {
+        let c = Curve { device: Device::Cpu, name: "x".into(), points: vec![(1 << 20, 10.0), (1 << 22, 30.0)] };
+        assert_eq!(c.at(1), 10.0);
+        assert_eq!(c.at(1 << 30), 30.0);
+        assert!((c.at(1 << 21) - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn small_inputs_stay_on_the_cpu() {
+        assert_eq!(choose(0).device, Device::Cpu);
+        assert_eq!(choose(GPU_MIN_BYTES - 1).device, Device::Cpu);
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let c = Curve { device: Device::OpenCl(2), name: "GPU".into(), points: vec![(4, 1.5), (8, 2.5)] };
+        assert_eq!(curve_from_json(&curve_to_json(&c)), Some(c));
+    }
+}

@@ -1,0 +1,127 @@
+//! The registry: which devices this machine has, and the backend that runs each `Device`, opened
+//! once per process.
+
+use crate::backends::cpu::CpuBackend;
+#[cfg(feature = "opencl")]
+use crate::backends::opencl;
+#[cfg(feature = "wgpu")]
+use crate::backends::wgpu;
+use crate::dispatch::auto::AutoBackend;
+#[cfg(not(all(feature = "opencl", feature = "wgpu")))]
+use crate::tree::Error;
+use crate::tree::{Backend, BackendKind, Device, DeviceInfo, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Every device this machine has: the CPU first, then each OpenCL device and each wgpu adapter
+/// (for the backends compiled in). A backend whose runtime is missing contributes no devices;
+/// [`backend_status`] says why.
+///
+/// ```
+/// let all = b3accel::devices();
+/// assert_eq!(all[0].device, b3accel::Device::Cpu);
+/// ```
+pub fn devices() -> Vec<DeviceInfo> {
+    let mut all = vec![CpuBackend::new().info().clone()];
+    for status in backend_status() {
+        if let Ok(list) = status.devices {
+            all.extend(list);
+        }
+    }
+    all
+}
+
+/// One GPU backend's enumeration result, as [`backend_status`] reports it.
+///
+/// ```
+/// for s in b3accel::backend_status() {
+///     match &s.devices {
+///         Ok(list) => println!("{}: {} device(s)", s.backend, list.len()),
+///         Err(e) => println!("{}: unavailable: {e}", s.backend),
+///     }
+/// }
+/// ```
+#[derive(Debug)]
+pub struct BackendStatus {
+    /// Which backend.
+    pub backend: BackendKind,
+    /// Its devices, or why it has none (no runtime, no driver).
+    pub devices: Result<Vec<DeviceInfo>>,
+}
+
+/// Each GPU backend compiled into this build, with its devices or the reason it has none.
+///
+/// ```
+/// let built = b3accel::backend_status().len();
+/// assert!(built <= 2);
+/// ```
+#[allow(clippy::vec_init_then_push)] // one push per backend compiled in
+pub fn backend_status() -> Vec<BackendStatus> {
+    #[allow(unused_mut)]
+    let mut out = Vec::new();
+    #[cfg(feature = "opencl")]
+    out.push(BackendStatus { backend: BackendKind::OpenCl, devices: opencl::enumerate() });
+    #[cfg(feature = "wgpu")]
+    out.push(BackendStatus { backend: BackendKind::Wgpu, devices: wgpu::enumerate() });
+    out
+}
+
+/// The backend that runs `device`, opened on first use and shared for the life of the process
+/// (GPU programs are built once per device).
+///
+/// ```
+/// let cpu = b3accel::backend(b3accel::Device::Cpu).unwrap();
+/// assert_eq!(cpu.info().device, b3accel::Device::Cpu);
+/// ```
+pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
+    if device == Device::Cpu {
+        return Ok(cpu_backend().clone());
+    }
+    static OPEN: OnceLock<Mutex<HashMap<Device, Arc<dyn Backend>>>> = OnceLock::new();
+    let open = OPEN.get_or_init(Default::default);
+    if let Some(b) = open.lock().unwrap_or_else(|p| p.into_inner()).get(&device) {
+        return Ok(b.clone());
+    }
+    // Opened outside the lock: a slow driver start must not stall users of other devices. Two
+    // threads may race to open the same device; the first one stored wins.
+    let opened: Arc<dyn Backend> = match device {
+        Device::Auto => Arc::new(AutoBackend::new()),
+        Device::Cpu => cpu_backend().clone(),
+        Device::OpenCl(i) => open_opencl(device, i)?,
+        Device::Wgpu(i) => open_wgpu(device, i)?,
+    };
+    let mut map = open.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(map.entry(device).or_insert(opened).clone())
+}
+
+/// The CPU backend, opened once and found without a lock or a map: every `hash_on(Device::Cpu, ..)`
+/// of more than a chunk passes here, from however many threads.
+pub(crate) fn cpu_backend() -> &'static Arc<dyn Backend> {
+    static CPU: OnceLock<Arc<dyn Backend>> = OnceLock::new();
+    CPU.get_or_init(|| Arc::new(CpuBackend::new()))
+}
+
+/// The backend behind `Device::Auto`, which always opens.
+pub(crate) fn auto_backend() -> Arc<dyn Backend> {
+    backend(Device::Auto).unwrap_or_else(|_| Arc::new(AutoBackend::new()))
+}
+
+#[cfg(feature = "opencl")]
+fn open_opencl(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(opencl::OpenClBackend::open(index)?))
+}
+
+#[cfg(not(feature = "opencl"))]
+fn open_opencl(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
+    Err(Error::NotBuilt { device, feature: "opencl" })
+}
+
+#[cfg(feature = "wgpu")]
+fn open_wgpu(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(wgpu::WgpuBackend::open(index)?))
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn open_wgpu(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
+    Err(Error::NotBuilt { device, feature: "wgpu" })
+}

@@ -1,0 +1,251 @@
+//! The `Backend` trait: the seam between BLAKE3's tree (once, on the CPU) and the devices (bulk work).
+//!
+//! A backend hashes runs of full chunks into the chaining values of complete subtrees, and batches
+//! of one-block messages. Everything else (the partial last chunk, merging the few subtree CVs, the
+//! ROOT flag, XOF output) is the tree module's job, the same for every backend.
+
+use super::device::DeviceInfo;
+use super::error::{Error, Result};
+use super::merkle;
+use crate::core::compress::Cv;
+use crate::core::constants::CHUNK_LEN;
+use std::time::Duration;
+
+/// Where the time of one hash of host memory on a GPU went, as the GPU backends' `hash_timed`
+/// methods report it. With pipelining, upload and kernel time overlap, so `total` (the wall time
+/// of the whole call) can be less than the sum of the parts.
+///
+/// ```
+/// let t = b3accel::Timings::default();
+/// assert_eq!(t.total, std::time::Duration::ZERO);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Host-to-device copies, summed over segments.
+    pub upload: Duration,
+    /// Kernel execution, summed over dispatches.
+    pub kernel: Duration,
+    /// Device-to-host copies (the few chaining values), summed.
+    pub download: Duration,
+    /// Wall time of the whole call, end to end.
+    pub total: Duration,
+}
+
+/// A device that does BLAKE3's bulk work.
+///
+/// Implemented by the CPU backend and, behind their cargo features, the OpenCL and wgpu backends.
+/// Most programs never touch it: [`hash_on`](crate::hash_on) and [`Hasher`](crate::Hasher) drive it.
+///
+/// ```
+/// use b3accel::{backend, Device, CHUNK_LEN, IV};
+/// // Four full chunks at chunk index 0 form one complete subtree: one chaining value.
+/// let data = vec![7u8; 4 * CHUNK_LEN];
+/// let mut cvs = [[0u8; 32]; 1];
+/// backend(Device::Cpu).unwrap().chunk_subtrees(&data, 0, &IV, 0, &mut cvs).unwrap();
+/// ```
+pub trait Backend: Send + Sync {
+    /// The device this backend runs on.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// println!("{}", b.info().name);
+    /// ```
+    fn info(&self) -> &DeviceInfo;
+
+    /// How many bytes an incremental [`Hasher`](crate::Hasher) gathers before it hands them over:
+    /// a power of two, at least one chunk. Larger batches amortise a GPU's dispatch and transfer
+    /// costs; the hasher's memory is bounded by this figure.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// assert!(b.batch_len().is_power_of_two() && b.batch_len() >= b3accel::CHUNK_LEN);
+    /// ```
+    fn batch_len(&self) -> usize {
+        64 * 1024
+    }
+
+    /// Hashes `input`, a whole number `n >= 1` of full 1024-byte chunks whose first chunk has
+    /// index `first_chunk`, into the chaining values of the complete subtrees those chunks form in
+    /// BLAKE3's left-heavy tree: one per set bit of `n`, largest subtree first. `out` has exactly
+    /// `n.count_ones()` entries.
+    ///
+    /// `first_chunk` must be a multiple of `n.next_power_of_two()`, so that each of those
+    /// subtrees is complete. `key` is the key words (the IV, or the key, or the derived context
+    /// key) and `flags` the mode flags (`0`, `KEYED_HASH`, `DERIVE_KEY_MATERIAL`); none of the
+    /// returned CVs is a root.
+    ///
+    /// ```
+    /// use b3accel::{backend, Device, CHUNK_LEN, IV};
+    /// // 6 chunks = a 4-chunk subtree and a 2-chunk subtree.
+    /// let data = vec![1u8; 6 * CHUNK_LEN];
+    /// let mut cvs = [[0u8; 32]; 2];
+    /// backend(Device::Cpu).unwrap().chunk_subtrees(&data, 0, &IV, 0, &mut cvs).unwrap();
+    /// assert_ne!(cvs[0], cvs[1]);
+    /// ```
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()>;
+
+    /// Like [`chunk_subtrees`](Self::chunk_subtrees), but no subtree is larger than
+    /// `max_chunks` (a power of two): `out` gets `n / max_chunks` CVs of `max_chunks`-chunk
+    /// subtrees, then one per set bit of `n % max_chunks` ([`subtree_count`] of them). The tree
+    /// module asks for this where it needs the children of what would otherwise be the root (an
+    /// input of exactly a power of two chunks), and `first_chunk` must be a multiple of
+    /// `max_chunks` or of `n.next_power_of_two()`, whichever is smaller.
+    ///
+    /// The default splits the run at multiples of `max_chunks` and calls `chunk_subtrees` for each
+    /// piece; a backend overrides it where one call does better.
+    ///
+    /// ```
+    /// use b3accel::{backend, Device, CHUNK_LEN, IV};
+    /// // 4 chunks, no subtree larger than 2: two 2-chunk subtrees.
+    /// let data = vec![5u8; 4 * CHUNK_LEN];
+    /// let mut cvs = [[0u8; 32]; 2];
+    /// backend(Device::Cpu).unwrap().chunk_subtrees_capped(&data, 0, 2, &IV, 0, &mut cvs).unwrap();
+    /// ```
+    fn chunk_subtrees_capped(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        check_subtree_args(input, first_chunk, max_chunks, out)?;
+        capped_by_pieces(self, input, first_chunk, max_chunks, key, flags, out)
+    }
+
+    /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
+    /// 2-to-1 compression of Merkle trees, and `hash_many` of 64-byte messages.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let blocks = [[3u8; 64]; 5];
+    /// let mut out = [[0u8; 32]; 5];
+    /// b.hash_blocks(&blocks, &mut out).unwrap();
+    /// assert_eq!(out[4], *blake3::hash(&[3u8; 64]).as_bytes());
+    /// ```
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()>;
+
+    /// The root of the binary Merkle tree over `leaves` (at least one), each parent being
+    /// `hash(left || right)` as in [`hash_blocks`](Backend::hash_blocks), an odd last node carried
+    /// up unchanged. With `inner`, which then has exactly `leaves.len() - 1` entries, it also
+    /// writes every inner node there, level by level from the leaves up, in the layout of
+    /// [`merkle::level_sizes`](crate::merkle::level_sizes).
+    ///
+    /// The default reduces one level at a time through `hash_blocks`, with the carry rule of the
+    /// `merkle` module (written once, there). A GPU backend overrides it to reduce several levels
+    /// per dispatch and to copy inner levels back only when `inner` asks for them. Arguments are
+    /// checked by `merkle::check_merkle_args`, which an override should call first.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let leaves = [[1u8; 32], [2u8; 32], [3u8; 32]];
+    /// let mut inner = [[0u8; 32]; 2];
+    /// let root = b.merkle(&leaves, Some(&mut inner)).unwrap();
+    /// assert_eq!(root, inner[1]); // the root is the last inner node
+    /// assert_eq!(root, b.merkle(&leaves, None).unwrap());
+    /// ```
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        merkle::reduce_on(self, leaves, inner)
+    }
+
+    /// Hashes `out.len()` independent messages of `msg_len` bytes each (0 allowed), laid end to
+    /// end in `data` (`msg_len * out.len()` bytes), into `out`: each message's BLAKE3 hash (the
+    /// first 32 bytes of its output) in the mode given by `key` and `flags` as for
+    /// [`chunk_subtrees`](Backend::chunk_subtrees).
+    ///
+    /// The default hashes one message at a time through the crate's tree code (its full chunks
+    /// through this backend's `chunk_subtrees`). Backends override it to hash many messages side
+    /// by side; messages of at most one chunk are the main case. Arguments are checked by
+    /// `merkle::check_many_args`, which an override should call first.
+    ///
+    /// ```
+    /// let b = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// let data = b"abcdef";
+    /// let mut out = [[0u8; 32]; 3];
+    /// b.hash_many(data, 2, &b3accel::IV, 0, &mut out).unwrap();
+    /// assert_eq!(out[2], *blake3::hash(b"ef").as_bytes());
+    /// ```
+    fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        merkle::hash_many_on(self, data, msg_len, key, flags, out)
+    }
+}
+
+/// The largest subtree a backend is ever asked for: no cap at all.
+pub(crate) const MAX_SUBTREE: u64 = 1 << 63;
+
+/// How many subtrees `n` full chunks form when none may be larger than `max_chunks` (a power of
+/// two): `n / max_chunks` of that size, then one per set bit of the rest.
+///
+/// ```
+/// use b3accel::subtree_count;
+/// assert_eq!(subtree_count(6, 1 << 20), 2); // 4 + 2
+/// assert_eq!(subtree_count(16, 8), 2); // 8 + 8
+/// assert_eq!(subtree_count(21, 8), 4); // 8 + 8 + 4 + 1
+/// ```
+pub fn subtree_count(n: u64, max_chunks: u64) -> usize {
+    (n / max_chunks) as usize + (n % max_chunks).count_ones() as usize
+}
+
+/// [`Backend::chunk_subtrees_capped`] as one `chunk_subtrees` call per piece of at most
+/// `max_chunks` chunks: the trait's default, and a fallback for backends that override it. The
+/// arguments are already checked.
+pub(crate) fn capped_by_pieces<B: Backend + ?Sized>(
+    backend: &B,
+    input: &[u8],
+    first_chunk: u64,
+    max_chunks: u64,
+    key: &[u32; 8],
+    flags: u32,
+    out: &mut [Cv],
+) -> Result<()> {
+    let mut written = 0;
+    for (i, run) in
+        input.chunks(max_chunks.saturating_mul(CHUNK_LEN as u64).min(usize::MAX as u64) as usize).enumerate()
+    {
+        let n = (run.len() / CHUNK_LEN) as u64;
+        let k = subtree_count(n, MAX_SUBTREE);
+        backend.chunk_subtrees(run, first_chunk + i as u64 * max_chunks, key, flags, &mut out[written..written + k])?;
+        written += k;
+    }
+    Ok(())
+}
+
+/// Checks the arguments of [`Backend::chunk_subtrees`] and
+/// [`Backend::chunk_subtrees_capped`] (with `max_chunks` [`MAX_SUBTREE`] for the former); every
+/// backend calls it first, so a malformed call is an error in each of them alike. Returns the
+/// number of chunks.
+pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, max_chunks: u64, out: &[Cv]) -> Result<u64> {
+    if input.is_empty() || !input.len().is_multiple_of(CHUNK_LEN) {
+        return Err(Error::InvalidInput(format!(
+            "chunk_subtrees: input of {} bytes is not a positive whole number of chunks",
+            input.len()
+        )));
+    }
+    if !max_chunks.is_power_of_two() {
+        return Err(Error::InvalidInput(format!("chunk_subtrees: a cap of {max_chunks} chunks is not a power of two")));
+    }
+    let n = (input.len() / CHUNK_LEN) as u64;
+    let align = n.next_power_of_two().min(max_chunks);
+    if !first_chunk.is_multiple_of(align) {
+        return Err(Error::InvalidInput(format!(
+            "chunk_subtrees: {n} chunks cannot start at chunk {first_chunk} (must be a multiple of {align})"
+        )));
+    }
+    let count = subtree_count(n, max_chunks);
+    if out.len() != count {
+        return Err(Error::InvalidInput(format!(
+            "chunk_subtrees: {n} chunks form {count} subtrees, but out has {} entries",
+            out.len()
+        )));
+    }
+    Ok(n)
+}
+
+/// Checks the arguments of [`Backend::hash_blocks`].
+pub(crate) fn check_blocks_args(blocks: &[[u8; 64]], out: &[[u8; 32]]) -> Result<()> {
+    if blocks.len() != out.len() {
+        return Err(Error::InvalidInput(format!("hash_blocks: {} blocks but {} outputs", blocks.len(), out.len())));
+    }
+    Ok(())
+}

@@ -1,0 +1,26 @@
+//! Layer 2, tree: BLAKE3's tree and everything every backend shares above the compression
+//! function: the chaining-value stack and the partial last chunk, the modes, the output and its
+//! XOF stream, Merkle level math, the [`Backend`] trait that is the seam to the devices, the
+//! error type and the device identity types. It imports only from `core`.
+
+mod backend;
+mod device;
+mod error;
+pub(crate) mod merkle;
+mod mode;
+mod output;
+pub(crate) mod stack;
+
+#[cfg(feature = "opencl")]
+pub(crate) use backend::capped_by_pieces;
+pub(crate) use backend::{check_blocks_args, check_subtree_args, MAX_SUBTREE};
+pub use backend::{subtree_count, Backend, Timings};
+pub use device::{BackendKind, Device, DeviceInfo, DeviceKind};
+pub use error::{Error, Result};
+pub(crate) use mode::Domain;
+pub use mode::Mode;
+pub(crate) use output::Output;
+pub use output::OutputReader;
+pub(crate) use stack::{chunk_output, hash_all, hash_small, root_from_chunk_cvs, CvStack};
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+pub(crate) use stack::{hash_resident, last_chunk_len};

@@ -1,0 +1,148 @@
+//! A tree's last node and what it gives: its chaining value, or, as the root, the hash and the
+//! extendable output stream ([`OutputReader`]).
+
+use super::mode::Domain;
+use crate::core::compress::{block_words, compress, compress_cv, words_to_cv, Cv};
+use crate::core::constants::{flags, BLOCK_LEN};
+use std::io;
+
+/// The last node of a tree, not yet compressed with ROOT: it gives either a chaining value (when it
+/// turns out not to be the root) or the root's output stream.
+#[derive(Clone, Debug)]
+pub(crate) struct Output {
+    pub(super) input_cv: [u32; 8],
+    pub(super) block: [u32; 16],
+    pub(super) block_len: u32,
+    pub(super) counter: u64,
+    pub(super) flags: u32,
+}
+
+impl Output {
+    /// This node's chaining value as a non-root node.
+    pub fn chaining_value(&self) -> Cv {
+        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, self.counter, self.flags))
+    }
+
+    /// The first 32 bytes of root output: the hash.
+    #[inline]
+    pub fn root_hash(&self) -> [u8; 32] {
+        words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, 0, self.flags | flags::ROOT))
+    }
+
+    /// Root output bytes starting at byte `position` of the output stream, filling `out`.
+    /// Block k of the stream is the root compression with counter k.
+    pub fn root_bytes(&self, mut position: u64, mut out: &mut [u8]) {
+        while !out.is_empty() {
+            let block_index = position / BLOCK_LEN as u64;
+            let offset = (position % BLOCK_LEN as u64) as usize;
+            let words = compress(&self.input_cv, &self.block, self.block_len, block_index, self.flags | flags::ROOT);
+            let mut bytes = [0u8; BLOCK_LEN];
+            for (b, w) in bytes.chunks_exact_mut(4).zip(words) {
+                b.copy_from_slice(&w.to_le_bytes());
+            }
+            let take = (BLOCK_LEN - offset).min(out.len());
+            out[..take].copy_from_slice(&bytes[offset..offset + take]);
+            out = &mut out[take..];
+            position += take as u64;
+        }
+    }
+
+    /// A parent node over two chaining values.
+    pub(super) fn parent(left: &Cv, right: &Cv, domain: Domain) -> Output {
+        let mut block = [0u8; BLOCK_LEN];
+        block[..32].copy_from_slice(left);
+        block[32..].copy_from_slice(right);
+        Output {
+            input_cv: domain.key,
+            block: block_words(&block),
+            block_len: BLOCK_LEN as u32,
+            counter: 0,
+            flags: domain.flags | flags::PARENT,
+        }
+    }
+}
+
+/// BLAKE3's extendable output: any number of bytes from any position.
+///
+/// ```
+/// use std::io::{Read, Seek, SeekFrom};
+/// let mut h = b3accel::Hasher::new();
+/// h.update(b"stream").unwrap();
+/// let mut reader = h.finalize_xof().unwrap();
+/// reader.seek(SeekFrom::Start(1000)).unwrap();
+/// let mut out = [0u8; 10];
+/// reader.read_exact(&mut out).unwrap();
+/// let mut expected = [0u8; 1010];
+/// blake3::Hasher::new().update(b"stream").finalize_xof().fill(&mut expected);
+/// assert_eq!(out, expected[1000..]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct OutputReader {
+    output: Output,
+    position: u64,
+}
+
+impl OutputReader {
+    pub(crate) fn new(output: Output) -> OutputReader {
+        OutputReader { output, position: 0 }
+    }
+
+    /// Fills `buf` with the next output bytes.
+    ///
+    /// ```
+    /// let mut r = b3accel::Hasher::new().finalize_xof().unwrap();
+    /// let (mut a, mut b) = ([0u8; 40], [0u8; 24]);
+    /// r.fill(&mut a);
+    /// r.fill(&mut b);
+    /// assert_eq!(a[..32], *blake3::hash(b"").as_bytes());
+    /// ```
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        self.output.root_bytes(self.position, buf);
+        self.position += buf.len() as u64;
+    }
+
+    /// The position of the next byte in the output stream.
+    ///
+    /// ```
+    /// let mut r = b3accel::Hasher::new().finalize_xof().unwrap();
+    /// r.fill(&mut [0u8; 7]);
+    /// assert_eq!(r.position(), 7);
+    /// ```
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Moves to byte `position` of the output stream.
+    ///
+    /// ```
+    /// let mut r = b3accel::Hasher::new().finalize_xof().unwrap();
+    /// r.set_position(64);
+    /// assert_eq!(r.position(), 64);
+    /// ```
+    pub fn set_position(&mut self, position: u64) {
+        self.position = position;
+    }
+}
+
+impl io::Read for OutputReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.fill(buf);
+        Ok(buf.len())
+    }
+}
+
+impl io::Seek for OutputReader {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        let target = match pos {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::Current(d) => self.position.checked_add_signed(d),
+            io::SeekFrom::End(_) => {
+                return Err(io::Error::new(io::ErrorKind::Unsupported, "the XOF output stream has no end to seek from"))
+            }
+        };
+        let target =
+            target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek outside the XOF output stream"))?;
+        self.position = target;
+        Ok(target)
+    }
+}

@@ -1,0 +1,300 @@
+//! BLAKE3's tree, written once for every backend: which chunks form complete subtrees, the stack
+//! that merges their chaining values, and the partial last chunk.
+//!
+//! Backends only ever see runs of full chunks (see [`Backend::chunk_subtrees`]); the last chunk of
+//! an input, which may be partial and may be the root, is always hashed here, on the CPU.
+
+use super::backend::{subtree_count, Backend, MAX_SUBTREE};
+use super::error::Result;
+use super::mode::Domain;
+use super::output::Output;
+use crate::core::compress::{block_words, compress_blocks, compress_bytes, parent_cv, words_to_cv, Cv};
+use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN};
+
+/// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
+/// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
+/// flags it is to be compressed with (ROOT aside).
+#[inline]
+fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
+    debug_assert!(chunk.len() <= CHUNK_LEN);
+    let mut cv = domain.key;
+    let last_start = chunk.len().saturating_sub(1) / BLOCK_LEN * BLOCK_LEN;
+    compress_blocks(&mut cv, &chunk[..last_start], chunk_index, domain.flags, flags::CHUNK_START);
+    let start = if last_start == 0 { flags::CHUNK_START } else { 0 };
+    (cv, &chunk[last_start..], domain.flags | start | flags::CHUNK_END)
+}
+
+/// The output node of one chunk of 0 to 1024 bytes (0 only for the empty input) with index
+/// `chunk_index`: every block but the last is compressed, the last is kept for the caller.
+#[inline]
+pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Output {
+    let (cv, last, flags) = chunk_head(chunk, chunk_index, domain);
+    let mut block = [0u8; BLOCK_LEN];
+    block[..last.len()].copy_from_slice(last);
+    Output { input_cv: cv, block: block_words(&block), block_len: last.len() as u32, counter: chunk_index, flags }
+}
+
+/// The hash of an input of at most one chunk: no backend is involved at all, and the last block
+/// is compressed from where it lies (see [`compress_bytes`]).
+#[inline]
+pub(crate) fn hash_small(input: &[u8], domain: Domain) -> [u8; 32] {
+    let (cv, last, flags) = chunk_head(input, 0, domain);
+    let out = compress_bytes(&cv, last, 0, flags | flags::ROOT);
+    words_to_cv(&core::array::from_fn(|i| out[i]))
+}
+
+/// Deepest possible stack: 2^64 bytes are 2^54 chunks.
+const MAX_DEPTH: usize = 54;
+
+/// The chaining values of complete subtrees not yet merged, left to right, and how many chunks
+/// they cover. Merging is lazy: a CV is merged with its left neighbour only once more input
+/// proves that the pair is not the root.
+#[derive(Clone)]
+pub(crate) struct CvStack {
+    cvs: [Cv; MAX_DEPTH + 1],
+    len: usize,
+    /// Full chunks committed so far: the index of the next chunk.
+    chunks: u64,
+}
+
+impl CvStack {
+    pub fn new() -> CvStack {
+        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, chunks: 0 }
+    }
+
+    /// Merges the top of the stack until it holds one CV per set bit of `chunks`: what is left of
+    /// the merged tree once a subtree starting at chunk `chunks` follows.
+    fn merge_to(&mut self, chunks: u64, domain: Domain) {
+        while self.len > chunks.count_ones() as usize {
+            let right = self.cvs[self.len - 1];
+            let left = self.cvs[self.len - 2];
+            self.cvs[self.len - 2] = parent_cv(&left, &right, &domain.key, domain.flags);
+            self.len -= 1;
+        }
+    }
+
+    /// Pushes the CV of a complete subtree of `size` chunks (a power of two) starting at the
+    /// current position.
+    fn push(&mut self, cv: Cv, size: u64, domain: Domain) {
+        debug_assert!(size.is_power_of_two() && self.chunks.is_multiple_of(size));
+        self.merge_to(self.chunks, domain);
+        self.cvs[self.len] = cv;
+        self.len += 1;
+        self.chunks += size;
+    }
+
+    /// Hashes `input` (full chunks that continue the input at the current position; more input
+    /// follows them) on `backend` and pushes the resulting subtrees, none larger than `max`
+    /// chunks.
+    pub fn commit_chunks<B: Backend + ?Sized>(
+        &mut self,
+        backend: &B,
+        input: &[u8],
+        max: u64,
+        domain: Domain,
+    ) -> Result<()> {
+        debug_assert!(input.len().is_multiple_of(CHUNK_LEN));
+        self.commit_runs((input.len() / CHUNK_LEN) as u64, max, domain, |offset, n, first_chunk, out| {
+            let run = &input[offset as usize * CHUNK_LEN..(offset + n) as usize * CHUNK_LEN];
+            backend.chunk_subtrees_capped(run, first_chunk, max, &domain.key, domain.flags, out)
+        })
+    }
+
+    /// Commits `chunks` full chunks that continue the input at the current position (more input
+    /// follows them) wherever they lie: `subtrees(offset, n, first_chunk, out)` must hash the `n`
+    /// chunks starting `offset` chunks into this commit, whose first chunk has index
+    /// `first_chunk`, into subtrees of at most `max` chunks, exactly as
+    /// [`Backend::chunk_subtrees_capped`] does. The commit is cut into runs that each start at a
+    /// multiple of their size rounded up to a power of two, as that contract requires.
+    pub fn commit_runs(
+        &mut self,
+        chunks: u64,
+        max: u64,
+        domain: Domain,
+        mut subtrees: impl FnMut(u64, u64, u64, &mut [Cv]) -> Result<()>,
+    ) -> Result<()> {
+        // The subtrees' CVs: on the stack when they fit (always, for calls of up to 64 times
+        // `max` chunks), so that a small input pays for no allocation.
+        let mut on_stack = [[0u8; 32]; 64];
+        let mut on_heap = Vec::new();
+        let mut offset = 0;
+        while offset < chunks {
+            let remaining = chunks - offset;
+            let align = if self.chunks == 0 { u64::MAX } else { 1u64 << self.chunks.trailing_zeros() };
+            let n = remaining.min(align);
+            let count = subtree_count(n, max);
+            let pieces = if count <= on_stack.len() {
+                &mut on_stack[..count]
+            } else {
+                on_heap.clear();
+                on_heap.resize(count, [0u8; 32]);
+                &mut on_heap[..]
+            };
+            subtrees(offset, n, self.chunks, pieces)?;
+            let sizes = std::iter::repeat_n(max, (n / max) as usize)
+                .chain((0..64).rev().map(|b| 1u64 << b).filter(|b| (n % max) & b != 0));
+            for (size, cv) in sizes.zip(pieces.iter()) {
+                self.push(*cv, size, domain);
+            }
+            offset += n;
+        }
+        Ok(())
+    }
+
+    /// The chaining values of the complete subtrees that everything committed forms when nothing
+    /// is known to follow it: one per set bit of the number of chunks committed, largest first, exactly
+    /// what [`Backend::chunk_subtrees`] returns for those chunks. A backend that hashes one call's
+    /// chunks in several pieces (segments streamed through a device) merges them with this.
+    #[cfg_attr(not(any(feature = "opencl", feature = "wgpu")), allow(dead_code))]
+    pub fn subtree_cvs(&self, domain: Domain, out: &mut [Cv]) {
+        let mut stack = self.clone();
+        stack.merge_to(self.chunks, domain);
+        out.copy_from_slice(&stack.cvs[..stack.len]);
+    }
+
+    /// The root node, given the last chunk (1 to 1024 bytes, which follows everything committed)
+    /// or, for an input that was empty from the start, no bytes at all. The stack is used up
+    /// (merged); a caller that goes on hashing finalizes a clone.
+    pub fn finalize(&mut self, last_chunk: &[u8], domain: Domain) -> Output {
+        self.merge_to(self.chunks, domain);
+        let mut output = chunk_output(last_chunk, self.chunks, domain);
+        for cv in self.cvs[..self.len].iter().rev() {
+            output = Output::parent(cv, &output.chaining_value(), domain);
+        }
+        output
+    }
+
+    /// The root node when nothing follows the stack's subtrees (at least two of them): all of
+    /// them merged from the right, the last merge being the root.
+    fn root_of_stack(&self, domain: Domain) -> Output {
+        let (rest, [left, right]) = self.cvs[..self.len].split_at(self.len - 2) else {
+            unreachable!("at least two subtrees are on the stack here");
+        };
+        let mut output = Output::parent(left, right, domain);
+        for cv in rest.iter().rev() {
+            output = Output::parent(cv, &output.chaining_value(), domain);
+        }
+        output
+    }
+
+    /// The root node, given everything that follows the committed chunks: `tail`, at least one
+    /// byte unless nothing was committed. Full chunks go to `backend`, the last one too when it
+    /// is full (it is then not the root, so it can share a SIMD group or a dispatch with the
+    /// others); a partial last chunk is hashed here. The stack is used up, as by
+    /// [`finalize`](Self::finalize).
+    pub fn finish<B: Backend + ?Sized>(&mut self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
+        if self.chunks == 0 && tail.len() <= CHUNK_LEN {
+            return Ok(chunk_output(tail, 0, domain));
+        }
+        if tail.len().is_multiple_of(CHUNK_LEN) {
+            let n = (tail.len() / CHUNK_LEN) as u64;
+            // A whole input of 2^k chunks is one complete subtree, whose CV would be the root:
+            // ask for its two halves instead.
+            let max = if self.chunks == 0 && n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
+            self.commit_chunks(backend, tail, max, domain)?;
+            return Ok(self.root_of_stack(domain));
+        }
+        let full = tail.len() / CHUNK_LEN * CHUNK_LEN;
+        self.commit_chunks(backend, &tail[..full], MAX_SUBTREE, domain)?;
+        Ok(self.finalize(&tail[full..], domain))
+    }
+}
+
+/// The root node of an input of two or more chunks, given every chunk's chaining value in order
+/// (each computed as a non-root chunk, the last one possibly partial): BLAKE3's merges, as if the
+/// input had been hashed in one piece. For backends that hash chunk `j` of many equal-length
+/// messages side by side.
+pub(crate) fn root_from_chunk_cvs(cvs: &[Cv], domain: Domain) -> Output {
+    assert!(cvs.len() >= 2, "a single chunk is its own root");
+    let mut stack = CvStack::new();
+    for cv in cvs {
+        stack.push(*cv, 1, domain);
+    }
+    stack.root_of_stack(domain)
+}
+
+/// The root node of a whole input held in memory: its chunks go to `backend` in one call (the
+/// last one too when it is full), the merge of the few subtrees and a partial last chunk happen
+/// here.
+pub(crate) fn hash_all<B: Backend + ?Sized>(backend: &B, input: &[u8], domain: Domain) -> Result<Output> {
+    CvStack::new().finish(backend, input, domain)
+}
+
+/// How many bytes of an input of `len` bytes the tree module needs to see itself: its last chunk
+/// (1 to 1024 bytes; none for the empty input). Everything before them is full chunks.
+#[cfg_attr(not(any(feature = "opencl", feature = "wgpu")), allow(dead_code))]
+pub(crate) fn last_chunk_len(len: u64) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        (len - 1) % CHUNK_LEN as u64 + 1
+    }
+}
+
+/// The root node of an input of `len` bytes that lies elsewhere, in a device buffer: the backend
+/// hashes its full chunks where they lie through `subtrees` (as in [`CvStack::commit_runs`], with
+/// `offset` counted in chunks from the start of the input), and the caller fetches the last
+/// [`last_chunk_len`] bytes, which the tree module hashes here.
+#[cfg_attr(not(any(feature = "opencl", feature = "wgpu")), allow(dead_code))]
+pub(crate) fn hash_resident(
+    len: u64,
+    last_chunk: &[u8],
+    domain: Domain,
+    subtrees: impl FnMut(u64, u64, u64, &mut [Cv]) -> Result<()>,
+) -> Result<Output> {
+    assert_eq!(last_chunk.len() as u64, last_chunk_len(len), "the caller fetches exactly the last chunk");
+    let full_chunks = (len - last_chunk.len() as u64) / CHUNK_LEN as u64;
+    let mut stack = CvStack::new();
+    stack.commit_runs(full_chunks, MAX_SUBTREE, domain, subtrees)?;
+    Ok(stack.finalize(last_chunk, domain))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn single_chunk_lengths_match_upstream() {
+        for len in [0, 1, 63, 64, 65, 127, 128, 1023, 1024] {
+            let data = input(len);
+            assert_eq!(hash_small(&data, Domain::HASH), *blake3::hash(&data).as_bytes(), "len {len}");
+        }
+    }
+
+    #[test]
+    fn xof_at_any_position_matches_upstream() {
+        let data = input(100);
+        let out = chunk_output(&data, 0, Domain::HASH);
+        let mut expected = [0u8; 300];
+        blake3::Hasher::new().update(&data).finalize_xof().fill(&mut expected);
+        for seek in [0usize, 1, 63, 64, 65, 130] {
+            let mut got = vec![0u8; 300 - seek];
+            out.root_bytes(seek as u64, &mut got);
+            assert_eq!(got, expected[seek..], "seek {seek}");
+        }
+    }
+
+    #[test]
+    fn root_from_chunk_cvs_matches_upstream() {
+        for chunks in 2..=9usize {
+            let data = input(chunks * CHUNK_LEN - 100);
+            let cvs: Vec<Cv> = data
+                .chunks(CHUNK_LEN)
+                .enumerate()
+                .map(|(i, c)| chunk_output(c, i as u64, Domain::HASH).chaining_value())
+                .collect();
+            let root = root_from_chunk_cvs(&cvs, Domain::HASH).root_hash();
+            assert_eq!(root, *blake3::hash(&data).as_bytes(), "{chunks} chunks");
+        }
+    }
+
+    #[test]
+    fn derive_key_domain_matches_upstream() {
+        let d = Domain::derive_key("ctx");
+        assert_eq!(hash_small(b"material", d), blake3::derive_key("ctx", b"material"));
+    }
+}
