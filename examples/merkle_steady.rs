@@ -1,0 +1,118 @@
+//! Merkle roots of device-resident leaves, call after call: is every call as fast as the best?
+//! Allocates `--extra` other 1 GiB buffers first (touched, so the driver places them), then the
+//! leaves, then times `--calls` consecutive roots, the first call after creating the leaves
+//! included; each call's wall time and device time are printed, then the spread.
+//!
+//! ```text
+//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6]
+//! cargo run --release --features opencl --example merkle_steady -- opencl:0 --leaves-log2 20
+//! ```
+
+use b3accel::Device;
+use std::time::Duration;
+
+fn arg<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> T {
+    match args.iter().position(|a| a == flag) {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{flag} needs a number")),
+        None => default,
+    }
+}
+
+fn leaves(log2: u32) -> Vec<u8> {
+    (0..(32u64 << log2)).map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) as u8).collect()
+}
+
+fn report(times: &[(Duration, Duration)], expected: &blake3::Hash, roots: &[blake3::Hash]) {
+    for (i, ((wall, device), root)) in times.iter().zip(roots).enumerate() {
+        println!(
+            "call {i:2}: wall {:8.1} us  device {:8.1} us  {}",
+            wall.as_secs_f64() * 1e6,
+            device.as_secs_f64() * 1e6,
+            if root == expected { "ok" } else { "WRONG ROOT" }
+        );
+    }
+    let mut walls: Vec<f64> = times.iter().map(|t| t.0.as_secs_f64() * 1e6).collect();
+    walls.sort_by(f64::total_cmp);
+    println!(
+        "wall us: min {:.1} median {:.1} max {:.1} (max/min {:.2})",
+        walls[0],
+        walls[walls.len() / 2],
+        walls[walls.len() - 1],
+        walls[walls.len() - 1] / walls[0]
+    );
+}
+
+#[cfg(feature = "wgpu")]
+fn run_wgpu(index: usize, log2: u32, calls: usize, extra: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let gpu = b3accel::wgpu::WgpuBackend::open(index)?;
+    println!("{} (wgpu:{index}), features {:?}", gpu.device().adapter_info().name, gpu.device().features());
+    let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+    let make = |label, size| {
+        gpu.device().create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+    };
+    let ones = vec![1u8; 1 << 30];
+    let others: Vec<wgpu::Buffer> = (0..extra)
+        .map(|_| {
+            let b = make("other", 1 << 30);
+            gpu.queue().write_buffer(&b, 0, &ones);
+            b
+        })
+        .collect();
+    let data = leaves(log2);
+    let buf = make("leaves", data.len() as u64);
+    gpu.queue().write_buffer(&buf, 0, &data);
+    let expected = b3accel::merkle_root(Device::Cpu, data.as_chunks::<32>().0)?;
+    let mut times = Vec::new();
+    let mut roots = Vec::new();
+    for _ in 0..calls {
+        let (root, t) = gpu.resident().merkle_root_timed(&buf, 0, 1 << log2)?;
+        times.push((t.total, t.kernel));
+        roots.push(root);
+    }
+    report(&times, &expected, &roots);
+    drop(others);
+    Ok(())
+}
+
+#[cfg(feature = "opencl")]
+fn run_opencl(index: usize, log2: u32, calls: usize, extra: usize) -> Result<(), Box<dyn std::error::Error>> {
+    use b3accel::opencl::{MerkleInner, OpenClBackend};
+    let gpu = OpenClBackend::open(index)?;
+    let make = |data: &[u8]| {
+        ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(data.len()).copy_host_slice(data).build()
+    };
+    let ones = vec![1u8; 1 << 30];
+    let others: Vec<ocl::Buffer<u8>> = (0..extra).map(|_| make(&ones)).collect::<Result<_, _>>()?;
+    let data = leaves(log2);
+    let buf = make(&data)?;
+    let expected = b3accel::merkle_root(Device::Cpu, data.as_chunks::<32>().0)?;
+    let mut times = Vec::new();
+    let mut roots = Vec::new();
+    for _ in 0..calls {
+        let (root, p) = gpu.merkle_buffer_profiled(&buf, 1 << log2, MerkleInner::None)?;
+        times.push((p.total, p.kernel));
+        roots.push(root);
+    }
+    report(&times, &expected, &roots);
+    drop(others);
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let device: Device = args.first().map(|s| s.parse()).transpose()?.unwrap_or(Device::Wgpu(0));
+    let log2: u32 = arg(&args, "--leaves-log2", 25);
+    let calls: usize = arg(&args, "--calls", 20);
+    let extra: usize = arg(&args, "--extra", 6);
+    println!("{device}: 2^{log2} leaves, {calls} calls, {extra} other 1 GiB buffers");
+    match device {
+        #[cfg(feature = "wgpu")]
+        Device::Wgpu(i) => run_wgpu(i, log2, calls, extra),
+        #[cfg(feature = "opencl")]
+        Device::OpenCl(i) => run_opencl(i, log2, calls, extra),
+        other => Err(format!("{other}: not a GPU device this build has").into()),
+    }
+}
