@@ -241,6 +241,16 @@ pub fn without_driver_noise<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// Reports a `B3ACCEL_CPU` that names no CPU kernel, or a level this CPU lacks, as a warning on
+/// standard error. The run goes on with the kernel the library then uses (every kernel gives the
+/// same bytes), so standard output and the exit status stay exactly b3sum's; the variable is
+/// b3accel's own, and a script that runs b3sum's commands must not fail over it.
+fn check_cpu_env() {
+    if let Err(e) = b3accel::cpu::CpuBackend::from_env() {
+        warn(format_args!("{e}; using the {} kernel", b3accel::cpu::CpuBackend::new().kernel()));
+    }
+}
+
 /// Ends the process with a usage error (exit status 2), as clap does for the errors it finds.
 pub fn usage_error(msg: impl fmt::Display) -> ! {
     Cli::command().error(clap::error::ErrorKind::ArgumentConflict, msg).exit()
@@ -272,6 +282,7 @@ fn main() -> ExitCode {
         warn(e);
         return ExitCode::FAILURE;
     }
+    check_cpu_env();
     let outcome = match cli.command {
         Some(command) => command.run(&cli.global),
         None => hash::run(cli.hash, &cli.global),
