@@ -9,6 +9,7 @@
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -446,6 +447,8 @@ fn stdin_dash_and_repeated_dash() {
     same(dir.path(), &["--tag", "-"], b"");
 }
 
+/// Unix only: names as bytes, invalid UTF-8 and backslashes among them.
+#[cfg(unix)]
 #[test]
 fn odd_file_names_are_escaped_like_b3sum() {
     let dir = Dir::new("names");
@@ -477,6 +480,8 @@ fn odd_file_names_are_escaped_like_b3sum() {
     same_os(dir.path(), &no_names, b"");
 }
 
+/// Unix only: `/proc/self/mem`, and the OS's words for the errors.
+#[cfg(unix)]
 #[test]
 fn missing_directory_and_unreadable_inputs_do_not_stop_the_others() {
     let dir = Dir::new("errors");
@@ -706,6 +711,8 @@ fn gnu_check_options() {
     assert_eq!(run(&["-c", "--strict", "good.b3"]).status.code(), Some(0));
 }
 
+/// Unix only: symbolic links, and backslashes in names.
+#[cfg(unix)]
 #[test]
 fn recursive_matches_b3sum_on_the_sorted_file_list() {
     let dir = Dir::new("tree");
@@ -973,6 +980,8 @@ fn closed_stdout_is_not_a_panic() {
     assert_eq!(String::from_utf8_lossy(&first), hex);
 }
 
+/// Unix only: fifos, `/dev` and `/proc`, names that are not UTF-8.
+#[cfg(unix)]
 #[test]
 fn hostile_arguments_and_files_never_panic() {
     let dir = Dir::new("hostile");

@@ -309,7 +309,9 @@ pub(crate) fn kernel() -> Kernel {
     Kernel::ALL[((chosen() & 0xF) - 1) as usize]
 }
 
-/// The process's row form (see [`Rows`]).
+/// The process's row form (see [`Rows`]): x86's only; elsewhere it is always portable and nothing
+/// reads it.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn rows() -> Rows {
     ROWS[((chosen() >> 4) - 1) as usize]

@@ -15,6 +15,7 @@ mod avx2;
 mod avx512;
 mod lanes;
 mod many;
+mod model;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod quads;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
@@ -103,7 +104,8 @@ pub struct CpuBackend {
     level: SimdLevel,
     /// Whether the narrower groups under AVX-512 use AVX-512VL: the 8-lane kernel in EVEX
     /// encoding, and four inputs at a time on 512-bit rows (`quads::hash_quads`) instead of the
-    /// 4-lane kernel.
+    /// 4-lane kernel. Always false, and unread, off x86.
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     evex: bool,
     info: DeviceInfo,
 }
@@ -193,7 +195,7 @@ impl CpuBackend {
             device: Device::Cpu,
             backend: BackendKind::Cpu,
             kind: DeviceKind::Cpu,
-            name: cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+            name: model::cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
             api,
             driver: "rayon".to_string(),
             memory_bytes: None,
@@ -514,11 +516,4 @@ impl Backend for CpuBackend {
     fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
         many::hash_many(self, data, msg_len, key, flags, out)
     }
-}
-
-/// The CPU's model name, where the OS tells it.
-fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("model name"))?;
-    Some(line.split_once(':')?.1.trim().to_string())
 }
