@@ -9,8 +9,9 @@
 //! ```
 //!
 //! Three backends implement one [`Backend`] trait:
-//! - `cpu`: SIMD across chunks (SSE4.1, AVX2 or AVX-512, picked at run time; `B3ACCEL_CPU`
-//!   lowers it) and rayon across cores for large inputs;
+//! - `cpu`: SIMD across chunks (SSE4.1, AVX2 or AVX-512, picked at run time; on other CPUs than
+//!   x86, upstream `blake3`'s SIMD through its `hazmat` API; `B3ACCEL_CPU` chooses, see
+//!   [`cpu::Kernel`]) and rayon across cores for large inputs;
 //! - `opencl` (cargo feature `opencl`): OpenCL C kernels through the `ocl` crate;
 //! - `wgpu` (cargo feature `wgpu`, on by default): WGSL compute shaders through `wgpu`.
 //!

@@ -9,6 +9,7 @@
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -115,9 +116,15 @@ fn data(len: usize, seed: u64) -> Vec<u8> {
 
 /// Runs `bin` in `dir` with `args`, `stdin` on standard input, and a time limit.
 fn run_in(bin: &Path, dir: &Path, args: &[&OsStr], stdin: &[u8]) -> Output {
+    run_env(bin, dir, &[], args, stdin)
+}
+
+/// [`run_in`] with environment variables `env` set.
+fn run_env(bin: &Path, dir: &Path, env: &[(&str, &str)], args: &[&OsStr], stdin: &[u8]) -> Output {
     let mut child = Command::new(bin)
         .args(args)
         .current_dir(dir)
+        .envs(env.iter().copied())
         .env_remove("RUST_BACKTRACE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -195,13 +202,18 @@ fn same_os(dir: &Path, args: &[&OsStr], stdin: &[u8]) -> Option<Output> {
 /// As [`same_os`], with `ours` (options b3sum does not have, such as `--backend cpu`) given to
 /// b3accel only, before `args`.
 fn same_ext(dir: &Path, ours: &[&str], args: &[&OsStr], stdin: &[u8]) -> Option<Output> {
+    same_env(dir, &[], ours, args, stdin)
+}
+
+/// As [`same_ext`], with environment variables `env` set for both programs.
+fn same_env(dir: &Path, env: &[(&str, &str)], ours: &[&str], args: &[&OsStr], stdin: &[u8]) -> Option<Output> {
     let upstream = upstream(&format!("{args:?}"))?;
     let mut our_args: Vec<&OsStr> = ours.iter().map(OsStr::new).collect();
     our_args.extend(args);
     let args = &our_args[ours.len()..];
-    let ours = run_in(Path::new(B3ACCEL), dir, &our_args, stdin);
+    let ours = run_env(Path::new(B3ACCEL), dir, env, &our_args, stdin);
     assert_no_panic(args, &ours);
-    let theirs = run_in(upstream, dir, args, stdin);
+    let theirs = run_env(upstream, dir, env, args, stdin);
     assert_eq!(
         String::from_utf8_lossy(&ours.stdout),
         String::from_utf8_lossy(&theirs.stdout),
@@ -307,6 +319,74 @@ fn every_mode_matches_b3sum_at_awkward_sizes() {
     same(dir.path(), &args, KEY);
 }
 
+/// The CPU backend on every kernel `B3ACCEL_CPU` can name on this CPU (each SIMD level it has,
+/// and `upstream`: what runs where the crate has no SIMD of its own, as on aarch64) against
+/// b3sum, in every mode, at the awkward sizes, and on files and standard input large enough for
+/// the thread pool.
+#[test]
+fn every_cpu_kernel_matches_b3sum() {
+    let dir = Dir::new("kernels");
+    let names = sized_files(&dir);
+    let mut files: Vec<&str> = names.iter().map(String::as_str).collect();
+    let big = data(9 * 1024 * 1024 + 8 * 1024 + 7, 99);
+    dir.write("big", &big);
+    files.push("big");
+    let modes: &[(&[&str], &[u8])] = &[
+        (&[], b""),
+        (&["--num-threads", "1"], b""),
+        (&["--length", "131", "--seek", "3"], b""),
+        (&["--derive-key", "b3accel cli tests"], b""),
+        (&["--keyed"], KEY),
+    ];
+    for kernel in b3accel::cpu::Kernel::supported() {
+        let name = kernel.to_string();
+        let env = [("B3ACCEL_CPU", name.as_str())];
+        for (mode, stdin) in modes {
+            let mut args = mode.to_vec();
+            args.extend(&files);
+            same_env(dir.path(), &env, &["--backend", "cpu"], &os(&args), stdin);
+        }
+        same_env(dir.path(), &env, &["--backend", "cpu"], &os(&["-"]), &big);
+        // The variable is honoured: `-v` names the kernel.
+        let out = run_env(Path::new(B3ACCEL), dir.path(), &env, &os(&["-v", "--backend", "cpu", "f0"]), b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.contains(&format!(", {name}")), "B3ACCEL_CPU={name}: {stderr}");
+    }
+}
+
+/// A `B3ACCEL_CPU` that names no kernel (or a level this CPU lacks) is reported on standard error,
+/// and the hashing goes on: standard output and the exit status stay exactly b3sum's.
+#[test]
+fn unknown_cpu_kernel_is_a_warning_not_a_failure() {
+    let dir = Dir::new("kernel-typo");
+    dir.write("a", &data(5000, 3));
+    let mut values = vec!["avx3", "upstreem", "\u{1F980}"];
+    let missing: Vec<String> =
+        b3accel::cpu::SimdLevel::ALL.into_iter().filter(|l| !l.is_supported()).map(|l| l.to_string()).collect();
+    values.extend(missing.iter().map(String::as_str));
+    for value in values {
+        let env = [("B3ACCEL_CPU", value)];
+        let ours = run_env(Path::new(B3ACCEL), dir.path(), &env, &os(&["a"]), b"");
+        let stderr = String::from_utf8_lossy(&ours.stderr);
+        assert_no_panic(&[value], &ours);
+        assert_eq!(ours.status.code(), Some(0), "B3ACCEL_CPU={value}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), format!("{}  a\n", blake3::hash(&data(5000, 3)).to_hex()));
+        assert!(
+            stderr.starts_with("b3accel: ") && stderr.contains("B3ACCEL_CPU") && stderr.contains(value),
+            "B3ACCEL_CPU={value}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "one warning, once: {stderr}");
+        if let Some(b3sum) = upstream("unknown_cpu_kernel_is_a_warning_not_a_failure") {
+            let theirs = run_env(b3sum, dir.path(), &env, &os(&["a"]), b"");
+            assert_eq!(ours.stdout, theirs.stdout);
+            assert_eq!(ours.status.code(), theirs.status.code());
+        }
+    }
+    // A blank value is no choice at all: nothing to report.
+    let out = run_env(Path::new(B3ACCEL), dir.path(), &[("B3ACCEL_CPU", " ")], &os(&["a"]), b"");
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn larger_files_and_stdin_match_b3sum() {
     let dir = Dir::new("large");
@@ -367,6 +447,8 @@ fn stdin_dash_and_repeated_dash() {
     same(dir.path(), &["--tag", "-"], b"");
 }
 
+/// Unix only: names as bytes, invalid UTF-8 and backslashes among them.
+#[cfg(unix)]
 #[test]
 fn odd_file_names_are_escaped_like_b3sum() {
     let dir = Dir::new("names");
@@ -398,6 +480,8 @@ fn odd_file_names_are_escaped_like_b3sum() {
     same_os(dir.path(), &no_names, b"");
 }
 
+/// Unix only: `/proc/self/mem`, and the OS's words for the errors.
+#[cfg(unix)]
 #[test]
 fn missing_directory_and_unreadable_inputs_do_not_stop_the_others() {
     let dir = Dir::new("errors");
@@ -627,6 +711,8 @@ fn gnu_check_options() {
     assert_eq!(run(&["-c", "--strict", "good.b3"]).status.code(), Some(0));
 }
 
+/// Unix only: symbolic links, and backslashes in names.
+#[cfg(unix)]
 #[test]
 fn recursive_matches_b3sum_on_the_sorted_file_list() {
     let dir = Dir::new("tree");
@@ -894,6 +980,8 @@ fn closed_stdout_is_not_a_panic() {
     assert_eq!(String::from_utf8_lossy(&first), hex);
 }
 
+/// Unix only: fifos, `/dev` and `/proc`, names that are not UTF-8.
+#[cfg(unix)]
 #[test]
 fn hostile_arguments_and_files_never_panic() {
     let dir = Dir::new("hostile");

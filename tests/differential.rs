@@ -7,7 +7,7 @@ mod common;
 
 use b3accel::{subtree_count, xof_reader_with, Hasher, Mode, CHUNK_LEN, IV};
 use blake3::hazmat::HasherExt;
-use common::{pattern, targets, Target};
+use common::{cpu_targets, pattern, targets, Target};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const KEY: [u8; 32] = *b"an example key, 32 bytes long!!!";
@@ -75,8 +75,8 @@ fn awkward_lengths_all_modes_every_backend() {
 
 /// The CPU backend splits work one way on a pool of one thread (leaves of 1024 chunks, no tasks)
 /// and another on a larger pool (tasks of 64 chunks); subtrees larger than a leaf (one thread)
-/// or of 4096 chunks and more (pool) are reduced 16 CVs at a time. Both at lengths around those
-/// sizes, on every SIMD level.
+/// or of 4096 chunks and more (pool) are reduced 16 CVs at a time; upstream's kernel hands large
+/// subtrees to `update_rayon` on a pool. All at lengths around those sizes, on every kernel.
 #[test]
 fn cpu_one_thread_and_pool_agree_at_leaf_boundaries() {
     let mut lens = Vec::new();
@@ -87,7 +87,7 @@ fn cpu_one_thread_and_pool_agree_at_leaf_boundaries() {
     }
     for threads in [1, 3] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        for t in targets().into_iter().filter(|t| t.name.starts_with("cpu/")) {
+        for t in cpu_targets() {
             pool.install(|| {
                 for &len in &lens {
                     check_one_shot(&t, &Mode::Hash, &pattern(len), 0, 32);

@@ -5,7 +5,7 @@ mod common;
 
 use b3accel::merkle::{self, hash_each_with, hash_many_with, level_sizes, Proof};
 use b3accel::{Backend, Device, MerkleTree, Mode, IV};
-use common::{pattern, targets};
+use common::{cpu_targets, pattern, targets};
 use rand::{Rng, SeedableRng};
 
 type Node = [u8; 32];
@@ -316,9 +316,10 @@ fn hash_many_matches_upstream_on_every_backend() {
 fn hash_many_large_batches_use_every_path() {
     // Large enough for the CPU backend's thread pool, with a remainder that is not a multiple of
     // any SIMD width.
-    let cpu = b3accel::backend(Device::Cpu).unwrap();
-    for (len, count) in [(64, 70_001), (1024, 1_001), (100, 5_003), (2500, 301), (20_000, 21)] {
-        check_many(&*cpu, "cpu", len, count, &Mode::Hash);
+    for t in cpu_targets() {
+        for (len, count) in [(64, 70_001), (1024, 1_001), (100, 5_003), (2500, 301), (20_000, 21)] {
+            check_many(&*t.backend, &t.name, len, count, &Mode::Hash);
+        }
     }
 }
 

@@ -1,14 +1,23 @@
-//! The instruction set, chosen once per process: what the CPU supports, capped by `B3ACCEL_CPU`.
+//! The CPU kernel and instruction set, chosen once per process: what the CPU supports, capped
+//! or replaced by `B3ACCEL_CPU`.
 //!
 //! As upstream's `platform.rs` does, the choice is made once and every primitive matches on it:
 //! the single-block compressions of the row form ([`Rows`], used by the tree's few compressions and
 //! every input of one chunk or less) read a cached value instead of detecting CPU features on each
-//! call. The CPU backend's lane kernels take their [`SimdLevel`] from here by default too.
+//! call. The CPU backend takes its [`Kernel`] (the crate's own lane kernels at a [`SimdLevel`], or
+//! upstream's) from here by default too.
+//!
+//! `B3ACCEL_CPU` names a level (`portable`, `sse41`, `avx2`, `avx512`: the crate's own kernels,
+//! at most that level) or `upstream` ([`Kernel::Upstream`]). Without it the CPU gets its best
+//! level where the crate has SIMD for it (x86 and x86-64) and the upstream kernel elsewhere.
+//! An unknown value changes nothing here; `CpuBackend::from_env` reports it, as the command line
+//! does.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// The environment variable that caps the instruction set, e.g. `B3ACCEL_CPU=sse41`.
+/// The environment variable that caps the instruction set (`B3ACCEL_CPU=sse41`) or chooses
+/// upstream's kernel (`B3ACCEL_CPU=upstream`); see [`Kernel`].
 pub const CPU_LEVEL_ENV: &str = "B3ACCEL_CPU";
 
 /// The instruction set the CPU backend's kernel runs on.
@@ -98,6 +107,137 @@ impl SimdLevel {
     }
 }
 
+/// The CPU backend's kernel: the crate's own, at an instruction-set level, or upstream
+/// `blake3`'s.
+///
+/// The crate's own SIMD kernels are for x86 and x86-64. Elsewhere (aarch64's NEON, ...) the
+/// default is [`Kernel::Upstream`], so that the CPU backend runs the SIMD that upstream has
+/// there instead of the crate's portable code. On x86 `B3ACCEL_CPU=upstream` chooses it, which
+/// is how the tests run that path on every input they try.
+///
+/// ```
+/// use b3accel::cpu::{Kernel, SimdLevel};
+/// assert!(Kernel::detect().is_supported());
+/// assert!(Kernel::supported().contains(&Kernel::Upstream));
+/// assert_eq!("upstream".parse::<Kernel>().unwrap(), Kernel::Upstream);
+/// assert_eq!("AVX2".parse::<Kernel>().unwrap(), Kernel::Lanes(SimdLevel::Avx2));
+/// assert_eq!(Kernel::Upstream.level(), SimdLevel::Portable);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// The crate's own kernels at this level: SIMD lanes across chunks, nodes or messages, and
+    /// the row form for single blocks.
+    Lanes(SimdLevel),
+    /// Runs of full chunks (`Backend::chunk_subtrees`, so every input of more than one chunk)
+    /// hashed by upstream `blake3` through its `hazmat` API, on whatever SIMD upstream has for
+    /// this CPU; messages of several chunks in `hash_many` go the same way. Work made of single
+    /// blocks (Merkle parents, `hash_blocks`, messages of one chunk or less), for which upstream
+    /// has no SIMD across inputs, runs on the crate's portable code. Key and flag combinations
+    /// that `hazmat` cannot express (none of BLAKE3's three modes) run on the portable code too.
+    Upstream,
+}
+
+impl Kernel {
+    /// Every kernel: each level's, lowest first, then upstream's.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::cpu::Kernel::ALL.len(), 5);
+    /// ```
+    pub const ALL: [Kernel; 5] = [
+        Kernel::Lanes(SimdLevel::Portable),
+        Kernel::Lanes(SimdLevel::Sse41),
+        Kernel::Lanes(SimdLevel::Avx2),
+        Kernel::Lanes(SimdLevel::Avx512),
+        Kernel::Upstream,
+    ];
+
+    /// The default for this CPU: the crate's own kernels at the best level it supports where
+    /// that is SIMD, upstream's where the crate has only portable code for it.
+    ///
+    /// ```
+    /// let k = b3accel::cpu::Kernel::detect();
+    /// if cfg!(target_arch = "aarch64") {
+    ///     assert_eq!(k, b3accel::cpu::Kernel::Upstream);
+    /// }
+    /// ```
+    pub fn detect() -> Kernel {
+        match SimdLevel::detect() {
+            SimdLevel::Portable => Kernel::Upstream,
+            level => Kernel::Lanes(level),
+        }
+    }
+
+    /// Whether this CPU can run this kernel (upstream's runs everywhere).
+    ///
+    /// ```
+    /// assert!(b3accel::cpu::Kernel::Upstream.is_supported());
+    /// ```
+    pub fn is_supported(self) -> bool {
+        match self {
+            Kernel::Lanes(level) => level.is_supported(),
+            Kernel::Upstream => true,
+        }
+    }
+
+    /// Every kernel this CPU can run, in the order of [`Kernel::ALL`].
+    ///
+    /// ```
+    /// let all = b3accel::cpu::Kernel::supported();
+    /// assert_eq!(all.first(), Some(&b3accel::cpu::Kernel::Lanes(b3accel::cpu::SimdLevel::Portable)));
+    /// ```
+    pub fn supported() -> Vec<Kernel> {
+        Kernel::ALL.into_iter().filter(|k| k.is_supported()).collect()
+    }
+
+    /// The instruction set of the crate's own code under this kernel: the level itself, or
+    /// [`SimdLevel::Portable`] for upstream's (the work it does not hand to upstream).
+    ///
+    /// ```
+    /// use b3accel::cpu::{Kernel, SimdLevel};
+    /// assert_eq!(Kernel::Lanes(SimdLevel::Sse41).level(), SimdLevel::Sse41);
+    /// ```
+    pub fn level(self) -> SimdLevel {
+        match self {
+            Kernel::Lanes(level) => level,
+            Kernel::Upstream => SimdLevel::Portable,
+        }
+    }
+
+    /// The kernel a name spells (a level's name, or `upstream`; any case), if any. The CPU
+    /// backend's `FromStr` turns `None` into an error that lists the names.
+    pub(crate) fn from_name(s: &str) -> Option<Kernel> {
+        Kernel::ALL.into_iter().find(|k| k.to_string().eq_ignore_ascii_case(s.trim()))
+    }
+
+    /// What `B3ACCEL_CPU` chooses on this CPU: a level caps the crate's own kernels at the best
+    /// level the CPU supports, `upstream` is upstream's, and anything else (unset, empty,
+    /// unknown) leaves [`Kernel::detect`]'s choice.
+    fn from_env_capped() -> Kernel {
+        match env_value().as_deref().and_then(Kernel::from_name) {
+            Some(Kernel::Lanes(cap)) => Kernel::Lanes(cap.min(SimdLevel::detect())),
+            Some(Kernel::Upstream) => Kernel::Upstream,
+            None => Kernel::detect(),
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::Lanes(level) => level.fmt(f),
+            Kernel::Upstream => f.write_str("upstream"),
+        }
+    }
+}
+
+/// `B3ACCEL_CPU`'s value, trimmed, where it is set and not blank (a value that is not UTF-8
+/// comes with U+FFFD in place of the bad bytes, so that it is reported as unknown).
+pub(crate) fn env_value() -> Option<String> {
+    let value = std::env::var_os(CPU_LEVEL_ENV)?;
+    let value = value.to_string_lossy().trim().to_string();
+    (!value.is_empty()).then_some(value)
+}
+
 impl fmt::Display for SimdLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -123,31 +263,34 @@ pub(crate) enum Rows {
     Avx512,
 }
 
-/// The process's choice, cached: 0 until made, then the level's index + 1 in the low nibble and
-/// the rows' index + 1 in the high nibble.
+/// The process's choice, cached: 0 until made, then the kernel's index in [`Kernel::ALL`] + 1 in
+/// the low nibble and the rows' index + 1 in the high nibble.
 static CHOSEN: AtomicU8 = AtomicU8::new(0);
 
-const LEVELS: [SimdLevel; 4] = SimdLevel::ALL;
 const ROWS: [Rows; 4] = [Rows::Portable, Rows::Sse41, Rows::Avx2, Rows::Avx512];
 
-/// Makes the choice: the best level the CPU has, capped by `B3ACCEL_CPU` where that names a
-/// lower one (an unknown name caps nothing here; `CpuBackend::from_env` reports it), and the
-/// row form that level allows.
-#[cold]
-fn choose() -> u8 {
-    let detected = SimdLevel::detect();
-    let cap = std::env::var(CPU_LEVEL_ENV).ok().and_then(|v| SimdLevel::from_name(&v));
-    let level = cap.map_or(detected, |c| c.min(detected));
-    let rows = match level {
+/// The row form that a level allows.
+fn rows_for(level: SimdLevel) -> Rows {
+    match level {
         SimdLevel::Portable => Rows::Portable,
         SimdLevel::Sse41 => Rows::Sse41,
         SimdLevel::Avx2 => Rows::Avx2,
         SimdLevel::Avx512 if avx512_rows_supported() => Rows::Avx512,
         SimdLevel::Avx512 => Rows::Avx2,
-    };
-    let level_index = LEVELS.iter().position(|&l| l == level).unwrap_or(0) as u8;
+    }
+}
+
+/// Makes the choice: the kernel of [`Kernel::detect`], or what `B3ACCEL_CPU` asks for (see
+/// [`Kernel`]), and the row form its level allows. Under upstream's kernel the crate's own code
+/// is portable, rows included: on x86 `B3ACCEL_CPU=upstream` runs what a CPU without the
+/// crate's SIMD runs.
+#[cold]
+fn choose() -> u8 {
+    let kernel = Kernel::from_env_capped();
+    let rows = rows_for(kernel.level());
+    let kernel_index = Kernel::ALL.iter().position(|&k| k == kernel).unwrap_or(0) as u8;
     let rows_index = ROWS.iter().position(|&r| r == rows).unwrap_or(0) as u8;
-    let packed = (level_index + 1) | ((rows_index + 1) << 4);
+    let packed = (kernel_index + 1) | ((rows_index + 1) << 4);
     CHOSEN.store(packed, Ordering::Relaxed);
     packed
 }
@@ -160,13 +303,15 @@ fn chosen() -> u8 {
     }
 }
 
-/// The process's instruction-set level: the CPU's best, capped by `B3ACCEL_CPU`.
+/// The process's kernel: [`Kernel::detect`]'s, or what `B3ACCEL_CPU` asks for.
 #[inline]
-pub(crate) fn level() -> SimdLevel {
-    LEVELS[((chosen() & 0xF) - 1) as usize]
+pub(crate) fn kernel() -> Kernel {
+    Kernel::ALL[((chosen() & 0xF) - 1) as usize]
 }
 
-/// The process's row form (see [`Rows`]).
+/// The process's row form (see [`Rows`]): x86's only; elsewhere it is always portable and nothing
+/// reads it.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn rows() -> Rows {
     ROWS[((chosen() >> 4) - 1) as usize]
@@ -192,10 +337,10 @@ mod tests {
 
     #[test]
     fn the_choice_is_supported_and_consistent() {
-        let level = level();
-        assert!(level.is_supported());
-        assert!(level <= SimdLevel::detect());
-        let expected_rows = match level {
+        let kernel = kernel();
+        assert!(kernel.is_supported());
+        assert!(kernel.level() <= SimdLevel::detect());
+        let expected_rows = match kernel.level() {
             SimdLevel::Portable => Rows::Portable,
             SimdLevel::Sse41 => Rows::Sse41,
             SimdLevel::Avx2 => Rows::Avx2,
@@ -208,8 +353,14 @@ mod tests {
             }
         };
         assert_eq!(rows(), expected_rows);
+        // What the environment asks for, where it asks for anything known.
+        match env_value().as_deref().and_then(Kernel::from_name) {
+            Some(Kernel::Upstream) => assert_eq!(kernel, Kernel::Upstream),
+            Some(Kernel::Lanes(cap)) => assert_eq!(kernel, Kernel::Lanes(cap.min(SimdLevel::detect()))),
+            None => assert_eq!(kernel, Kernel::detect()),
+        }
         // Cached: asking again gives the same answer.
-        assert_eq!((level, rows()), (super::level(), super::rows()));
+        assert_eq!((kernel, rows()), (super::kernel(), super::rows()));
     }
 
     #[test]
@@ -218,5 +369,22 @@ mod tests {
             assert_eq!(SimdLevel::from_name(&l.to_string().to_uppercase()), Some(l));
         }
         assert_eq!(SimdLevel::from_name("upstream"), None);
+        for k in Kernel::ALL {
+            assert_eq!(Kernel::from_name(&format!(" {} ", k.to_string().to_uppercase())), Some(k));
+        }
+        assert_eq!(Kernel::from_name("avx3"), None);
+        assert_eq!(Kernel::from_name(""), None);
+    }
+
+    #[test]
+    fn the_default_kernel_is_simd_wherever_the_cpu_has_any() {
+        let detected = Kernel::detect();
+        assert!(detected.is_supported());
+        match SimdLevel::detect() {
+            SimdLevel::Portable => assert_eq!(detected, Kernel::Upstream),
+            best => assert_eq!(detected, Kernel::Lanes(best)),
+        }
+        assert_eq!(Kernel::supported().last(), Some(&Kernel::Upstream));
+        assert!(Kernel::supported().iter().all(|k| k.is_supported()));
     }
 }

@@ -187,6 +187,14 @@ pub fn subtree_count(n: u64, max_chunks: u64) -> usize {
     (n / max_chunks) as usize + (n % max_chunks).count_ones() as usize
 }
 
+/// The sizes in chunks of the subtrees that `n` full chunks form when none may be larger than
+/// `max_chunks` (a power of two), in order: [`subtree_count`] of them, as
+/// [`Backend::chunk_subtrees_capped`] returns their CVs.
+pub(crate) fn subtree_sizes(n: u64, max_chunks: u64) -> impl Iterator<Item = u64> {
+    std::iter::repeat_n(max_chunks, (n / max_chunks) as usize)
+        .chain((0..64).rev().map(|b| 1u64 << b).filter(move |b| (n % max_chunks) & b != 0))
+}
+
 /// [`Backend::chunk_subtrees_capped`] as one `chunk_subtrees` call per piece of at most
 /// `max_chunks` chunks: the trait's default, and a fallback for backends that override it. The
 /// arguments are already checked.

@@ -13,7 +13,7 @@ pub(crate) mod stack;
 
 #[cfg(feature = "opencl")]
 pub(crate) use backend::capped_by_pieces;
-pub(crate) use backend::{check_blocks_args, check_subtree_args, MAX_SUBTREE};
+pub(crate) use backend::{check_blocks_args, check_subtree_args, subtree_sizes, MAX_SUBTREE};
 pub use backend::{subtree_count, Backend, Timings};
 pub use device::{BackendKind, Device, DeviceInfo, DeviceKind};
 pub use error::{Error, Result};

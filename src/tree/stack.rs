@@ -4,7 +4,7 @@
 //! Backends only ever see runs of full chunks (see [`Backend::chunk_subtrees`]); the last chunk of
 //! an input, which may be partial and may be the root, is always hashed here, on the CPU.
 
-use super::backend::{subtree_count, Backend, MAX_SUBTREE};
+use super::backend::{subtree_count, subtree_sizes, Backend, MAX_SUBTREE};
 use super::error::Result;
 use super::mode::Domain;
 use super::output::Output;
@@ -131,9 +131,7 @@ impl CvStack {
                 &mut on_heap[..]
             };
             subtrees(offset, n, self.chunks, pieces)?;
-            let sizes = std::iter::repeat_n(max, (n / max) as usize)
-                .chain((0..64).rev().map(|b| 1u64 << b).filter(|b| (n % max) & b != 0));
-            for (size, cv) in sizes.zip(pieces.iter()) {
+            for (size, cv) in subtree_sizes(n, max).zip(pieces.iter()) {
                 self.push(*cv, size, domain);
             }
             offset += n;

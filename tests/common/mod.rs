@@ -1,7 +1,7 @@
 //! What the integration tests share: the list of backends to test and the official input pattern.
 #![allow(dead_code)]
 
-use b3accel::cpu::{CpuBackend, SimdLevel};
+use b3accel::cpu::{CpuBackend, Kernel};
 use b3accel::{Backend, BackendKind, Device};
 use std::sync::Arc;
 
@@ -16,20 +16,28 @@ pub struct Target {
     pub backend: Arc<dyn Backend>,
 }
 
-/// Every backend this build can test on this machine: the CPU backend at every SIMD level the CPU
-/// supports, then every OpenCL device and wgpu adapter found. A GPU backend that was built but
-/// finds no device is reported loudly, and under `CI=true` fails the test run: CI must run every
-/// backend for real, never skip one.
+/// Every backend this build can test on this machine: the CPU backend on every kernel the CPU
+/// supports (the crate's own at each SIMD level, then upstream's, `cpu/upstream`: what runs where
+/// the crate has no SIMD, e.g. on aarch64), then every OpenCL device and wgpu adapter found. A
+/// GPU backend that was built but finds no device is reported loudly, and under `CI=true` fails
+/// the test run: CI must run every backend for real, never skip one.
 pub fn targets() -> Vec<Target> {
-    let mut out: Vec<Target> = SimdLevel::supported()
-        .into_iter()
-        .map(|level| Target {
-            name: format!("cpu/{level}"),
-            backend: Arc::new(CpuBackend::with_level(level).expect("supported level")),
-        })
-        .collect();
+    let mut out: Vec<Target> = cpu_targets();
     out.extend(gpu_targets());
     out
+}
+
+/// The CPU backend on every kernel this CPU supports (see [`targets`]).
+pub fn cpu_targets() -> Vec<Target> {
+    let kernels = Kernel::supported();
+    assert!(kernels.contains(&Kernel::Upstream), "upstream's kernel runs everywhere");
+    kernels
+        .into_iter()
+        .map(|kernel| Target {
+            name: format!("cpu/{kernel}"),
+            backend: Arc::new(CpuBackend::with_kernel(kernel).expect("supported kernel")),
+        })
+        .collect()
 }
 
 /// Every GPU device found by the backends compiled in (see [`targets`] for the no-device rule).

@@ -8,7 +8,7 @@
 //! which alone knows the rule for an odd node.
 
 use super::lanes::Job;
-use super::{use_threads, CpuBackend};
+use super::{use_threads, CpuBackend, Kernel};
 use crate::core::compress::Cv;
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
 use crate::tree::merkle::{check_many_args, check_merkle_args, level_sizes, reduce, split_levels};
@@ -160,7 +160,11 @@ pub(super) fn hash_many(
     check_many_args(data, msg_len, out)?;
     let domain = Domain { key: *key, flags: mode_flags };
     let chunks = msg_len.div_ceil(CHUNK_LEN).max(1);
-    if chunks > ACROSS_MAX_CHUNKS {
+    // Under upstream's kernel a message of several chunks goes through `chunk_subtrees`, so that
+    // upstream's SIMD hashes its chunks side by side; across messages the lanes would be the
+    // portable code's single one.
+    let across_max = if cpu.kernel() == Kernel::Upstream { 1 } else { ACROSS_MAX_CHUNKS };
+    if chunks > across_max {
         let one = |(msg, hash): (&[u8], &mut Cv)| -> Result<()> {
             *hash = hash_all(cpu, msg, domain)?.root_hash();
             Ok(())

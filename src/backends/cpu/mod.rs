@@ -1,5 +1,6 @@
 //! The CPU backend: SIMD across chunks (SSE4.1, AVX2 or AVX-512, chosen at run time, or the
-//! portable scalar code), and rayon across cores for large inputs only.
+//! portable scalar code), and rayon across cores for large inputs only; or, where the crate has
+//! no SIMD for the CPU (every architecture but x86), upstream's kernel (`upstream.rs`).
 //!
 //! A complete subtree is hashed in leaves (`SERIAL_LEAF_CHUNKS`, 1024 chunks, on one thread;
 //! `POOL_LEAF_CHUNKS`, 64, as pool tasks): all chunk CVs of a leaf in SIMD groups, then its
@@ -14,15 +15,17 @@ mod avx2;
 mod avx512;
 mod lanes;
 mod many;
+mod model;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod quads;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod sse41;
+mod upstream;
 
 use crate::core::compress::{parent_cv, Cv};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
 use crate::core::platform;
-pub use crate::core::platform::{SimdLevel, CPU_LEVEL_ENV};
+pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 use crate::tree::{
     check_blocks_args, check_subtree_args, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, Result,
     MAX_SUBTREE,
@@ -70,21 +73,39 @@ impl FromStr for SimdLevel {
     }
 }
 
-/// The rayon + SIMD CPU backend.
+impl FromStr for Kernel {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Kernel::from_name(s).ok_or_else(|| {
+            Error::InvalidInput(format!("unknown CPU kernel '{s}': expected portable, sse41, avx2, avx512 or upstream"))
+        })
+    }
+}
+
+/// The rayon + SIMD CPU backend, on one [`Kernel`]: the crate's own at a [`SimdLevel`], or
+/// upstream's.
 ///
 /// ```
-/// use b3accel::cpu::{CpuBackend, SimdLevel};
+/// use b3accel::cpu::{CpuBackend, Kernel, SimdLevel};
 /// use b3accel::Backend;
 /// let portable = CpuBackend::with_level(SimdLevel::Portable).unwrap();
 /// assert_eq!(portable.level(), SimdLevel::Portable);
 /// assert_eq!(portable.info().device, b3accel::Device::Cpu);
+/// let upstream = CpuBackend::with_kernel(Kernel::Upstream).unwrap();
+/// let data = vec![9u8; 100_000];
+/// let mut out = [0u8; 32];
+/// b3accel::xof_reader_with(&upstream, &b3accel::Mode::Hash, &data).unwrap().fill(&mut out);
+/// assert_eq!(out, *blake3::hash(&data).as_bytes());
 /// ```
 #[derive(Clone, Debug)]
 pub struct CpuBackend {
+    kernel: Kernel,
+    /// `kernel.level()`: the instruction set of the crate's own code here.
     level: SimdLevel,
     /// Whether the narrower groups under AVX-512 use AVX-512VL: the 8-lane kernel in EVEX
     /// encoding, and four inputs at a time on 512-bit rows (`quads::hash_quads`) instead of the
-    /// 4-lane kernel.
+    /// 4-lane kernel. Always false, and unread, off x86.
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     evex: bool,
     info: DeviceInfo,
 }
@@ -96,35 +117,44 @@ impl Default for CpuBackend {
 }
 
 impl CpuBackend {
-    /// The best level this CPU supports, lowered by `B3ACCEL_CPU` where that names a lower one.
-    /// An unknown value, or a level above what the CPU supports, is ignored here; use
-    /// [`CpuBackend::from_env`] to have it reported.
+    /// The process's kernel: the CPU's best ([`Kernel::detect`]), or what `B3ACCEL_CPU` asks
+    /// for (a level caps the crate's own kernels, `upstream` chooses upstream's). An unknown
+    /// value, or a level above what the CPU supports, is not an error here (the CPU's best
+    /// runs); use [`CpuBackend::from_env`] to have it reported.
     ///
     /// ```
     /// let cpu = b3accel::cpu::CpuBackend::new();
-    /// assert!(cpu.level().is_supported());
+    /// assert!(cpu.kernel().is_supported());
     /// ```
     pub fn new() -> CpuBackend {
-        CpuBackend::build(platform::level())
+        CpuBackend::build(platform::kernel())
     }
 
-    /// Like [`CpuBackend::new`], but an unknown or unsupported `B3ACCEL_CPU` is an error.
+    /// The kernel `B3ACCEL_CPU` names ([`Kernel::detect`]'s where it is unset or blank); an
+    /// unknown name ([`Error::InvalidInput`]) or a level this CPU cannot run
+    /// ([`Error::Unavailable`]) is an error.
     ///
     /// ```
-    /// let cpu = b3accel::cpu::CpuBackend::from_env().unwrap();
-    /// assert!(cpu.level() <= b3accel::cpu::SimdLevel::detect());
+    /// match b3accel::cpu::CpuBackend::from_env() {
+    ///     Ok(cpu) => assert!(cpu.kernel().is_supported()),
+    ///     Err(e) => eprintln!("B3ACCEL_CPU is wrong: {e}"),
+    /// }
     /// ```
     pub fn from_env() -> Result<CpuBackend> {
-        match std::env::var(CPU_LEVEL_ENV) {
-            Ok(v) if !v.trim().is_empty() => {
-                let level: SimdLevel = v.parse().map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
-                CpuBackend::with_level(level)
+        let Some(value) = platform::env_value() else {
+            return Ok(CpuBackend::build(Kernel::detect()));
+        };
+        let kernel: Kernel = value.parse().map_err(|e| Error::InvalidInput(format!("{CPU_LEVEL_ENV}: {e}")))?;
+        CpuBackend::with_kernel(kernel).map_err(|e| match e {
+            Error::Unavailable { device, reason } => {
+                Error::Unavailable { device, reason: format!("{CPU_LEVEL_ENV}={value}: {reason}") }
             }
-            _ => Ok(CpuBackend::build(SimdLevel::detect())),
-        }
+            other => other,
+        })
     }
 
-    /// The CPU backend at a given level; an error if this CPU cannot run it.
+    /// The CPU backend on the crate's own kernels at a given level; an error if this CPU cannot
+    /// run it. The same as `with_kernel(Kernel::Lanes(level))`.
     ///
     /// ```
     /// use b3accel::cpu::{CpuBackend, SimdLevel};
@@ -133,23 +163,40 @@ impl CpuBackend {
     /// }
     /// ```
     pub fn with_level(level: SimdLevel) -> Result<CpuBackend> {
-        if !level.is_supported() {
-            return Err(Error::Unavailable {
-                device: Device::Cpu,
-                reason: format!("this CPU does not support {level}"),
-            });
-        }
-        Ok(CpuBackend::build(level))
+        CpuBackend::with_kernel(Kernel::Lanes(level))
     }
 
-    fn build(level: SimdLevel) -> CpuBackend {
+    /// The CPU backend on a given kernel; an error if this CPU cannot run it.
+    ///
+    /// ```
+    /// use b3accel::cpu::{CpuBackend, Kernel};
+    /// for kernel in Kernel::supported() {
+    ///     assert_eq!(CpuBackend::with_kernel(kernel).unwrap().kernel(), kernel);
+    /// }
+    /// ```
+    pub fn with_kernel(kernel: Kernel) -> Result<CpuBackend> {
+        if !kernel.is_supported() {
+            return Err(Error::Unavailable {
+                device: Device::Cpu,
+                reason: format!("this CPU does not support {kernel}"),
+            });
+        }
+        Ok(CpuBackend::build(kernel))
+    }
+
+    fn build(kernel: Kernel) -> CpuBackend {
+        let level = kernel.level();
         let threads = std::thread::available_parallelism().map(|n| n.get() as u32).ok();
+        let api = match kernel {
+            Kernel::Lanes(level) => format!("{level} ({} lanes)", level.lanes()),
+            Kernel::Upstream => "upstream blake3 (hazmat), portable single blocks".to_string(),
+        };
         let info = DeviceInfo {
             device: Device::Cpu,
             backend: BackendKind::Cpu,
             kind: DeviceKind::Cpu,
-            name: cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
-            api: format!("{level} ({} lanes)", level.lanes()),
+            name: model::cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+            api,
             driver: "rayon".to_string(),
             memory_bytes: None,
             compute_units: threads,
@@ -158,10 +205,20 @@ impl CpuBackend {
         let evex = level == SimdLevel::Avx512 && std::is_x86_feature_detected!("avx512vl");
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
         let evex = false;
-        CpuBackend { level, evex, info }
+        CpuBackend { kernel, level, evex, info }
     }
 
-    /// The instruction set in use.
+    /// The kernel in use.
+    ///
+    /// ```
+    /// println!("{}", b3accel::cpu::CpuBackend::new().kernel());
+    /// ```
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// The instruction set of the crate's own code in use: the kernel's level
+    /// ([`SimdLevel::Portable`] under [`Kernel::Upstream`]).
     ///
     /// ```
     /// println!("{}", b3accel::cpu::CpuBackend::new().level());
@@ -422,6 +479,10 @@ impl Backend for CpuBackend {
         out: &mut [Cv],
     ) -> Result<()> {
         check_subtree_args(input, first_chunk, max_chunks, out)?;
+        if self.kernel == Kernel::Upstream && upstream::chunk_subtrees(input, first_chunk, max_chunks, key, flags, out)
+        {
+            return Ok(());
+        }
         self.subtrees(input, first_chunk, max_chunks, key, flags, plan(input.len()), out);
         Ok(())
     }
@@ -455,11 +516,4 @@ impl Backend for CpuBackend {
     fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
         many::hash_many(self, data, msg_len, key, flags, out)
     }
-}
-
-/// The CPU's model name, where the OS tells it.
-fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("model name"))?;
-    Some(line.split_once(':')?.1.trim().to_string())
 }

@@ -237,7 +237,7 @@ fn machine(gpus: &[Gpu]) -> serde_json::Value {
     serde_json::json!({
         "cpu": cpu.info().name,
         "threads": rayon::current_num_threads(),
-        "cpu_simd": cpu.level().to_string(),
+        "cpu_simd": cpu.kernel().to_string(),
         "gpus": gpus.iter().map(|g| serde_json::json!({
             "device": g.info.device.to_string(),
             "name": g.info.name,

@@ -75,7 +75,8 @@ fn self_test(device: Device) -> Result<(), String> {
     Ok(())
 }
 
-/// The machine's memory, for the CPU backend (which does not report any).
+/// The machine's memory, for the CPU backend (which does not report any): Linux's
+/// `/proc/meminfo`; elsewhere, where that file is not there, it is not shown.
 fn system_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;

@@ -350,7 +350,7 @@ pub fn open_device(global: &Global) -> Result<Arc<dyn Backend>, Fatal> {
                  the device measured fastest at their size; {threads} thread(s){}",
                 b3accel::auto::GPU_MIN_BYTES >> 20,
                 info.name,
-                b3accel::cpu::CpuBackend::new().level(),
+                b3accel::cpu::CpuBackend::new().kernel(),
                 if global.verbose > 1 { "" } else { " (-vv names each input's device)" },
             ));
         } else {

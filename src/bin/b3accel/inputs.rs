@@ -2,10 +2,8 @@
 //! walked by `-r/--recursive` in sorted order.
 
 use crate::Fatal;
-use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// One input to hash (or, with `--check`, one checkfile to read).
@@ -83,15 +81,29 @@ fn read_list(list: &Path, zero: bool) -> Result<Vec<PathBuf>, Fatal> {
     };
     read.map_err(|e| Fatal(format!("--files-from {}: {e}", list.to_string_lossy())))?;
     let sep = if zero { b'\0' } else { b'\n' };
-    Ok(bytes
-        .split(|&b| b == sep)
-        .filter(|name| !name.is_empty())
-        .map(|name| PathBuf::from(OsString::from_vec(name.to_vec())))
-        .collect())
+    Ok(bytes.split(|&b| b == sep).filter(|name| !name.is_empty()).map(path_from_bytes).collect())
+}
+
+/// A name from a `--files-from` list: its bytes as they are, on Unix, where a name is bytes.
+#[cfg(unix)]
+fn path_from_bytes(name: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(name.to_vec()))
+}
+
+/// A name from a `--files-from` list where names are Unicode (Windows): UTF-8, bytes that are
+/// not UTF-8 becoming U+FFFD (the input is then most likely reported missing, under that name),
+/// and a line's trailing carriage return dropped (no Windows name can hold one; lists written
+/// there end their lines with CR LF).
+#[cfg(not(unix))]
+fn path_from_bytes(name: &[u8]) -> PathBuf {
+    let name = name.strip_suffix(b"\r").unwrap_or(name);
+    PathBuf::from(String::from_utf8_lossy(name).into_owned())
 }
 
 /// Every regular file below `root` (and symbolic links to regular files), sorted by the bytes of
-/// their paths, as `find ROOT -type f | LC_ALL=C sort` lists them. Directories reached through a
+/// their paths, as `find ROOT -type f | LC_ALL=C sort` lists them (on Windows, whose names are
+/// UTF-16, by their UTF-8 form: code point order). Directories reached through a
 /// symbolic link are not entered (no loops); fifos, sockets and devices are left out.
 fn walk(root: &Path, inputs: &mut Vec<Input>) {
     let mut found = Vec::new();
@@ -125,7 +137,7 @@ fn walk(root: &Path, inputs: &mut Vec<Input>) {
             }
         }
     }
-    found.sort_by(|a, b| a.path().as_os_str().as_bytes().cmp(b.path().as_os_str().as_bytes()));
+    found.sort_by(|a, b| a.path().as_os_str().as_encoded_bytes().cmp(b.path().as_os_str().as_encoded_bytes()));
     inputs.extend(found);
 }
 

@@ -204,12 +204,21 @@ pub fn warn(msg: impl fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{NAME}: {msg}");
 }
 
-/// Runs `f` with file descriptor 2 pointed at /dev/null. `--backend auto` lists the machine's
-/// GPUs the first time an input is large enough for one, and some drivers write to stderr while
-/// they start (Mesa's EGL: "XDG_RUNTIME_DIR is invalid or not set"); a drop-in for b3sum must
-/// not add that to its standard error. b3accel's own messages wait for the gate meanwhile. If
-/// /dev/null cannot be opened, `f` just runs.
+/// Runs `f` with standard error silenced. `--backend auto` lists the machine's GPUs the first
+/// time an input is large enough for one, and some drivers write to stderr while they start
+/// (Mesa's EGL: "XDG_RUNTIME_DIR is invalid or not set"); a drop-in for b3sum must not add that
+/// to its standard error. b3accel's own messages wait for the gate meanwhile. Where stderr cannot
+/// be silenced (see [`stderr_to_null`]), `f` just runs.
 pub fn without_driver_noise<T>(f: impl FnOnce() -> T) -> T {
+    let _gate = STDERR.lock().unwrap_or_else(|p| p.into_inner());
+    let _restore = stderr_to_null();
+    f()
+}
+
+/// Points file descriptor 2 at /dev/null until the returned guard is dropped (even by a panic),
+/// which points it back; `None`, changing nothing, if /dev/null cannot be opened.
+#[cfg(unix)]
+fn stderr_to_null() -> Option<impl Drop> {
     struct Restore(libc::c_int);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -221,24 +230,40 @@ pub fn without_driver_noise<T>(f: impl FnOnce() -> T) -> T {
             }
         }
     }
-    let _gate = STDERR.lock().unwrap_or_else(|p| p.into_inner());
-    // SAFETY: plain descriptor calls on integers; every descriptor opened here is closed, and
-    // fd 2 is restored by `Restore` even if `f` panics.
-    let _restore = unsafe {
+    // SAFETY: plain descriptor calls on integers; every descriptor opened here is closed or
+    // handed to `Restore`, which closes it.
+    unsafe {
         let saved = libc::dup(2);
         if saved < 0 {
-            return f();
+            return None;
         }
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         if null < 0 {
             libc::close(saved);
-            return f();
+            return None;
         }
         libc::dup2(null, 2);
         libc::close(null);
-        Restore(saved)
-    };
-    f()
+        Some(Restore(saved))
+    }
+}
+
+/// Elsewhere standard error stays as it is, and a driver's start-up chatter, if any, shows: the
+/// noise this hides was met with Mesa on Linux, and redirecting Windows' standard handles could
+/// not be tested where b3accel is built.
+#[cfg(not(unix))]
+fn stderr_to_null() -> Option<()> {
+    None
+}
+
+/// Reports a `B3ACCEL_CPU` that names no CPU kernel, or a level this CPU lacks, as a warning on
+/// standard error. The run goes on with the kernel the library then uses (every kernel gives the
+/// same bytes), so standard output and the exit status stay exactly b3sum's; the variable is
+/// b3accel's own, and a script that runs b3sum's commands must not fail over it.
+fn check_cpu_env() {
+    if let Err(e) = b3accel::cpu::CpuBackend::from_env() {
+        warn(format_args!("{e}; using the {} kernel", b3accel::cpu::CpuBackend::new().kernel()));
+    }
 }
 
 /// Ends the process with a usage error (exit status 2), as clap does for the errors it finds.
@@ -272,6 +297,7 @@ fn main() -> ExitCode {
         warn(e);
         return ExitCode::FAILURE;
     }
+    check_cpu_env();
     let outcome = match cli.command {
         Some(command) => command.run(&cli.global),
         None => hash::run(cli.hash, &cli.global),

@@ -44,11 +44,20 @@ impl Out {
     }
 }
 
-/// A file name as b3sum prints it: the lossy UTF-8 form, with `\`, newline and carriage return
-/// escaped as `\\`, `\n` and `\r`; the flag says whether anything was escaped (the line then
-/// starts with a backslash). With `zero` (`-z`) nothing is escaped, as in GNU's `--zero`.
+/// A file name as b3sum prints it: the lossy UTF-8 form (on Windows with every `\` turned into
+/// `/`, as b3sum does there), with `\`, newline and carriage return escaped as `\\`, `\n` and
+/// `\r`; the flag says whether anything was escaped (the line then starts with a backslash).
+/// With `zero` (`-z`) nothing is escaped, as in GNU's `--zero`.
 pub fn display_name(path: &Path, zero: bool) -> (Cow<'_, str>, bool) {
-    let name = path.to_string_lossy();
+    display_name_on(path, zero, cfg!(windows))
+}
+
+/// [`display_name`], with Windows' separator rule or without it.
+fn display_name_on(path: &Path, zero: bool, windows: bool) -> (Cow<'_, str>, bool) {
+    let mut name = path.to_string_lossy();
+    if windows && name.contains('\\') {
+        name = Cow::Owned(name.replace('\\', "/"));
+    }
     if zero || !name.contains(['\\', '\n', '\r']) {
         return (name, false);
     }
@@ -131,11 +140,19 @@ mod tests {
 
     #[test]
     fn names_are_escaped_as_b3sum_does() {
-        assert_eq!(display_name(Path::new("plain"), false), ("plain".into(), false));
-        let (n, esc) = display_name(Path::new("a\\b\nc\rd"), false);
+        for windows in [false, true] {
+            assert_eq!(display_name_on(Path::new("plain"), false, windows), ("plain".into(), false));
+            let (n, esc) = display_name_on(Path::new("a\nb"), true, windows);
+            assert_eq!((n.as_ref(), esc), ("a\nb", false));
+        }
+        let (n, esc) = display_name_on(Path::new("a\\b\nc\rd"), false, false);
         assert_eq!((n.as_ref(), esc), ("a\\\\b\\nc\\rd", true));
-        let (n, esc) = display_name(Path::new("a\nb"), true);
-        assert_eq!((n.as_ref(), esc), ("a\nb", false));
+        // On Windows a backslash is a separator, printed as `/`, and so never escaped.
+        let (n, esc) = display_name_on(Path::new("dir\\a\nb"), false, true);
+        assert_eq!((n.as_ref(), esc), ("dir/a\\nb", true));
+        let (n, esc) = display_name_on(Path::new("dir\\sub\\f"), false, true);
+        assert_eq!((n.as_ref(), esc), ("dir/sub/f", false));
+        assert_eq!(display_name(Path::new("x\\y"), false).0, if cfg!(windows) { "x/y" } else { "x\\\\y" });
     }
 
     #[test]
