@@ -153,7 +153,7 @@ impl OpenClBackend {
                 .map_err(|e| w.err("reading the last chunk", e))?;
                 Prof::push(&mut prof, Stage::Download, &ev);
             }
-            hash_resident(len, &last, domain, |offset, n, first, out| {
+            hash_resident(0, len, &last, domain, |offset, n, first, out| {
                 if (offset, n, first) == (0, full_chunks, 0) {
                     // The run dispatched above: a fresh stack takes all full chunks at once.
                     out.copy_from_slice(&whole);

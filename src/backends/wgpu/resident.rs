@@ -569,7 +569,7 @@ impl ResidentHasher {
             Ok((segments, tail))
         })?;
 
-        hash_resident(len, &tail, domain, |off, n, _first, out| {
+        hash_resident(0, len, &tail, domain, |off, n, _first, out| {
             if off != 0 || n != full {
                 return Err(Error::InvalidInput(format!(
                     "internal: a resident input of {full} full chunks committed as a run of {n} at {off}"
