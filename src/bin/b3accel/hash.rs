@@ -5,9 +5,8 @@ use crate::inputs::{self, Input, Listing};
 use crate::output::{self, display_name, Out};
 use crate::progress::Progress;
 use crate::{ordered, Fatal, Global, Outcome};
-use b3accel::{Backend, Device, Hasher, Mode, OutputReader, KEY_LEN};
-use std::cell::RefCell;
-use std::fs::File;
+use b3accel::file::{self, FileOptions};
+use b3accel::{Backend, Device, Mode, OutputReader, KEY_LEN};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -188,134 +187,25 @@ impl Devices {
 /// Output requests that would pass byte 2^64 of the output stream within this many bytes are
 /// refused before anything is hashed (see `run`).
 const XOF_REFUSE_WITHIN: u64 = 1 << 40;
-/// Regular files of at least this size are memory-mapped (b3sum maps from 16 KiB up).
-const MMAP_MIN: u64 = 16 * 1024;
-/// Read buffer for standard input, pipes, devices and `--no-mmap`.
-const READ_BUF: usize = 1024 * 1024;
-/// With a progress bar, mapped files are hashed in pieces of this size so that it moves.
-const PROGRESS_PIECE: usize = 32 * 1024 * 1024;
-/// Regular files up to this size are read whole into a per-thread buffer and hashed in one call.
-const READ_WHOLE_MAX: u64 = 4 * 1024 * 1024;
 
-thread_local! {
-    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Hashes one input on `spec`'s device.
+/// Hashes one input on `spec`'s device: the library's `file::Input` reads it (a map with its
+/// pages brought in and out in parallel, a small file read whole, or large reads), on the device
+/// picked for its size.
 pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result<Hashed> {
     let start = Instant::now();
-    let (mut reader, bytes, (device, why)) = match input {
+    let source = match input {
         Input::Error { msg, .. } => return Err(io::Error::other(msg.clone())),
         Input::Stdin if spec.keyed => return Err(io::Error::other("Cannot open `-` in keyed mode")),
-        Input::Stdin => stream(io::stdin().lock(), spec, progress)?,
-        Input::Path(path) => hash_file(path, spec, progress)?,
+        Input::Stdin => file::Input::from_reader(io::stdin().lock()),
+        Input::Path(path) => file::Input::open(path)?,
     };
+    let (backend, device, why) = spec.devices.pick(source.size());
+    let tell = |n| progress.inc(n);
+    let options =
+        FileOptions { mmap: spec.mmap, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
+    let (mut reader, bytes) = source.hash_with(backend, &spec.mode, &options)?;
     reader.set_position(spec.seek);
     Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64(), device, why })
-}
-
-/// An output reader, the input's length, and the device that hashed it with the reason.
-type Done = (OutputReader, u64, (Device, Option<String>));
-
-fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    let file = File::open(path)?;
-    let meta = file.metadata()?;
-    if meta.is_file() {
-        let len = meta.len();
-        if spec.mmap && len >= MMAP_MIN {
-            // SAFETY: the map is only read, and only as bytes to hash. Like every tool that maps
-            // files (b3sum included), a file truncated by another process while we read it may
-            // end the process with SIGBUS; it cannot corrupt memory.
-            if let Ok(map) = unsafe { memmap2::MmapOptions::new().map(&file) } {
-                return hash_mapped(&map, spec, progress);
-            }
-        }
-        if len <= READ_WHOLE_MAX {
-            return read_whole(file, len, spec, progress);
-        }
-    }
-    stream(file, spec, progress)
-}
-
-/// Hashes a mapped file, its pages mapped in and out on the pool's threads (see `mapped`).
-fn hash_mapped(map: &memmap2::Mmap, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    crate::mapped::with_pages(map, |data| hash_slice(data, spec, progress))
-}
-
-/// A small regular file: read whole into this thread's buffer and hashed in one call.
-fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    BUF.with(|buf| {
-        let mut buf = buf.borrow_mut();
-        // Room for one byte more than the size, so that a single short read shows the end:
-        // read, read (0), as b3sum does, with no size probing (read_to_end's lseek).
-        let want = len as usize + 1;
-        buf.clear();
-        buf.resize(want, 0);
-        let mut filled = 0;
-        while filled < want {
-            match file.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        buf.truncate(filled);
-        if filled == want {
-            // The file grew since we looked: take the rest too.
-            file.read_to_end(&mut buf)?;
-        }
-        let result = hash_slice(&buf, spec, progress);
-        if buf.capacity() > READ_WHOLE_MAX as usize + 1 {
-            *buf = Vec::new();
-        }
-        result
-    })
-}
-
-/// Input that lies in memory, hashed in one call (in pieces when a progress bar must move).
-fn hash_slice(data: &[u8], spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    let len = data.len() as u64;
-    let (backend, device, why) = spec.devices.pick(Some(len));
-    if progress.active() && data.len() > PROGRESS_PIECE {
-        let mut hasher = Hasher::with_backend(backend, &spec.mode);
-        for piece in data.chunks(PROGRESS_PIECE) {
-            hasher.update(piece)?;
-            progress.inc(piece.len() as u64);
-        }
-        return Ok((hasher.finalize_xof()?, len, (device, why)));
-    }
-    let reader = b3accel::xof_reader_with(&*backend, &spec.mode, data)?;
-    progress.inc(len);
-    Ok((reader, len, (device, why)))
-}
-
-/// Anything read in a loop: standard input, pipes, devices, `--no-mmap`.
-fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    let (backend, device, why) = spec.devices.pick(None);
-    let mut hasher = Hasher::with_backend(backend, &spec.mode);
-    let mut buf = vec![0u8; READ_BUF];
-    loop {
-        // Fill the buffer (pipes deliver 64 KiB at a time) so that the device gets large pieces.
-        let mut filled = 0;
-        while filled < buf.len() {
-            match src.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        if filled == 0 {
-            break;
-        }
-        hasher.update(&buf[..filled])?;
-        progress.inc(filled as u64);
-        if filled < buf.len() {
-            break;
-        }
-    }
-    Ok((hasher.finalize_xof()?, hasher.count(), (device, why)))
 }
 
 /// Reads the `--keyed` key: exactly 32 bytes on standard input.

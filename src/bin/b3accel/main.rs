@@ -14,7 +14,6 @@ use std::process::ExitCode;
 mod check;
 mod hash;
 mod inputs;
-mod mapped;
 mod ordered;
 mod output;
 mod progress;
