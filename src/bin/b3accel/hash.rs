@@ -7,6 +7,8 @@ use crate::progress::Progress;
 use crate::{ordered, Fatal, Global, Outcome};
 use b3accel::file::{self, FileOptions};
 use b3accel::{Backend, Device, Mode, OutputReader, KEY_LEN};
+use serde::Serialize;
+use std::borrow::Cow;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -260,6 +262,23 @@ pub fn devices(global: &Global) -> Result<Devices, Fatal> {
     Ok(Devices { asked: global.backend, backend, cpu, explain: global.verbose > 1, verbose: global.verbose > 0 })
 }
 
+/// One hashed input under `--json`.
+#[derive(Serialize)]
+struct HashRecord<'a> {
+    path: Cow<'a, str>,
+    hash: output::HexOutput<'a>,
+    bytes: u64,
+    backend: String,
+    seconds: f64,
+}
+
+/// One input that could not be hashed, under `--json`.
+#[derive(Serialize)]
+struct FailedRecord<'a> {
+    path: Cow<'a, str>,
+    error: String,
+}
+
 /// Stops the run: standard output is gone (a closed pipe) or failed.
 pub enum Stop {
     Closed,
@@ -374,17 +393,14 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                     if args.raw {
                         output::write_raw(&mut out, &mut h.reader, length)?;
                     } else if global.json {
-                        line.extend_from_slice(b"{\"path\":");
-                        line.extend_from_slice(output::json_string(&path.to_string_lossy()).as_bytes());
-                        line.extend_from_slice(b",\"hash\":\"");
-                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
-                        line.extend_from_slice(
-                            format!(
-                                "\",\"bytes\":{},\"backend\":\"{}\",\"seconds\":{}}}\n",
-                                h.bytes, h.device, h.seconds
-                            )
-                            .as_bytes(),
-                        );
+                        let record = HashRecord {
+                            path: path.to_string_lossy(),
+                            hash: output::HexOutput::new(&mut h.reader, length),
+                            bytes: h.bytes,
+                            backend: h.device.to_string(),
+                            seconds: h.seconds,
+                        };
+                        out.json(&record)?;
                     } else if args.no_names {
                         output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
                         line.extend_from_slice(term);
@@ -410,14 +426,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                     failed = true;
                     out.error(format_args!("{}: {e}", path.to_string_lossy()))?;
                     if global.json {
-                        line.extend_from_slice(
-                            format!(
-                                "{{\"path\":{},\"error\":{}}}\n",
-                                output::json_string(&path.to_string_lossy()),
-                                output::json_string(&e.to_string())
-                            )
-                            .as_bytes(),
-                        );
+                        out.json(&FailedRecord { path: path.to_string_lossy(), error: e.to_string() })?;
                     }
                 }
             }

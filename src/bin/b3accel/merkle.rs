@@ -17,7 +17,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Arguments of `b3accel merkle`.
+/// The root of the binary Merkle tree whose leaves are FILE's 32-byte records
+///
+/// Prints `<64 hex digits>  <FILE>` like b3sum; a parent is `blake3(left || right)` and an odd
+/// last node is carried up (see the library's `merkle` module on domain separation). With
+/// `--tree OUT`, also writes every inner node to OUT, level by level from the leaves' parents up
+/// to the root.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MerkleArgs {
     /// Device to hash on: auto, cpu, opencl[:N] or wgpu[:N].
