@@ -154,7 +154,7 @@ impl Devices {
     /// one under `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of
     /// `choose`), without a choice per call for every small file. A stream goes to the Auto
     /// backend, which chooses for each batch.
-    fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
+    pub fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
         if self.asked != Device::Auto {
             return (self.backend.clone(), self.backend.info().device, None);
         }
@@ -208,6 +208,36 @@ pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result
     let (mut reader, bytes) = source.hash_with(backend, &spec.mode, &options)?;
     reader.set_position(spec.seek);
     Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64(), device, why })
+}
+
+/// The mode options of the subcommands that hash in a mode (`subtree`, `merge`), as the default
+/// command has them.
+#[derive(clap::Args, Debug)]
+pub struct ModeArgs {
+    /// Use the keyed mode, reading the 32-byte key from stdin
+    #[arg(long)]
+    pub keyed: bool,
+
+    /// Use the key derivation mode, with the given context string
+    #[arg(long, value_name = "CONTEXT", conflicts_with = "keyed")]
+    pub derive_key: Option<String>,
+}
+
+impl ModeArgs {
+    /// The mode asked for; with `--keyed`, the key read from standard input.
+    pub fn mode(&self) -> Result<Mode, Fatal> {
+        mode_of(self.keyed, self.derive_key.as_deref())
+    }
+}
+
+/// The mode of `--keyed` (the key read from standard input) or `--derive-key CONTEXT`, or the plain
+/// hash.
+fn mode_of(keyed: bool, derive_key: Option<&str>) -> Result<Mode, Fatal> {
+    Ok(match (keyed, derive_key) {
+        (true, _) => Mode::Keyed(read_key()?),
+        (false, Some(context)) => Mode::DeriveKey(context.to_string()),
+        (false, None) => Mode::Hash,
+    })
 }
 
 /// Reads the `--keyed` key: exactly 32 bytes on standard input.
@@ -352,13 +382,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     if args.raw && inputs.len() > 1 {
         return Err(Fatal("Only one filename can be provided when using --raw".into()));
     }
-    let mode = if args.keyed {
-        Mode::Keyed(read_key()?)
-    } else if let Some(context) = &args.derive_key {
-        Mode::DeriveKey(context.clone())
-    } else {
-        Mode::Hash
-    };
+    let mode = mode_of(args.keyed, args.derive_key.as_deref())?;
     let spec = Spec { devices, mode, mmap: !args.no_mmap, seek: args.seek, keyed: args.keyed };
     if args.check {
         return crate::check::run(&args, global, &spec, &inputs);

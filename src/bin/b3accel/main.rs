@@ -52,6 +52,8 @@ macro_rules! subcommands {
 subcommands! {
     Devices(devices::Args) => devices::run,
     Merkle(merkle::MerkleArgs) => |args, _: &Global| Ok(merkle::run(&args)),
+    Subtree(subtree::Args) => subtree::run,
+    Merge(merge::Args) => merge::run,
     Bench(bench::Args) => bench::run,
 }
 
