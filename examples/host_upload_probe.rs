@@ -160,10 +160,10 @@ fn import(vk_: &Vk, ptr: *const u8, len: u64) -> Result<wgpu::Buffer, String> {
         let reqs = raw.get_buffer_memory_requirements(buffer);
         let bits = props.memory_type_bits & reqs.memory_type_bits;
         let index = (0..32).find(|i| bits >> i & 1 == 1).ok_or("no memory type for the host pointer")?;
-        let mut import = vk::ImportMemoryHostPointerInfoEXT::default()
-            .handle_type(handle)
-            .host_pointer(ptr as *mut c_void);
-        let mai = vk::MemoryAllocateInfo::default().allocation_size(len).memory_type_index(index).push_next(&mut import);
+        let mut import =
+            vk::ImportMemoryHostPointerInfoEXT::default().handle_type(handle).host_pointer(ptr as *mut c_void);
+        let mai =
+            vk::MemoryAllocateInfo::default().allocation_size(len).memory_type_index(index).push_next(&mut import);
         let memory = raw.allocate_memory(&mai, None).map_err(|e| format!("import: {e}"))?;
         raw.bind_buffer_memory(buffer, memory, 0).map_err(|e| format!("bind: {e}"))?;
         let hal_buffer = hv::Buffer::from_raw_managed(buffer, memory, 0, len);
@@ -242,7 +242,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => println!("Vulkan import: not available: {e}"),
         Ok(vk_) => {
             for (name, src) in [("anonymous", &anon[..]), ("mmap file", &mapped[..])] {
-                if (src.as_ptr() as u64) % vk_.align != 0 {
+                if !(src.as_ptr() as u64).is_multiple_of(vk_.align) {
                     println!("  {name}: not aligned to {}", vk_.align);
                     continue;
                 }

@@ -13,10 +13,7 @@ use std::time::Duration;
 
 fn arg<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> T {
     match args.iter().position(|a| a == flag) {
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{flag} needs a number")),
+        Some(i) => args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{flag} needs a number")),
         None => default,
     }
 }
@@ -51,7 +48,12 @@ fn run_wgpu(index: usize, log2: u32, calls: usize, extra: usize) -> Result<(), B
     println!("{} (wgpu:{index}), features {:?}", gpu.device().adapter_info().name, gpu.device().features());
     let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
     let make = |label, size| {
-        gpu.device().create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+        gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage,
+            mapped_at_creation: false,
+        })
     };
     let ones = vec![1u8; 1 << 30];
     let others: Vec<wgpu::Buffer> = (0..extra)

@@ -22,6 +22,14 @@
 //!
 //! [`Device::Auto`] never fails; [`devices`] lists what this machine has.
 //!
+//! Files: [`hash_file_on`], [`Hasher::update_mmap`] and [`Hasher::update_reader`] (the [`file`](mod@file)
+//! module: memory-mapped with the pages brought in and out in parallel, or read in large
+//! buffers).
+//!
+//! BLAKE3's tree as a tool ([`hazmat`], as upstream's, on every device): the chaining value of
+//! any subtree of an input, and the merges that make the root from them, so that one input can be
+//! hashed in pieces on many machines.
+//!
 //! Beyond single inputs: [`merkle_root`] and [`merkle_tree`] build binary Merkle trees of 32-byte
 //! leaves with BLAKE3 as the 2-to-1 hash (read the [`merkle`] module's note on domain separation
 //! before using its proofs), and [`hash_many`] / [`hash_each`] hash batches of independent
@@ -37,7 +45,8 @@
 //!    [`Error`] and the device identity types;
 //! 3. `backends/`: `cpu/`, `opencl/`, `wgpu/`, and `gpu/` (what both GPU backends share);
 //! 4. `dispatch/`: the registry that opens a [`Device`]'s backend, and [`auto`];
-//! 5. this file and `api/`: the functions below, [`Hasher`] and the [`merkle`] API;
+//! 5. this file and `api/`: the functions below, [`Hasher`], [`file`](mod@file), [`hazmat`] and the
+//!    [`merkle`] API;
 //! 6. users: the `b3accel` binary, the benches, examples and tests.
 
 #![warn(missing_docs)]
@@ -48,7 +57,9 @@ mod core;
 mod dispatch;
 mod tree;
 
+pub use crate::api::file::{self, hash_file_on};
 pub use crate::api::hasher::Hasher;
+pub use crate::api::hazmat;
 pub use crate::api::merkle;
 pub use crate::api::merkle::{hash_each, hash_many, merkle_root, merkle_tree, MerkleTree, Proof};
 pub use crate::backends::cpu;

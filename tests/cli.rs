@@ -7,189 +7,23 @@
 //! `CI=true` that fails the tests; otherwise a loud warning is printed and only the checks that
 //! need no b3sum run.
 
+mod common;
+
+use common::cli::{assert_no_panic, data, os, run_env, run_in, upstream, wait_with_limit, Dir, B3ACCEL};
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 #[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const B3ACCEL: &str = env!("CARGO_BIN_EXE_b3accel");
 const KEY: &[u8; 32] = b"whats the Elvish word for friend";
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-fn is_modern_b3sum(path: &Path) -> bool {
-    let Ok(out) = Command::new(path).arg("--version").output() else {
-        return false;
-    };
-    let version = String::from_utf8_lossy(&out.stdout);
-    let Some(v) = version.trim().strip_prefix("b3sum ") else {
-        return false;
-    };
-    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (1, 8)
-}
-
-/// Upstream b3sum, if this machine has a recent one.
-fn b3sum() -> Option<&'static Path> {
-    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let mut candidates = Vec::new();
-            if let Some(p) = std::env::var_os("B3SUM") {
-                candidates.push(PathBuf::from(p));
-            }
-            candidates.push(PathBuf::from("/opt/b3sum/bin/b3sum"));
-            if let Some(path) = std::env::var_os("PATH") {
-                candidates.extend(std::env::split_paths(&path).map(|d| d.join("b3sum")));
-            }
-            candidates.into_iter().find(|p| p.is_file() && is_modern_b3sum(p))
-        })
-        .as_deref()
-}
-
-/// b3sum for a comparison test, or `None` after a loud warning (a failure under CI=true).
-fn upstream(test: &str) -> Option<&'static Path> {
-    let found = b3sum();
-    if found.is_none() {
-        let msg = format!(
-            "no b3sum 1.8+ found (set B3SUM, or install it at /opt/b3sum/bin/b3sum): \
-             {test} did NOT compare b3accel with b3sum"
-        );
-        if ci() {
-            panic!("{msg} (CI=true: the comparison must run)");
-        }
-        eprintln!("\n*** WARNING: {msg} ***\n");
-    }
-    found
-}
-
-/// A scratch directory, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let dir = std::env::temp_dir().join(format!("b3accel-cli-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Dir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn write(&self, name: impl AsRef<Path>, data: &[u8]) -> PathBuf {
-        let p = self.0.join(name);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&p, data).unwrap();
-        p
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Deterministic pseudo-random bytes.
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// Runs `bin` in `dir` with `args`, `stdin` on standard input, and a time limit.
-fn run_in(bin: &Path, dir: &Path, args: &[&OsStr], stdin: &[u8]) -> Output {
-    run_env(bin, dir, &[], args, stdin)
-}
-
-/// [`run_in`] with environment variables `env` set.
-fn run_env(bin: &Path, dir: &Path, env: &[(&str, &str)], args: &[&OsStr], stdin: &[u8]) -> Output {
-    let mut child = Command::new(bin)
-        .args(args)
-        .current_dir(dir)
-        .envs(env.iter().copied())
-        .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // The program may exit without reading everything.
-        let _ = input.write_all(&stdin);
-    });
-    let out = wait_with_limit(child, Duration::from_secs(60));
-    let _ = writer.join();
-    out
-}
-
-fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(mut s) = stdout {
-            let _ = s.read_to_end(&mut v);
-        }
-        v
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(mut s) = stderr {
-            let _ = s.read_to_end(&mut v);
-        }
-        v
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("timed out after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
-}
-
-fn os<'a>(args: &'a [&'a str]) -> Vec<&'a OsStr> {
-    args.iter().map(OsStr::new).collect()
-}
 
 fn b3accel(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
     let out = run_in(Path::new(B3ACCEL), dir, &os(args), stdin);
     assert_no_panic(args, &out);
     out
-}
-
-fn assert_no_panic(args: &[impl std::fmt::Debug], out: &Output) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("panicked") && out.status.code().is_some_and(|c| c <= 2),
-        "b3accel {args:?} panicked or crashed: {:?}\n{stderr}",
-        out.status
-    );
 }
 
 /// Runs b3accel and b3sum with the same arguments and standard input in `dir` and asserts the
@@ -317,74 +151,6 @@ fn every_mode_matches_b3sum_at_awkward_sizes() {
     let mut args = vec!["--keyed"];
     args.extend(&files);
     same(dir.path(), &args, KEY);
-}
-
-/// The CPU backend on every kernel `B3ACCEL_CPU` can name on this CPU (each SIMD level it has,
-/// and `upstream`: what runs where the crate has no SIMD of its own, as on aarch64) against
-/// b3sum, in every mode, at the awkward sizes, and on files and standard input large enough for
-/// the thread pool.
-#[test]
-fn every_cpu_kernel_matches_b3sum() {
-    let dir = Dir::new("kernels");
-    let names = sized_files(&dir);
-    let mut files: Vec<&str> = names.iter().map(String::as_str).collect();
-    let big = data(9 * 1024 * 1024 + 8 * 1024 + 7, 99);
-    dir.write("big", &big);
-    files.push("big");
-    let modes: &[(&[&str], &[u8])] = &[
-        (&[], b""),
-        (&["--num-threads", "1"], b""),
-        (&["--length", "131", "--seek", "3"], b""),
-        (&["--derive-key", "b3accel cli tests"], b""),
-        (&["--keyed"], KEY),
-    ];
-    for kernel in b3accel::cpu::Kernel::supported() {
-        let name = kernel.to_string();
-        let env = [("B3ACCEL_CPU", name.as_str())];
-        for (mode, stdin) in modes {
-            let mut args = mode.to_vec();
-            args.extend(&files);
-            same_env(dir.path(), &env, &["--backend", "cpu"], &os(&args), stdin);
-        }
-        same_env(dir.path(), &env, &["--backend", "cpu"], &os(&["-"]), &big);
-        // The variable is honoured: `-v` names the kernel.
-        let out = run_env(Path::new(B3ACCEL), dir.path(), &env, &os(&["-v", "--backend", "cpu", "f0"]), b"");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && stderr.contains(&format!(", {name}")), "B3ACCEL_CPU={name}: {stderr}");
-    }
-}
-
-/// A `B3ACCEL_CPU` that names no kernel (or a level this CPU lacks) is reported on standard error,
-/// and the hashing goes on: standard output and the exit status stay exactly b3sum's.
-#[test]
-fn unknown_cpu_kernel_is_a_warning_not_a_failure() {
-    let dir = Dir::new("kernel-typo");
-    dir.write("a", &data(5000, 3));
-    let mut values = vec!["avx3", "upstreem", "\u{1F980}"];
-    let missing: Vec<String> =
-        b3accel::cpu::SimdLevel::ALL.into_iter().filter(|l| !l.is_supported()).map(|l| l.to_string()).collect();
-    values.extend(missing.iter().map(String::as_str));
-    for value in values {
-        let env = [("B3ACCEL_CPU", value)];
-        let ours = run_env(Path::new(B3ACCEL), dir.path(), &env, &os(&["a"]), b"");
-        let stderr = String::from_utf8_lossy(&ours.stderr);
-        assert_no_panic(&[value], &ours);
-        assert_eq!(ours.status.code(), Some(0), "B3ACCEL_CPU={value}: {stderr}");
-        assert_eq!(String::from_utf8_lossy(&ours.stdout), format!("{}  a\n", blake3::hash(&data(5000, 3)).to_hex()));
-        assert!(
-            stderr.starts_with("b3accel: ") && stderr.contains("B3ACCEL_CPU") && stderr.contains(value),
-            "B3ACCEL_CPU={value}: {stderr}"
-        );
-        assert_eq!(stderr.lines().count(), 1, "one warning, once: {stderr}");
-        if let Some(b3sum) = upstream("unknown_cpu_kernel_is_a_warning_not_a_failure") {
-            let theirs = run_env(b3sum, dir.path(), &env, &os(&["a"]), b"");
-            assert_eq!(ours.stdout, theirs.stdout);
-            assert_eq!(ours.status.code(), theirs.status.code());
-        }
-    }
-    // A blank value is no choice at all: nothing to report.
-    let out = run_env(Path::new(B3ACCEL), dir.path(), &[("B3ACCEL_CPU", " ")], &os(&["a"]), b"");
-    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -580,6 +346,74 @@ fn xof_length_and_seek() {
     ] {
         same(dir.path(), case, b"");
     }
+}
+
+/// The CPU backend on every kernel `B3ACCEL_CPU` can name on this CPU (each SIMD level it has,
+/// and `upstream`: what runs where the crate has no SIMD of its own, as on aarch64) against
+/// b3sum, in every mode, at the awkward sizes, and on files and standard input large enough for
+/// the thread pool.
+#[test]
+fn every_cpu_kernel_matches_b3sum() {
+    let dir = Dir::new("kernels");
+    let names = sized_files(&dir);
+    let mut files: Vec<&str> = names.iter().map(String::as_str).collect();
+    let big = data(9 * 1024 * 1024 + 8 * 1024 + 7, 99);
+    dir.write("big", &big);
+    files.push("big");
+    let modes: &[(&[&str], &[u8])] = &[
+        (&[], b""),
+        (&["--num-threads", "1"], b""),
+        (&["--length", "131", "--seek", "3"], b""),
+        (&["--derive-key", "b3accel cli tests"], b""),
+        (&["--keyed"], KEY),
+    ];
+    for kernel in b3accel::cpu::Kernel::supported() {
+        let name = kernel.to_string();
+        let env = [("B3ACCEL_CPU", name.as_str())];
+        for (mode, stdin) in modes {
+            let mut args = mode.to_vec();
+            args.extend(&files);
+            same_env(dir.path(), &env, &["--backend", "cpu"], &os(&args), stdin);
+        }
+        same_env(dir.path(), &env, &["--backend", "cpu"], &os(&["-"]), &big);
+        // The variable is honoured: `-v` names the kernel.
+        let out = run_env(Path::new(B3ACCEL), dir.path(), &env, &os(&["-v", "--backend", "cpu", "f0"]), b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.contains(&format!(", {name}")), "B3ACCEL_CPU={name}: {stderr}");
+    }
+}
+
+/// A `B3ACCEL_CPU` that names no kernel (or a level this CPU lacks) is reported on standard error,
+/// and the hashing goes on: standard output and the exit status stay exactly b3sum's.
+#[test]
+fn unknown_cpu_kernel_is_a_warning_not_a_failure() {
+    let dir = Dir::new("kernel-typo");
+    dir.write("a", &data(5000, 3));
+    let mut values = vec!["avx3", "upstreem", "\u{1F980}"];
+    let missing: Vec<String> =
+        b3accel::cpu::SimdLevel::ALL.into_iter().filter(|l| !l.is_supported()).map(|l| l.to_string()).collect();
+    values.extend(missing.iter().map(String::as_str));
+    for value in values {
+        let env = [("B3ACCEL_CPU", value)];
+        let ours = run_env(Path::new(B3ACCEL), dir.path(), &env, &os(&["a"]), b"");
+        let stderr = String::from_utf8_lossy(&ours.stderr);
+        assert_no_panic(&[value], &ours);
+        assert_eq!(ours.status.code(), Some(0), "B3ACCEL_CPU={value}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), format!("{}  a\n", blake3::hash(&data(5000, 3)).to_hex()));
+        assert!(
+            stderr.starts_with("b3accel: ") && stderr.contains("B3ACCEL_CPU") && stderr.contains(value),
+            "B3ACCEL_CPU={value}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "one warning, once: {stderr}");
+        if let Some(b3sum) = upstream("unknown_cpu_kernel_is_a_warning_not_a_failure") {
+            let theirs = run_env(b3sum, dir.path(), &env, &os(&["a"]), b"");
+            assert_eq!(ours.stdout, theirs.stdout);
+            assert_eq!(ours.status.code(), theirs.status.code());
+        }
+    }
+    // A blank value is no choice at all: nothing to report.
+    let out = run_env(Path::new(B3ACCEL), dir.path(), &[("B3ACCEL_CPU", " ")], &os(&["a"]), b"");
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// Writes b3sum-style checkfiles for the check tests.

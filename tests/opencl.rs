@@ -275,6 +275,30 @@ fn device_resident_buffers_in_all_modes() {
 }
 
 #[test]
+fn subtrees_of_device_buffers_match_upstream() {
+    for i in devices() {
+        let be = open(i, OpenClOptions::default());
+        let buffer = |bytes: &[u8]| {
+            ocl::Buffer::<u8>::builder()
+                .queue(be.queue().clone())
+                .len(bytes.len())
+                .copy_host_slice(bytes)
+                .build()
+                .unwrap()
+        };
+        let data = pattern((3 << 20) + 1234);
+        let whole = buffer(&data);
+        common::check_resident_subtrees(
+            &format!("opencl:{i}"),
+            &data,
+            |at, len, input_offset, mode| be.subtree_cv(&whole, at, len, input_offset, mode),
+            |piece, input_offset, mode| be.subtree_cv(&buffer(piece), 0, piece.len() as u64, input_offset, mode),
+        );
+        eprintln!("opencl:{i}: resident subtrees ok");
+    }
+}
+
+#[test]
 fn sixteen_threads_on_one_device() {
     for i in devices() {
         // The cached backend (as hash_on uses it) and one that streams in 16 KiB segments.

@@ -267,6 +267,27 @@ fn resident_bad_input_is_an_error() {
 }
 
 #[test]
+fn subtrees_of_device_buffers_match_upstream() {
+    let _serial = common::one_at_a_time();
+    for i in adapters() {
+        let gpu = open(i, WgpuOptions::default());
+        let r = gpu.resident();
+        let data = pattern((3 << 20) + 1234);
+        let whole = storage_buffer(gpu.device(), gpu.queue(), &data, 0);
+        common::check_resident_subtrees(
+            &name(&gpu),
+            &data,
+            |at, len, input_offset, mode| r.subtree_cv(&whole, at, len, input_offset, mode),
+            |piece, input_offset, mode| {
+                let buf = storage_buffer(gpu.device(), gpu.queue(), piece, 0);
+                r.subtree_cv(&buf, 0, piece.len() as u64, input_offset, mode)
+            },
+        );
+        eprintln!("resident subtrees: {} ok", name(&gpu));
+    }
+}
+
+#[test]
 fn bad_index_is_an_error() {
     let _serial = common::one_at_a_time();
     let n = adapters().len();

@@ -3,12 +3,15 @@
 //! The hasher gathers input into batches of the backend's [`batch_len`](crate::Backend::batch_len)
 //! and hands each batch over as soon as more input proves it is not the end; a large `update`
 //! goes to the backend straight from the caller's slice. Its memory is one batch, whatever the
-//! length of the input.
+//! length of the input. With an input offset (the `hazmat` API) it hashes one subtree of a larger
+//! input; files and readers are fed to it by the `file` module.
 
+use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::dispatch::{auto_backend, backend};
 use crate::tree::{
-    Backend, CvStack, Device, DeviceInfo, Domain, Error, Mode, Output, OutputReader, Result, MAX_SUBTREE,
+    check_fits, check_input_offset, check_subtree, Backend, CvStack, Device, DeviceInfo, Domain, Error, Mode, Output,
+    OutputReader, Result, MAX_SUBTREE,
 };
 use blake3::Hash;
 use std::io;
@@ -33,12 +36,23 @@ pub struct Hasher {
     buf: Vec<u8>,
     batch: usize,
     count: u64,
+    /// Where the input starts in a larger one (`hazmat::HasherExt::set_input_offset`); 0 for a
+    /// whole input.
+    offset: u64,
+    progress: Option<Progress>,
     failed: bool,
 }
 
+/// A progress callback: told how many more bytes were hashed.
+pub(crate) type Progress = Arc<dyn Fn(u64) + Send + Sync>;
+
 impl std::fmt::Debug for Hasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hasher").field("device", &self.backend.info().device).field("count", &self.count).finish()
+        f.debug_struct("Hasher")
+            .field("device", &self.backend.info().device)
+            .field("count", &self.count)
+            .field("input_offset", &self.offset)
+            .finish()
     }
 }
 
@@ -120,9 +134,20 @@ impl Hasher {
         Hasher::on_backend(backend, mode.domain())
     }
 
-    fn on_backend(backend: Arc<dyn Backend>, domain: Domain) -> Hasher {
+    /// A hasher on `backend` in the mode given by its key words and flags.
+    pub(crate) fn on_backend(backend: Arc<dyn Backend>, domain: Domain) -> Hasher {
         let batch = backend.batch_len().max(CHUNK_LEN).next_power_of_two();
-        Hasher { backend, domain, stack: CvStack::new(), buf: Vec::new(), batch, count: 0, failed: false }
+        Hasher {
+            backend,
+            domain,
+            stack: CvStack::new(),
+            buf: Vec::new(),
+            batch,
+            count: 0,
+            offset: 0,
+            progress: None,
+            failed: false,
+        }
     }
 
     /// The device this hasher runs on.
@@ -154,7 +179,11 @@ impl Hasher {
         self.count
     }
 
-    /// Adds input. An error (a device failure) leaves the hasher unusable until [`reset`](Self::reset).
+    /// Adds input. An error (a device failure) leaves the hasher unusable until
+    /// [`reset`](Self::reset). With an input offset
+    /// ([`set_input_offset`](crate::hazmat::HasherExt::set_input_offset)), input that would go
+    /// past the largest subtree that can start there is refused before any of it is hashed (the
+    /// hasher stays usable).
     ///
     /// ```
     /// let mut h = b3accel::Hasher::new();
@@ -164,11 +193,57 @@ impl Hasher {
     /// assert_eq!(h.finalize().unwrap(), blake3::hash(b"one two three"));
     /// ```
     pub fn update(&mut self, data: &[u8]) -> Result<&mut Self> {
+        self.feed(data, false)?;
+        if let Some(progress) = &self.progress {
+            progress(data.len() as u64);
+        }
+        Ok(self)
+    }
+
+    /// Calls `callback` with the number of bytes hashed each time input is taken in: once per
+    /// [`update`](Self::update), and as they go for [`update_mmap`](Self::update_mmap) (every 32
+    /// MiB of a mapped file) and [`update_reader`](Self::update_reader) (every read buffer), so
+    /// that a progress bar moves during a long input. The callback stays through
+    /// [`reset`](Self::reset) and is shared by clones.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// let done = Arc::new(AtomicU64::new(0));
+    /// let seen = done.clone();
+    /// let mut h = b3accel::Hasher::new();
+    /// h.on_progress(move |n| {
+    ///     seen.fetch_add(n, Ordering::Relaxed);
+    /// });
+    /// h.update(&[0; 5000])?.update_reader(&[1u8; 3000][..])?;
+    /// assert_eq!(done.load(Ordering::Relaxed), 8000);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn on_progress(&mut self, callback: impl Fn(u64) + Send + Sync + 'static) -> &mut Self {
+        self.progress = Some(Arc::new(callback));
+        self
+    }
+
+    /// The progress callback, if any.
+    pub(crate) fn progress(&self) -> Option<Progress> {
+        self.progress.clone()
+    }
+
+    /// How many bytes the hasher gathers before it hands them to the device.
+    pub(crate) fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Adds input without telling the progress callback: `more_follows` says that more input is
+    /// known to follow `data`, so that all of it can go to the device now (none of it can be the
+    /// end); otherwise the last bytes stay here until more input or the end shows what they are.
+    pub(crate) fn feed(&mut self, data: &[u8], more_follows: bool) -> Result<()> {
         self.check_usable()?;
-        match self.absorb(data) {
+        self.check_room(data.len() as u64)?;
+        match self.absorb(data, more_follows) {
             Ok(()) => {
                 self.count += data.len() as u64;
-                Ok(self)
+                Ok(())
             }
             Err(e) => {
                 self.failed = true;
@@ -177,25 +252,31 @@ impl Hasher {
         }
     }
 
-    fn absorb(&mut self, mut data: &[u8]) -> Result<()> {
+    fn absorb(&mut self, mut data: &[u8], more_follows: bool) -> Result<()> {
         let backend = &*self.backend;
+        // What must stay here: the last byte, unless more input follows.
+        let keep = usize::from(!more_follows);
         while !data.is_empty() {
-            if self.buf.is_empty() && data.len() > self.batch {
-                // Whole batches straight from the caller's slice, keeping at least one byte back:
-                // the last chunk of the input must stay here until we know it is the last.
-                let n = (data.len() - 1) / self.batch * self.batch;
+            if self.buf.is_empty() && data.len() >= self.batch + keep {
+                // Whole batches straight from the caller's slice, keeping the end back: the last
+                // chunk of the input must stay here until we know it is the last.
+                let n = (data.len() - keep) / self.batch * self.batch;
                 self.stack.commit_chunks(backend, &data[..n], MAX_SUBTREE, self.domain)?;
                 data = &data[n..];
                 continue;
             }
             if self.buf.len() == self.batch {
-                // A full batch followed by more input: it cannot hold the root.
+                // A full batch followed by more input: it cannot hold the end.
                 self.stack.commit_chunks(backend, &self.buf, MAX_SUBTREE, self.domain)?;
                 self.buf.clear();
             }
             let take = (self.batch - self.buf.len()).min(data.len());
             self.buf.extend_from_slice(&data[..take]);
             data = &data[take..];
+        }
+        if more_follows && self.buf.len() == self.batch {
+            self.stack.commit_chunks(backend, &self.buf, MAX_SUBTREE, self.domain)?;
+            self.buf.clear();
         }
         Ok(())
     }
@@ -209,13 +290,78 @@ impl Hasher {
         Ok(())
     }
 
-    /// The root node of everything added so far; the hasher itself is unchanged.
-    fn root(&self) -> Result<Output> {
+    /// Checks that `more` bytes still fit in the subtree that starts at the input offset.
+    fn check_room(&self, more: u64) -> Result<()> {
+        if self.offset == 0 {
+            return Ok(());
+        }
+        match self.count.checked_add(more) {
+            Some(total) => check_fits(self.offset, total),
+            None => Err(Error::InvalidInput("more than 2^64 bytes of input".into())),
+        }
+    }
+
+    /// The top node of everything added so far (the root, at input offset 0); the hasher itself
+    /// is unchanged.
+    fn top(&self) -> Result<Output> {
         self.check_usable()?;
         self.stack.clone().finish(&*self.backend, &self.buf, self.domain)
     }
 
-    /// The hash of everything added so far. More input may follow.
+    /// The root node of everything added so far.
+    fn root(&self) -> Result<Output> {
+        if self.offset != 0 {
+            return Err(Error::InvalidInput(format!(
+                "this hasher hashes a subtree at input offset {}, which has no root: finalize it with \
+                 finalize_non_root and merge the chaining values",
+                self.offset
+            )));
+        }
+        self.top()
+    }
+
+    /// The root node of everything added so far followed by `tail`, which ends the input; `tail`
+    /// goes to the device from where it lies when nothing is waiting here. For one-shot callers,
+    /// which drop the hasher after.
+    pub(crate) fn finish_with(&mut self, tail: &[u8]) -> Result<Output> {
+        if !self.buf.is_empty() || self.offset != 0 {
+            self.feed(tail, false)?;
+            return self.root();
+        }
+        self.check_usable()?;
+        let out = self.stack.clone().finish(&*self.backend, tail, self.domain)?;
+        self.count += tail.len() as u64;
+        Ok(out)
+    }
+
+    /// Sets the input offset (see `hazmat::HasherExt::set_input_offset`).
+    pub(crate) fn set_offset(&mut self, offset: u64) -> Result<()> {
+        if self.count != 0 {
+            return Err(Error::InvalidInput(format!(
+                "set_input_offset after {} bytes of input: the offset comes first",
+                self.count
+            )));
+        }
+        let start = check_input_offset(offset)?;
+        self.stack = CvStack::at(start);
+        self.offset = offset;
+        Ok(())
+    }
+
+    /// The input offset.
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The chaining value of the subtree hashed so far (see `hazmat::HasherExt::finalize_non_root`).
+    pub(crate) fn non_root(&self) -> Result<Cv> {
+        check_subtree(self.offset, self.count)?;
+        Ok(self.top()?.chaining_value())
+    }
+
+    /// The hash of everything added so far. More input may follow. A hasher with a nonzero input
+    /// offset hashes a subtree, which has no root: that is an error here (use
+    /// [`finalize_non_root`](crate::hazmat::HasherExt::finalize_non_root)).
     ///
     /// ```
     /// let mut h = b3accel::Hasher::new();
@@ -228,7 +374,8 @@ impl Hasher {
         Ok(Hash::from_bytes(self.root()?.root_hash()))
     }
 
-    /// An output reader for any number of output bytes (BLAKE3's extendable output).
+    /// An output reader for any number of output bytes (BLAKE3's extendable output). As for
+    /// [`finalize`](Self::finalize), an error with a nonzero input offset.
     ///
     /// ```
     /// let mut h = b3accel::Hasher::new();
@@ -241,7 +388,8 @@ impl Hasher {
         Ok(OutputReader::new(self.root()?))
     }
 
-    /// Forgets all input; the device and mode stay.
+    /// Forgets all input, and the input offset; the device, the mode and the progress callback
+    /// stay.
     ///
     /// ```
     /// let mut h = b3accel::Hasher::new();
@@ -253,6 +401,7 @@ impl Hasher {
         self.stack = CvStack::new();
         self.buf.clear();
         self.count = 0;
+        self.offset = 0;
         self.failed = false;
         self
     }

@@ -1,5 +1,9 @@
 //! Layer 5, the public API's types and functions beyond the one-shot calls in `lib.rs`: the
-//! incremental [`Hasher`](hasher::Hasher) and the Merkle API.
+//! incremental [`Hasher`](hasher::Hasher), files and readers, BLAKE3's tree as a tool (`hazmat`)
+//! and the Merkle API.
 
+pub mod file;
 pub(crate) mod hasher;
+pub mod hazmat;
+mod mapped;
 pub mod merkle;

@@ -60,6 +60,17 @@ pub enum Error {
     },
     /// An argument the function cannot accept (for example a malformed device name).
     InvalidInput(String),
+    /// Pieces that do not cover an input as BLAKE3's tree requires (a gap, an overlap, a piece
+    /// that is not a subtree where it lies; see
+    /// [`hazmat::merge_pieces_root_xof`](crate::hazmat::merge_pieces_root_xof)).
+    InvalidPiece {
+        /// The index of the piece at fault, in the slice given.
+        index: usize,
+        /// The other piece involved, where there is one: the piece before a gap or an overlap.
+        other: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
     /// Reading input failed.
     Io(std::io::Error),
 }
@@ -91,6 +102,10 @@ impl fmt::Display for Error {
             Error::KernelBuild { device, log } => write!(f, "device {device}: kernel build failed:\n{log}"),
             Error::Device { device, detail } => write!(f, "device {device}: {detail}"),
             Error::InvalidInput(msg) => f.write_str(msg),
+            Error::InvalidPiece { index, other: None, reason } => write!(f, "piece {index}: {reason}"),
+            Error::InvalidPiece { index, other: Some(other), reason } => {
+                write!(f, "piece {index}: {reason} (piece {other})")
+            }
             Error::Io(e) => write!(f, "{e}"),
         }
     }

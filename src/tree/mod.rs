@@ -1,7 +1,8 @@
 //! Layer 2, tree: BLAKE3's tree and everything every backend shares above the compression
-//! function: the chaining-value stack and the partial last chunk, the modes, the output and its
-//! XOF stream, Merkle level math, the [`Backend`] trait that is the seam to the devices, the
-//! error type and the device identity types. It imports only from `core`.
+//! function: the chaining-value stack and the partial last chunk, subtrees at any offset and
+//! their merges (the public `hazmat` API's semantics), the modes, the output and its XOF stream,
+//! Merkle level math, the [`Backend`] trait that is the seam to the devices, the error type and
+//! the device identity types. It imports only from `core`.
 
 mod backend;
 mod device;
@@ -10,6 +11,7 @@ pub(crate) mod merkle;
 mod mode;
 mod output;
 pub(crate) mod stack;
+pub(crate) mod subtree;
 
 #[cfg(feature = "opencl")]
 pub(crate) use backend::capped_by_pieces;
@@ -24,3 +26,9 @@ pub use output::OutputReader;
 pub(crate) use stack::{chunk_output, hash_all, hash_small, root_from_chunk_cvs, CvStack};
 #[cfg(any(feature = "opencl", feature = "wgpu"))]
 pub(crate) use stack::{hash_resident, last_chunk_len};
+pub(crate) use subtree::{check_fits, check_input_offset};
+pub use subtree::{
+    check_subtree, hash_derive_key_context, left_subtree_len, max_subtree_len, merge_pieces_root,
+    merge_pieces_root_xof, merge_subtrees_non_root, merge_subtrees_root, merge_subtrees_root_xof, ChainingValue,
+    ContextKey, Mode as TreeMode, Piece,
+};

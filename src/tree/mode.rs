@@ -1,9 +1,9 @@
 //! BLAKE3's three modes: the public [`Mode`], and the key words and flags ([`Domain`]) every
 //! backend hashes with.
 
-use super::stack::hash_small;
+use super::stack::{chunk_output, hash_small, CvStack};
 use crate::core::compress::cv_words;
-use crate::core::constants::{flags, IV, KEY_LEN};
+use crate::core::constants::{flags, CHUNK_LEN, IV, KEY_LEN};
 
 /// One of BLAKE3's three modes.
 ///
@@ -53,8 +53,28 @@ impl Domain {
     /// Key derivation: the context string is hashed first (a short input, on the CPU) and its
     /// hash keys the hashing of the key material.
     pub fn derive_key(context: &str) -> Domain {
-        let ctx = Domain { key: IV, flags: flags::DERIVE_KEY_CONTEXT };
-        let context_key = hash_small(context.as_bytes(), ctx);
-        Domain { key: cv_words(&context_key), flags: flags::DERIVE_KEY_MATERIAL }
+        Domain::from_context_key(&context_key(context))
     }
+
+    /// Key derivation with the context string already hashed by [`context_key`].
+    pub fn from_context_key(context_key: &[u8; KEY_LEN]) -> Domain {
+        Domain { key: cv_words(context_key), flags: flags::DERIVE_KEY_MATERIAL }
+    }
+}
+
+/// The hash of a key derivation context string: the key of the key material's hashing. Context
+/// strings are short, so this is always one pass on the CPU (a context longer than a chunk goes
+/// through the CPU backend's tree).
+pub(crate) fn context_key(context: &str) -> [u8; KEY_LEN] {
+    let domain = Domain { key: IV, flags: flags::DERIVE_KEY_CONTEXT };
+    let bytes = context.as_bytes();
+    if bytes.len() <= CHUNK_LEN {
+        return hash_small(bytes, domain);
+    }
+    let mut stack = CvStack::new();
+    let full = (bytes.len() - 1) / CHUNK_LEN * CHUNK_LEN;
+    for (i, chunk) in bytes[..full].chunks(CHUNK_LEN).enumerate() {
+        stack.push(chunk_output(chunk, i as u64, domain).chaining_value(), 1, domain);
+    }
+    stack.finalize(&bytes[full..], domain).root_hash()
 }

@@ -49,23 +49,41 @@ const MAX_DEPTH: usize = 54;
 /// The chaining values of complete subtrees not yet merged, left to right, and how many chunks
 /// they cover. Merging is lazy: a CV is merged with its left neighbour only once more input
 /// proves that the pair is not the root.
+///
+/// A stack hashes one subtree of the input: the whole input (from chunk 0), or one that starts at
+/// chunk `start` ([`CvStack::at`]) and ends within the largest subtree that can start there
+/// (`start`'s lowest set bit, in chunks; see [`super::subtree`]). Merges go by the chunks
+/// committed since `start`, chunk counters by the chunks' place in the whole input.
 #[derive(Clone)]
 pub(crate) struct CvStack {
     cvs: [Cv; MAX_DEPTH + 1],
     len: usize,
-    /// Full chunks committed so far: the index of the next chunk.
+    /// The first chunk of the subtree this stack hashes.
+    start: u64,
+    /// The index of the next chunk in the whole input: `start` plus the full chunks committed.
     chunks: u64,
 }
 
 impl CvStack {
     pub fn new() -> CvStack {
-        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, chunks: 0 }
+        CvStack::at(0)
     }
 
-    /// Merges the top of the stack until it holds one CV per set bit of `chunks`: what is left of
-    /// the merged tree once a subtree starting at chunk `chunks` follows.
+    /// A stack for the subtree that starts at chunk `start` of the input. The caller keeps what
+    /// it commits within the largest subtree that can start there.
+    pub fn at(start: u64) -> CvStack {
+        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, start, chunks: start }
+    }
+
+    /// Full chunks committed since the start.
+    fn committed(&self) -> u64 {
+        self.chunks - self.start
+    }
+
+    /// Merges the top of the stack until it holds one CV per set bit of `chunks - start`: what is
+    /// left of the merged subtree once a subtree starting at chunk `chunks` follows.
     fn merge_to(&mut self, chunks: u64, domain: Domain) {
-        while self.len > chunks.count_ones() as usize {
+        while self.len > (chunks - self.start).count_ones() as usize {
             let right = self.cvs[self.len - 1];
             let left = self.cvs[self.len - 2];
             self.cvs[self.len - 2] = parent_cv(&left, &right, &domain.key, domain.flags);
@@ -74,8 +92,8 @@ impl CvStack {
     }
 
     /// Pushes the CV of a complete subtree of `size` chunks (a power of two) starting at the
-    /// current position.
-    fn push(&mut self, cv: Cv, size: u64, domain: Domain) {
+    /// current position, which must be a multiple of `size`.
+    pub fn push(&mut self, cv: Cv, size: u64, domain: Domain) {
         debug_assert!(size.is_power_of_two() && self.chunks.is_multiple_of(size));
         self.merge_to(self.chunks, domain);
         self.cvs[self.len] = cv;
@@ -150,23 +168,33 @@ impl CvStack {
         out.copy_from_slice(&stack.cvs[..stack.len]);
     }
 
-    /// The root node, given the last chunk (1 to 1024 bytes, which follows everything committed)
-    /// or, for an input that was empty from the start, no bytes at all. The stack is used up
-    /// (merged); a caller that goes on hashing finalizes a clone.
+    /// The top node of the subtree (the root, when the stack hashes the whole input), given its
+    /// last chunk (1 to 1024 bytes, which follows everything committed) or, for an input that was
+    /// empty from the start, no bytes at all. The stack is used up (merged); a caller that goes
+    /// on hashing finalizes a clone.
     pub fn finalize(&mut self, last_chunk: &[u8], domain: Domain) -> Output {
-        self.merge_to(self.chunks, domain);
-        let mut output = chunk_output(last_chunk, self.chunks, domain);
-        for cv in self.cvs[..self.len].iter().rev() {
-            output = Output::parent(cv, &output.chaining_value(), domain);
+        let last = chunk_output(last_chunk, self.chunks, domain);
+        if self.len == 0 {
+            return last;
         }
-        output
+        self.merge_to(self.chunks, domain);
+        self.merge_right(&last.chaining_value(), domain)
     }
 
-    /// The root node when nothing follows the stack's subtrees (at least two of them): all of
-    /// them merged from the right, the last merge being the root.
-    fn root_of_stack(&self, domain: Domain) -> Output {
-        let (rest, [left, right]) = self.cvs[..self.len].split_at(self.len - 2) else {
-            unreachable!("at least two subtrees are on the stack here");
+    /// The top node, given the chaining value of the subtree that ends the input (any subtree
+    /// that starts at the current position and fits there), after at least one committed
+    /// subtree. The stack is used up, as by [`finalize`](Self::finalize).
+    pub fn finalize_cv(&mut self, last: &Cv, domain: Domain) -> Output {
+        debug_assert!(self.len > 0, "a subtree of its own is not merged with anything");
+        self.merge_to(self.chunks, domain);
+        self.merge_right(last, domain)
+    }
+
+    /// Every CV on the stack merged with `right` from the right: `right` with the top, that with
+    /// the next, and so on; the last merge is the top node. The stack is not empty.
+    fn merge_right(&self, right: &Cv, domain: Domain) -> Output {
+        let (rest, [left]) = self.cvs[..self.len].split_at(self.len - 1) else {
+            unreachable!("the stack is not empty here");
         };
         let mut output = Output::parent(left, right, domain);
         for cv in rest.iter().rev() {
@@ -175,20 +203,29 @@ impl CvStack {
         output
     }
 
-    /// The root node, given everything that follows the committed chunks: `tail`, at least one
-    /// byte unless nothing was committed. Full chunks go to `backend`, the last one too when it
-    /// is full (it is then not the root, so it can share a SIMD group or a dispatch with the
-    /// others); a partial last chunk is hashed here. The stack is used up, as by
-    /// [`finalize`](Self::finalize).
+    /// The top node when nothing follows the stack's subtrees (at least two of them): all of
+    /// them merged from the right, the last merge being the top node.
+    fn root_of_stack(&mut self, domain: Domain) -> Output {
+        debug_assert!(self.len >= 2, "at least two subtrees are on the stack here");
+        self.len -= 1;
+        let right = self.cvs[self.len];
+        self.merge_right(&right, domain)
+    }
+
+    /// The top node (the root, when the stack hashes the whole input), given everything that
+    /// follows the committed chunks: `tail`, at least one byte unless nothing was committed.
+    /// Full chunks go to `backend`, the last one too when it is full (it is then not the top
+    /// node, so it can share a SIMD group or a dispatch with the others); a partial last chunk is
+    /// hashed here. The stack is used up, as by [`finalize`](Self::finalize).
     pub fn finish<B: Backend + ?Sized>(&mut self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
-        if self.chunks == 0 && tail.len() <= CHUNK_LEN {
-            return Ok(chunk_output(tail, 0, domain));
+        if self.committed() == 0 && tail.len() <= CHUNK_LEN {
+            return Ok(chunk_output(tail, self.chunks, domain));
         }
         if tail.len().is_multiple_of(CHUNK_LEN) {
             let n = (tail.len() / CHUNK_LEN) as u64;
-            // A whole input of 2^k chunks is one complete subtree, whose CV would be the root:
-            // ask for its two halves instead.
-            let max = if self.chunks == 0 && n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
+            // A whole subtree of 2^k chunks is one complete subtree, whose CV would be the top
+            // node: ask for its two halves instead.
+            let max = if self.committed() == 0 && n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
             self.commit_chunks(backend, tail, max, domain)?;
             return Ok(self.root_of_stack(domain));
         }
@@ -229,12 +266,15 @@ pub(crate) fn last_chunk_len(len: u64) -> u64 {
     }
 }
 
-/// The root node of an input of `len` bytes that lies elsewhere, in a device buffer: the backend
-/// hashes its full chunks where they lie through `subtrees` (as in [`CvStack::commit_runs`], with
-/// `offset` counted in chunks from the start of the input), and the caller fetches the last
-/// [`last_chunk_len`] bytes, which the tree module hashes here.
+/// The top node of `len` bytes that lie elsewhere, in a device buffer, and start at chunk `start`
+/// of the input (0 for a whole input, whose top node is the root; else a subtree that the caller
+/// has checked with [`super::subtree::check_subtree`]): the backend hashes its full chunks where
+/// they lie through `subtrees` (as in [`CvStack::commit_runs`], with `offset` counted in chunks
+/// from the first byte, and chunk counters from the input's start), and the caller fetches the
+/// last [`last_chunk_len`] bytes, which the tree module hashes here.
 #[cfg_attr(not(any(feature = "opencl", feature = "wgpu")), allow(dead_code))]
 pub(crate) fn hash_resident(
+    start: u64,
     len: u64,
     last_chunk: &[u8],
     domain: Domain,
@@ -242,7 +282,7 @@ pub(crate) fn hash_resident(
 ) -> Result<Output> {
     assert_eq!(last_chunk.len() as u64, last_chunk_len(len), "the caller fetches exactly the last chunk");
     let full_chunks = (len - last_chunk.len() as u64) / CHUNK_LEN as u64;
-    let mut stack = CvStack::new();
+    let mut stack = CvStack::at(start);
     stack.commit_runs(full_chunks, MAX_SUBTREE, domain, subtrees)?;
     Ok(stack.finalize(last_chunk, domain))
 }

@@ -1,6 +1,8 @@
 //! What the integration tests share: the list of backends to test and the official input pattern.
 #![allow(dead_code)]
 
+pub mod cli;
+
 use b3accel::cpu::{CpuBackend, Kernel};
 use b3accel::{Backend, BackendKind, Device};
 use std::sync::Arc;
@@ -109,4 +111,114 @@ fn no_device(ci: bool, backend: BackendKind, why: &str) {
 pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Upstream's hasher for `mode`.
+pub fn upstream_hasher(mode: &b3accel::Mode) -> blake3::Hasher {
+    match mode {
+        b3accel::Mode::Hash => blake3::Hasher::new(),
+        b3accel::Mode::Keyed(k) => blake3::Hasher::new_keyed(k),
+        b3accel::Mode::DeriveKey(c) => blake3::Hasher::new_derive_key(c),
+    }
+}
+
+/// Upstream's chaining value (`blake3::hazmat`) of `data` as the subtree at byte `offset` of an
+/// input, in `mode`.
+pub fn upstream_cv(mode: &b3accel::Mode, offset: u64, data: &[u8]) -> [u8; 32] {
+    use blake3::hazmat::HasherExt;
+    let mut h = upstream_hasher(mode);
+    h.set_input_offset(offset);
+    h.update(data);
+    h.finalize_non_root()
+}
+
+/// Runs `f` with the `hazmat::Mode` of `mode` (for key derivation, with its context hashed).
+pub fn tree_mode<T>(mode: &b3accel::Mode, f: impl FnOnce(b3accel::hazmat::Mode) -> T) -> T {
+    use b3accel::hazmat::{hash_derive_key_context, Mode as TreeMode};
+    match mode {
+        b3accel::Mode::Hash => f(TreeMode::Hash),
+        b3accel::Mode::Keyed(key) => f(TreeMode::KeyedHash(key)),
+        b3accel::Mode::DeriveKey(context) => f(TreeMode::DeriveKeyMaterial(&hash_derive_key_context(context))),
+    }
+}
+
+/// Checks a device-resident subtree form (`subtree_cv` of a GPU backend) against upstream, in
+/// all three modes: `whole(at, len, input_offset, mode)` hashes bytes `at..at + len` of a device
+/// buffer that holds `data` (the whole input, of at least 3 MiB + 1234 bytes), `alone(piece,
+/// input_offset, mode)` a buffer that holds only `piece`, at its start. Pieces at awkward offsets
+/// and lengths, a cover of two pieces merged into the hash, and misuse refused with an error.
+pub fn check_resident_subtrees(
+    what: &str,
+    data: &[u8],
+    whole: impl Fn(u64, u64, u64, b3accel::hazmat::Mode) -> b3accel::Result<[u8; 32]>,
+    alone: impl Fn(&[u8], u64, b3accel::hazmat::Mode) -> b3accel::Result<[u8; 32]>,
+) {
+    use b3accel::hazmat::{merge_pieces_root, Piece};
+    let end = (3u64 << 20) + 1234;
+    assert!(data.len() as u64 >= end);
+    let data = &data[..end as usize];
+    let modes = [
+        b3accel::Mode::Hash,
+        b3accel::Mode::Keyed(*b"whats the Elvish word for friend"),
+        b3accel::Mode::DeriveKey("b3accel resident subtree tests 2026".into()),
+    ];
+    let k = 1024u64;
+    let cases = [
+        (0, k),
+        (0, 2 * k),
+        (0, 1 << 20),
+        (0, 2 << 20),
+        (k, 1),
+        (k, k),
+        (2 * k, 2 * k),
+        (3 * k, 1000),
+        (5 * k, k),
+        (12 * k, 4 * k),
+        (12 * k, 3333),
+        (256 * k, 256 * k),
+        (256 * k, 100_000),
+        (1 << 20, 1 << 20),
+        (2 << 20, end - (2 << 20)),
+        (3 << 20, 1234),
+    ];
+    for mode in &modes {
+        tree_mode(mode, |m| {
+            for (offset, len) in cases {
+                let want = upstream_cv(mode, offset, &data[offset as usize..(offset + len) as usize]);
+                let got = whole(offset, len, offset, m).unwrap_or_else(|e| panic!("{what}: {len} at {offset}: {e}"));
+                assert_eq!(got, want, "{what}: {len} bytes at {offset}, {mode:?}");
+            }
+            // A piece alone in its buffer, standing for bytes far into an input (chunk counters
+            // past 2^32 included).
+            let piece = &data[..5000];
+            for input_offset in [8192u64, 1 << 30, 1 << 42, (1 << 45) + (1 << 13)] {
+                let got =
+                    alone(piece, input_offset, m).unwrap_or_else(|e| panic!("{what}: alone at {input_offset}: {e}"));
+                assert_eq!(got, upstream_cv(mode, input_offset, piece), "{what}: alone at {input_offset}, {mode:?}");
+            }
+            // Two pieces of the buffer merged: the whole input's hash.
+            let half = 2u64 << 20;
+            let pieces = [
+                Piece { offset: half, len: end - half, cv: whole(half, end - half, half, m).unwrap() },
+                Piece { offset: 0, len: half, cv: whole(0, half, 0, m).unwrap() },
+            ];
+            let mut upstream = upstream_hasher(mode);
+            upstream.update(data);
+            assert_eq!(merge_pieces_root(&pieces, m).unwrap(), upstream.finalize(), "{what}: merged, {mode:?}");
+        });
+    }
+    // Misuse: a piece that is not a subtree where it says it lies, bytes outside the buffer, a
+    // start in the buffer the device cannot read from, an empty piece.
+    let m = b3accel::hazmat::Mode::Hash;
+    for (at, len, input_offset, why) in [
+        (k, 2 * k, k, "longer than a subtree at chunk 1"),
+        (0, 3 * k, 0, "3 chunks at offset 0"),
+        (0, 100, 100, "an input offset off a chunk boundary"),
+        (0, 0, k, "empty"),
+        (3 << 20, 2 * k, 1 << 20, "past the buffer's end"),
+        (100, 1, k, "a start in the buffer off the alignment"),
+    ] {
+        assert!(whole(at, len, input_offset, m).is_err(), "{what}: {why} must be refused");
+    }
+    assert!(alone(&data[..5000], 5 * k, m).is_err(), "{what}: 5000 bytes at chunk 5 must be refused");
 }

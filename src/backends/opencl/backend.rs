@@ -340,7 +340,7 @@ impl OpenClBackend {
         let domain = mode.domain();
         let mut prof = Prof::default();
         let full = data.len() - last_chunk_len(data.len() as u64) as usize;
-        let output = hash_resident(data.len() as u64, &data[full..], domain, |off, n, first, out| {
+        let output = hash_resident(0, data.len() as u64, &data[full..], domain, |off, n, first, out| {
             let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
             self.host_subtrees(run, first, MAX_SUBTREE, domain, out, &mut Some(&mut prof))
         })?;

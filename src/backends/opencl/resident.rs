@@ -1,13 +1,17 @@
 //! Hashing data that already lies in a device buffer: the kernels read it where it is, and only
 //! the last chunk (at most 1024 bytes) and the subtree CVs come back to the host, where the tree
-//! module finishes the root.
+//! module finishes the root (or, for a subtree of a larger input, its chaining value).
 
 use super::backend::OpenClBackend;
 use super::profile::{Prof, Profile, Stage};
 use super::worker::Run;
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::{hash_resident, last_chunk_len, Domain, Error, Mode, Output, OutputReader, Result, Timings};
+use crate::tree::subtree;
+use crate::tree::{
+    check_subtree, hash_resident, last_chunk_len, ChainingValue, Domain, Error, Mode, Output, OutputReader, Result,
+    Timings,
+};
 use blake3::Hash;
 use ocl::core::{self, Event};
 use std::time::Instant;
@@ -34,7 +38,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn hash_buffer(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<Hash> {
-        let output = self.resident(buffer, buffer.len() as u64, mode.domain(), None)?;
+        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), None)?;
         Ok(Hash::from_bytes(output.root_hash()))
     }
 
@@ -59,7 +63,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn buffer_reader(&self, buffer: &ocl::Buffer<u8>, len: u64, mode: &Mode) -> Result<OutputReader> {
-        Ok(OutputReader::new(self.resident(buffer, len, mode.domain(), None)?))
+        Ok(OutputReader::new(self.resident(buffer, 0, len, 0, mode.domain(), None)?))
     }
 
     /// [`hash_buffer`](Self::hash_buffer), reporting the kernels' time and the download of the
@@ -76,7 +80,7 @@ impl OpenClBackend {
     pub fn hash_buffer_timed(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<(Hash, Timings)> {
         let start = Instant::now();
         let mut prof = Prof::default();
-        let output = self.resident(buffer, buffer.len() as u64, mode.domain(), Some(&mut prof))?;
+        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), Some(&mut prof))?;
         let mut timings = prof.timings();
         timings.total = start.elapsed();
         Ok((Hash::from_bytes(output.root_hash()), timings))
@@ -98,9 +102,60 @@ impl OpenClBackend {
     pub fn hash_buffer_profiled(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<(Hash, Profile)> {
         let start = Instant::now();
         let mut prof = Prof::default();
-        let output = self.resident(buffer, buffer.len() as u64, mode.domain(), Some(&mut prof))?;
+        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), Some(&mut prof))?;
         let hash = Hash::from_bytes(output.root_hash());
         Ok((hash, prof.profile(start, Instant::now())))
+    }
+
+    /// The chaining value of the `len` bytes of a device buffer that start at byte `at` of the
+    /// buffer, as the subtree that starts at byte `input_offset` of a larger input (see
+    /// [`hazmat`](crate::hazmat)), computed where the data lies: a piece of an input to merge
+    /// with [`merge_subtrees_non_root`](crate::hazmat::merge_subtrees_non_root) and friends or
+    /// [`merge_pieces_root`](crate::hazmat::merge_pieces_root).
+    ///
+    /// `at` must be a multiple of [`CHUNK_LEN`](crate::CHUNK_LEN) (the kernels read whole chunks),
+    /// the bytes must lie inside the buffer, and `input_offset` and `len` must form a subtree
+    /// ([`check_subtree`](crate::hazmat::check_subtree)); anything else is an error. The buffer
+    /// rules of [`hash_buffer`](Self::hash_buffer) apply.
+    ///
+    /// ```no_run
+    /// use b3accel::hazmat::{merge_pieces_root, Mode, Piece};
+    /// use b3accel::opencl::OpenClBackend;
+    /// let gpu = OpenClBackend::open(0)?;
+    /// let data = vec![3u8; (8 << 20) + 5];
+    /// let buf = ocl::Buffer::<u8>::builder()
+    ///     .queue(gpu.queue().clone())
+    ///     .len(data.len())
+    ///     .copy_host_slice(&data)
+    ///     .build()
+    ///     .unwrap();
+    /// // Two pieces of the buffer, merged into the hash of the whole.
+    /// let half = 4 << 20;
+    /// let rest = data.len() as u64 - half;
+    /// let pieces = [
+    ///     Piece { offset: 0, len: half, cv: gpu.subtree_cv(&buf, 0, half, 0, Mode::Hash)? },
+    ///     Piece { offset: half, len: rest, cv: gpu.subtree_cv(&buf, half, rest, half, Mode::Hash)? },
+    /// ];
+    /// assert_eq!(merge_pieces_root(&pieces, Mode::Hash)?, blake3::hash(&data));
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn subtree_cv(
+        &self,
+        buffer: &ocl::Buffer<u8>,
+        at: u64,
+        len: u64,
+        input_offset: u64,
+        mode: subtree::Mode,
+    ) -> Result<ChainingValue> {
+        check_subtree(input_offset, len)?;
+        if !at.is_multiple_of(CHUNK_LEN as u64) {
+            return Err(Error::InvalidInput(format!(
+                "{}: byte {at} of the buffer is not a multiple of the chunk length ({CHUNK_LEN})",
+                self.info.device
+            )));
+        }
+        let start = input_offset / CHUNK_LEN as u64;
+        Ok(self.resident(buffer, at, len, start, mode.domain(), None)?.chaining_value())
     }
 
     /// Checks that `mem` belongs to this backend's context.
@@ -115,11 +170,23 @@ impl OpenClBackend {
         }
     }
 
-    fn resident(&self, buffer: &ocl::Buffer<u8>, len: u64, domain: Domain, prof: Option<&mut Prof>) -> Result<Output> {
+    /// The top node of the `len` bytes at byte `at` of `buffer` (a multiple of `CHUNK_LEN`), the
+    /// subtree that starts at chunk `start` of the input (0: the whole input, whose top node is
+    /// the root).
+    fn resident(
+        &self,
+        buffer: &ocl::Buffer<u8>,
+        at: u64,
+        len: u64,
+        start: u64,
+        domain: Domain,
+        prof: Option<&mut Prof>,
+    ) -> Result<Output> {
         let device = self.info.device;
-        if len > buffer.len() as u64 {
+        debug_assert!(at.is_multiple_of(CHUNK_LEN as u64));
+        if at.checked_add(len).is_none_or(|end| end > buffer.len() as u64) {
             return Err(Error::InvalidInput(format!(
-                "{device}: cannot hash {len} bytes of a {}-byte buffer",
+                "{device}: cannot hash {len} bytes from byte {at} of a {}-byte buffer",
                 buffer.len()
             )));
         }
@@ -134,11 +201,12 @@ impl OpenClBackend {
         self.with_worker(|w| {
             // Everything on one in-order queue, ending in one read that brings back the subtree
             // CVs and the last chunk together.
-            let tail_at = (len - last_len as u64) as usize;
+            let first_chunk = at / CHUNK_LEN as u64;
+            let tail_at = (at + len - last_len as u64) as usize;
             let mut last = vec![0u8; last_len];
             let mut whole: Vec<Cv> = vec![[0; 32]; full_chunks.count_ones() as usize];
             if full_chunks > 0 {
-                let run = Run { data: mem, chunk_offset: 0, n: full_chunks, counter: 0, domain };
+                let run = Run { data: mem, chunk_offset: first_chunk, n: full_chunks, counter: start, domain };
                 let done =
                     w.enqueue_subtrees_on(queue, self, run, None, 0, Some((tail_at, last_len)), false, &mut prof)?;
                 w.wait(&done.read)?;
@@ -153,13 +221,13 @@ impl OpenClBackend {
                 .map_err(|e| w.err("reading the last chunk", e))?;
                 Prof::push(&mut prof, Stage::Download, &ev);
             }
-            hash_resident(len, &last, domain, |offset, n, first, out| {
-                if (offset, n, first) == (0, full_chunks, 0) {
+            hash_resident(start, len, &last, domain, |offset, n, first, out| {
+                if (offset, n, first) == (0, full_chunks, start) {
                     // The run dispatched above: a fresh stack takes all full chunks at once.
                     out.copy_from_slice(&whole);
                     return Ok(());
                 }
-                let run = Run { data: mem, chunk_offset: offset, n, counter: first, domain };
+                let run = Run { data: mem, chunk_offset: first_chunk + offset, n, counter: first, domain };
                 let done = w.enqueue_subtrees_on(queue, self, run, None, 0, None, false, &mut prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, n, out);

@@ -8,9 +8,10 @@ use super::wait::{scoped, MapTicket};
 use crate::backends::gpu::pieces::pieces_of;
 use crate::backends::gpu::segments::merge_segments;
 use crate::core::constants::CHUNK_LEN;
+use crate::tree::subtree;
 use crate::tree::{
-    chunk_output, hash_resident, last_chunk_len, Device, Domain, Error, Mode, Output, OutputReader, Result, Timings,
-    MAX_SUBTREE,
+    check_subtree, chunk_output, hash_resident, last_chunk_len, ChainingValue, Device, Domain, Error, Mode, Output,
+    OutputReader, Result, Timings, MAX_SUBTREE,
 };
 use blake3::Hash;
 use std::sync::Arc;
@@ -163,7 +164,7 @@ impl ResidentHasher {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn hash(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Hash> {
-        Ok(Hash::from_bytes(self.root(buffer, offset, len, mode.domain(), None)?.root_hash()))
+        Ok(Hash::from_bytes(self.root(buffer, offset, len, 0, mode.domain(), None)?.root_hash()))
     }
 
     /// [`hash`](Self::hash) with timestamp queries, and where each part of the call's time went
@@ -184,7 +185,7 @@ impl ResidentHasher {
     ) -> Result<(Hash, ResidentBreakdown)> {
         let start = Instant::now();
         let mut b = ResidentBreakdown::default();
-        let out = self.root(buffer, offset, len, mode.domain(), Some(&mut b))?;
+        let out = self.root(buffer, offset, len, 0, mode.domain(), Some(&mut b))?;
         let hash = Hash::from_bytes(out.root_hash());
         b.total = start.elapsed();
         b.finish = b.total.saturating_sub(b.encode + b.submit + b.wait + b.read);
@@ -222,7 +223,40 @@ impl ResidentHasher {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn xof_reader(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<OutputReader> {
-        Ok(OutputReader::new(self.root(buffer, offset, len, mode.domain(), None)?))
+        Ok(OutputReader::new(self.root(buffer, offset, len, 0, mode.domain(), None)?))
+    }
+
+    /// The chaining value of the `len` bytes of `buffer` at byte `offset`, as the subtree that
+    /// starts at byte `input_offset` of a larger input (see [`hazmat`](crate::hazmat)), computed
+    /// where the data lies: a piece to merge with
+    /// [`merge_subtrees_non_root`](crate::hazmat::merge_subtrees_non_root) and friends or
+    /// [`merge_pieces_root`](crate::hazmat::merge_pieces_root). Requirements on `buffer` and
+    /// `offset` as for [`hash`](Self::hash); `input_offset` and `len` must form a subtree
+    /// ([`check_subtree`](crate::hazmat::check_subtree)).
+    ///
+    /// ```no_run
+    /// use b3accel::hazmat::{merge_pieces_root, Mode, Piece};
+    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
+    /// // A buffer of 3 MiB + 10 bytes, hashed as two pieces and merged.
+    /// let (half, rest) = (2u64 << 20, (1u64 << 20) + 10);
+    /// let pieces = [
+    ///     Piece { offset: 0, len: half, cv: hasher.subtree_cv(&buf, 0, half, 0, Mode::Hash)? },
+    ///     Piece { offset: half, len: rest, cv: hasher.subtree_cv(&buf, half, rest, half, Mode::Hash)? },
+    /// ];
+    /// println!("{}", merge_pieces_root(&pieces, Mode::Hash)?);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn subtree_cv(
+        &self,
+        buffer: &::wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        input_offset: u64,
+        mode: subtree::Mode,
+    ) -> Result<ChainingValue> {
+        check_subtree(input_offset, len)?;
+        let start = input_offset / CHUNK_LEN as u64;
+        Ok(self.root(buffer, offset, len, start, mode.domain(), None)?.chaining_value())
     }
 
     /// The root of the binary Merkle tree (see [`merkle`](crate::merkle)) over `count` 32-byte
@@ -394,15 +428,18 @@ impl ResidentHasher {
         Ok(t)
     }
 
+    /// The top node of the `len` bytes of `buffer` at byte `offset`: the subtree that starts at
+    /// chunk `start` of the input (0: the whole input, whose top node is the root).
     fn root(
         &self,
         buffer: &::wgpu::Buffer,
         offset: u64,
         len: u64,
+        start: u64,
         domain: Domain,
         breakdown: Option<&mut ResidentBreakdown>,
     ) -> Result<Output> {
-        let start = Instant::now();
+        let began = Instant::now();
         let gpu = &*self.gpu;
         if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
             return Err(Error::InvalidInput(format!(
@@ -427,17 +464,19 @@ impl ResidentHasher {
             return Ok(chunk_output(&[], 0, domain));
         }
         gpu.check_health()?;
-        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, domain, breakdown, start))
+        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, start, domain, breakdown, began))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn root_on_device(
         &self,
         buffer: &::wgpu::Buffer,
         offset: u64,
         len: u64,
+        start: u64,
         domain: Domain,
         breakdown: Option<&mut ResidentBreakdown>,
-        start: Instant,
+        began: Instant,
     ) -> Result<Output> {
         let gpu = &*self.gpu;
         let last = last_chunk_len(len);
@@ -498,7 +537,7 @@ impl ResidentHasher {
                     false,
                     offset + k * seg * CHUNK_LEN as u64,
                     n_k,
-                    k * seg,
+                    start + k * seg,
                     domain,
                     queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
                     (k == 0 && in_pass).then_some((&gpu.pipes.tail, &bg, tail_params_at as u32)),
@@ -556,7 +595,7 @@ impl ResidentHasher {
             drop(view);
             scr.readback.unmap();
             if let Some(b) = breakdown {
-                b.encode = t_submit - start;
+                b.encode = t_submit - began;
                 b.submit = t_wait - t_submit;
                 b.wait = t_read - t_wait;
                 b.read = t_read.elapsed();
@@ -569,7 +608,7 @@ impl ResidentHasher {
             Ok((segments, tail))
         })?;
 
-        hash_resident(len, &tail, domain, |off, n, _first, out| {
+        hash_resident(start, len, &tail, domain, |off, n, _first, out| {
             if off != 0 || n != full {
                 return Err(Error::InvalidInput(format!(
                     "internal: a resident input of {full} full chunks committed as a run of {n} at {off}"

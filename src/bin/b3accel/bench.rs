@@ -1,8 +1,9 @@
 //! `b3accel bench`: every backend and device of this machine, and upstream `blake3`, in one run.
 //!
 //! For each input size it measures upstream (`hash` on one thread, `update_rayon` on all), the
-//! CPU backend (all threads and one), `Device::Auto`, and each GPU device end to end from host
-//! memory (with upload, kernel and download apart) and from a device buffer. Then Merkle roots
+//! CPU backend (all threads and one; and `hash_file_on` on a page-cached temporary file of the
+//! same bytes, interleaved with the in-memory hash), `Device::Auto`, and each GPU device end to
+//! end from host memory (with upload, kernel and download apart) and from a device buffer. Then Merkle roots
 //! and `hash_many`. It prints tables, and writes every figure to `--json FILE` and a log-log
 //! throughput plot to `--plot FILE.svg`.
 
@@ -295,20 +296,32 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             .install(|| time_interleaved(budget, &mut [&mut || ok(blake3::hash(input)), &mut || hash(Device::Cpu)]))
             .try_into()
             .expect("two series");
-        let [rayon, cpu, auto] = time_interleaved(
+        // The library's file path (`hash_file_on`: a map with its pages brought in and out in
+        // parallel) on a temporary file of the same bytes, in the page cache after it is
+        // written, interleaved with the in-memory CPU hash it is to be compared with.
+        let file = std::env::temp_dir().join(format!("b3accel-bench-{}-{size}", std::process::id()));
+        let written = std::fs::write(&file, input).map_err(|e| format!("writing {}: {e}", file.display()));
+        let hash_file = || match &written {
+            Ok(()) => b3accel::hash_file_on(Device::Cpu, &file).map(drop).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        let [rayon, cpu, auto, from_file] = time_interleaved(
             budget,
             &mut [
                 &mut || ok(blake3::Hasher::new().update_rayon(input).finalize()),
                 &mut || hash(Device::Cpu),
                 &mut || hash(Device::Auto),
+                &mut || hash_file(),
             ],
         )
         .try_into()
-        .expect("three series");
+        .expect("four series");
+        let _ = std::fs::remove_file(&file);
         add("upstream hash (1 thread)".into(), up, None);
         add("upstream update_rayon".into(), rayon, None);
         add("cpu (1 thread)".into(), cpu1, None);
         add("cpu".into(), cpu, None);
+        add("cpu hash_file_on (cached)".into(), from_file, None);
         add("auto".into(), auto, None);
         for g in &gpus {
             if g.info.is_software_gpu() && size > SOFTWARE_GPU_MAX {

@@ -11,6 +11,8 @@ use crate::inputs::Input;
 use crate::output::{self, Out};
 use crate::{ordered, Fatal, Global, Outcome};
 use b3accel::{Hash, OUT_LEN};
+use serde::Serialize;
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -182,6 +184,28 @@ fn hex(bytes: &[u8]) -> String {
     String::from_utf8(v).unwrap_or_default()
 }
 
+/// A malformed checkfile line under `--json`.
+#[derive(Serialize)]
+struct MalformedRecord<'a> {
+    checkfile: &'a str,
+    line: usize,
+    ok: bool,
+    error: &'a str,
+}
+
+/// A checked line under `--json`.
+#[derive(Serialize)]
+struct CheckRecord<'a> {
+    path: Cow<'a, str>,
+    ok: bool,
+    expected: String,
+    hash: Option<String>,
+    bytes: u64,
+    backend: Option<String>,
+    seconds: f64,
+    error: Option<String>,
+}
+
 /// Counts across all checkfiles.
 #[derive(Default)]
 struct Tally {
@@ -258,12 +282,7 @@ fn check_file(
                         out.error(msg)?;
                     }
                     if global.json && !args.status {
-                        let obj = serde_json::json!({
-                            "checkfile": name, "line": i + 1, "ok": false, "error": msg,
-                        });
-                        record.extend_from_slice(obj.to_string().as_bytes());
-                        record.push(b'\n');
-                        out.write(&record)?;
+                        out.json(&MalformedRecord { checkfile: &name, line: i + 1, ok: false, error: msg })?;
                     }
                     return Ok(());
                 }
@@ -292,18 +311,16 @@ fn check_file(
                 return Ok(());
             };
             if global.json {
-                let obj = serde_json::json!({
-                    "path": line.path.to_string_lossy(),
-                    "ok": status == "OK",
-                    "expected": hex(&line.expected),
-                    "hash": c.found.map(|f| hex(&f)),
-                    "bytes": c.bytes,
-                    "backend": c.device.map(|d| d.to_string()),
-                    "seconds": c.seconds,
-                    "error": reason,
-                });
-                record.extend_from_slice(obj.to_string().as_bytes());
-                record.push(b'\n');
+                out.json(&CheckRecord {
+                    path: line.path.to_string_lossy(),
+                    ok: status == "OK",
+                    expected: hex(&line.expected),
+                    hash: c.found.map(|f| hex(&f)),
+                    bytes: c.bytes,
+                    backend: c.device.map(|d| d.to_string()),
+                    seconds: c.seconds,
+                    error: reason,
+                })?;
             } else {
                 record.extend_from_slice(line.shown.as_bytes());
                 record.extend_from_slice(b": ");

@@ -5,9 +5,10 @@ use crate::inputs::{self, Input, Listing};
 use crate::output::{self, display_name, Out};
 use crate::progress::Progress;
 use crate::{ordered, Fatal, Global, Outcome};
-use b3accel::{Backend, Device, Hasher, Mode, OutputReader, KEY_LEN};
-use std::cell::RefCell;
-use std::fs::File;
+use b3accel::file::{self, FileOptions};
+use b3accel::{Backend, Device, Mode, OutputReader, KEY_LEN};
+use serde::Serialize;
+use std::borrow::Cow;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -153,7 +154,7 @@ impl Devices {
     /// one under `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of
     /// `choose`), without a choice per call for every small file. A stream goes to the Auto
     /// backend, which chooses for each batch.
-    fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
+    pub fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
         if self.asked != Device::Auto {
             return (self.backend.clone(), self.backend.info().device, None);
         }
@@ -188,134 +189,55 @@ impl Devices {
 /// Output requests that would pass byte 2^64 of the output stream within this many bytes are
 /// refused before anything is hashed (see `run`).
 const XOF_REFUSE_WITHIN: u64 = 1 << 40;
-/// Regular files of at least this size are memory-mapped (b3sum maps from 16 KiB up).
-const MMAP_MIN: u64 = 16 * 1024;
-/// Read buffer for standard input, pipes, devices and `--no-mmap`.
-const READ_BUF: usize = 1024 * 1024;
-/// With a progress bar, mapped files are hashed in pieces of this size so that it moves.
-const PROGRESS_PIECE: usize = 32 * 1024 * 1024;
-/// Regular files up to this size are read whole into a per-thread buffer and hashed in one call.
-const READ_WHOLE_MAX: u64 = 4 * 1024 * 1024;
 
-thread_local! {
-    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Hashes one input on `spec`'s device.
+/// Hashes one input on `spec`'s device: the library's `file::Input` reads it (a map with its
+/// pages brought in and out in parallel, a small file read whole, or large reads), on the device
+/// picked for its size.
 pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result<Hashed> {
     let start = Instant::now();
-    let (mut reader, bytes, (device, why)) = match input {
+    let source = match input {
         Input::Error { msg, .. } => return Err(io::Error::other(msg.clone())),
         Input::Stdin if spec.keyed => return Err(io::Error::other("Cannot open `-` in keyed mode")),
-        Input::Stdin => stream(io::stdin().lock(), spec, progress)?,
-        Input::Path(path) => hash_file(path, spec, progress)?,
+        Input::Stdin => file::Input::from_reader(io::stdin().lock()),
+        Input::Path(path) => file::Input::open(path)?,
     };
+    let (backend, device, why) = spec.devices.pick(source.size());
+    let tell = |n| progress.inc(n);
+    let options =
+        FileOptions { mmap: spec.mmap, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
+    let (mut reader, bytes) = source.hash_with(backend, &spec.mode, &options)?;
     reader.set_position(spec.seek);
     Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64(), device, why })
 }
 
-/// An output reader, the input's length, and the device that hashed it with the reason.
-type Done = (OutputReader, u64, (Device, Option<String>));
+/// The mode options of the subcommands that hash in a mode (`subtree`, `merge`), as the default
+/// command has them.
+#[derive(clap::Args, Debug)]
+pub struct ModeArgs {
+    /// Use the keyed mode, reading the 32-byte key from stdin
+    #[arg(long)]
+    pub keyed: bool,
 
-fn hash_file(path: &Path, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    let file = File::open(path)?;
-    let meta = file.metadata()?;
-    if meta.is_file() {
-        let len = meta.len();
-        if spec.mmap && len >= MMAP_MIN {
-            // SAFETY: the map is only read, and only as bytes to hash. Like every tool that maps
-            // files (b3sum included), a file truncated by another process while we read it may
-            // end the process with SIGBUS; it cannot corrupt memory.
-            if let Ok(map) = unsafe { memmap2::MmapOptions::new().map(&file) } {
-                return hash_mapped(&map, spec, progress);
-            }
-        }
-        if len <= READ_WHOLE_MAX {
-            return read_whole(file, len, spec, progress);
-        }
+    /// Use the key derivation mode, with the given context string
+    #[arg(long, value_name = "CONTEXT", conflicts_with = "keyed")]
+    pub derive_key: Option<String>,
+}
+
+impl ModeArgs {
+    /// The mode asked for; with `--keyed`, the key read from standard input.
+    pub fn mode(&self) -> Result<Mode, Fatal> {
+        mode_of(self.keyed, self.derive_key.as_deref())
     }
-    stream(file, spec, progress)
 }
 
-/// Hashes a mapped file, its pages mapped in and out on the pool's threads (see `mapped`).
-fn hash_mapped(map: &memmap2::Mmap, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    crate::mapped::with_pages(map, |data| hash_slice(data, spec, progress))
-}
-
-/// A small regular file: read whole into this thread's buffer and hashed in one call.
-fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    BUF.with(|buf| {
-        let mut buf = buf.borrow_mut();
-        // Room for one byte more than the size, so that a single short read shows the end:
-        // read, read (0), as b3sum does, with no size probing (read_to_end's lseek).
-        let want = len as usize + 1;
-        buf.clear();
-        buf.resize(want, 0);
-        let mut filled = 0;
-        while filled < want {
-            match file.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        buf.truncate(filled);
-        if filled == want {
-            // The file grew since we looked: take the rest too.
-            file.read_to_end(&mut buf)?;
-        }
-        let result = hash_slice(&buf, spec, progress);
-        if buf.capacity() > READ_WHOLE_MAX as usize + 1 {
-            *buf = Vec::new();
-        }
-        result
+/// The mode of `--keyed` (the key read from standard input) or `--derive-key CONTEXT`, or the plain
+/// hash.
+fn mode_of(keyed: bool, derive_key: Option<&str>) -> Result<Mode, Fatal> {
+    Ok(match (keyed, derive_key) {
+        (true, _) => Mode::Keyed(read_key()?),
+        (false, Some(context)) => Mode::DeriveKey(context.to_string()),
+        (false, None) => Mode::Hash,
     })
-}
-
-/// Input that lies in memory, hashed in one call (in pieces when a progress bar must move).
-fn hash_slice(data: &[u8], spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    let len = data.len() as u64;
-    let (backend, device, why) = spec.devices.pick(Some(len));
-    if progress.active() && data.len() > PROGRESS_PIECE {
-        let mut hasher = Hasher::with_backend(backend, &spec.mode);
-        for piece in data.chunks(PROGRESS_PIECE) {
-            hasher.update(piece)?;
-            progress.inc(piece.len() as u64);
-        }
-        return Ok((hasher.finalize_xof()?, len, (device, why)));
-    }
-    let reader = b3accel::xof_reader_with(&*backend, &spec.mode, data)?;
-    progress.inc(len);
-    Ok((reader, len, (device, why)))
-}
-
-/// Anything read in a loop: standard input, pipes, devices, `--no-mmap`.
-fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    let (backend, device, why) = spec.devices.pick(None);
-    let mut hasher = Hasher::with_backend(backend, &spec.mode);
-    let mut buf = vec![0u8; READ_BUF];
-    loop {
-        // Fill the buffer (pipes deliver 64 KiB at a time) so that the device gets large pieces.
-        let mut filled = 0;
-        while filled < buf.len() {
-            match src.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        if filled == 0 {
-            break;
-        }
-        hasher.update(&buf[..filled])?;
-        progress.inc(filled as u64);
-        if filled < buf.len() {
-            break;
-        }
-    }
-    Ok((hasher.finalize_xof()?, hasher.count(), (device, why)))
 }
 
 /// Reads the `--keyed` key: exactly 32 bytes on standard input.
@@ -368,6 +290,23 @@ pub fn devices(global: &Global) -> Result<Devices, Fatal> {
     let backend = open_device(global)?;
     let cpu = if global.backend == Device::Auto { b3accel::backend(Device::Cpu)? } else { backend.clone() };
     Ok(Devices { asked: global.backend, backend, cpu, explain: global.verbose > 1, verbose: global.verbose > 0 })
+}
+
+/// One hashed input under `--json`.
+#[derive(Serialize)]
+struct HashRecord<'a> {
+    path: Cow<'a, str>,
+    hash: output::HexOutput<'a>,
+    bytes: u64,
+    backend: String,
+    seconds: f64,
+}
+
+/// One input that could not be hashed, under `--json`.
+#[derive(Serialize)]
+struct FailedRecord<'a> {
+    path: Cow<'a, str>,
+    error: String,
 }
 
 /// Stops the run: standard output is gone (a closed pipe) or failed.
@@ -443,13 +382,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     if args.raw && inputs.len() > 1 {
         return Err(Fatal("Only one filename can be provided when using --raw".into()));
     }
-    let mode = if args.keyed {
-        Mode::Keyed(read_key()?)
-    } else if let Some(context) = &args.derive_key {
-        Mode::DeriveKey(context.clone())
-    } else {
-        Mode::Hash
-    };
+    let mode = mode_of(args.keyed, args.derive_key.as_deref())?;
     let spec = Spec { devices, mode, mmap: !args.no_mmap, seek: args.seek, keyed: args.keyed };
     if args.check {
         return crate::check::run(&args, global, &spec, &inputs);
@@ -484,17 +417,14 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                     if args.raw {
                         output::write_raw(&mut out, &mut h.reader, length)?;
                     } else if global.json {
-                        line.extend_from_slice(b"{\"path\":");
-                        line.extend_from_slice(output::json_string(&path.to_string_lossy()).as_bytes());
-                        line.extend_from_slice(b",\"hash\":\"");
-                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
-                        line.extend_from_slice(
-                            format!(
-                                "\",\"bytes\":{},\"backend\":\"{}\",\"seconds\":{}}}\n",
-                                h.bytes, h.device, h.seconds
-                            )
-                            .as_bytes(),
-                        );
+                        let record = HashRecord {
+                            path: path.to_string_lossy(),
+                            hash: output::HexOutput::new(&mut h.reader, length),
+                            bytes: h.bytes,
+                            backend: h.device.to_string(),
+                            seconds: h.seconds,
+                        };
+                        out.json(&record)?;
                     } else if args.no_names {
                         output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
                         line.extend_from_slice(term);
@@ -520,14 +450,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                     failed = true;
                     out.error(format_args!("{}: {e}", path.to_string_lossy()))?;
                     if global.json {
-                        line.extend_from_slice(
-                            format!(
-                                "{{\"path\":{},\"error\":{}}}\n",
-                                output::json_string(&path.to_string_lossy()),
-                                output::json_string(&e.to_string())
-                            )
-                            .as_bytes(),
-                        );
+                        out.json(&FailedRecord { path: path.to_string_lossy(), error: e.to_string() })?;
                     }
                 }
             }

@@ -14,7 +14,6 @@ use std::process::ExitCode;
 mod check;
 mod hash;
 mod inputs;
-mod mapped;
 mod ordered;
 mod output;
 mod progress;
@@ -53,6 +52,8 @@ macro_rules! subcommands {
 subcommands! {
     Devices(devices::Args) => devices::run,
     Merkle(merkle::MerkleArgs) => |args, _: &Global| Ok(merkle::run(&args)),
+    Subtree(subtree::Args) => subtree::run,
+    Merge(merge::Args) => merge::run,
     Bench(bench::Args) => bench::run,
 }
 

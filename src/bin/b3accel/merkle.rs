@@ -5,18 +5,24 @@
 //!
 //! Prints `<64 hex digits>  <FILE>` like `b3sum`. With `--tree OUT`, writes every inner node to
 //! OUT as raw 32-byte nodes, level by level from the leaves' parents up to the root (the root is
-//! the last 32 bytes; a file of one leaf gives an empty OUT). FILE is memory-mapped; `-` reads
-//! standard input. An empty FILE, a size that is not a multiple of 32, or a FILE that cannot be
-//! read is an error: a message `b3accel: ...` on standard error, exit status 1, nothing on
-//! standard output.
+//! the last 32 bytes; a file of one leaf gives an empty OUT). FILE is memory-mapped (through the
+//! library's `file::Input`); `-` reads standard input. An empty FILE, a size that is not a
+//! multiple of 32, or a FILE that cannot be read is an error: a message `b3accel: ...` on
+//! standard error, exit status 1, nothing on standard output.
 
+use b3accel::file::Input;
 use b3accel::{merkle_root, merkle_tree, Device};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Arguments of `b3accel merkle`.
+/// The root of the binary Merkle tree whose leaves are FILE's 32-byte records
+///
+/// Prints `<64 hex digits>  <FILE>` like b3sum; a parent is `blake3(left || right)` and an odd
+/// last node is carried up (see the library's `merkle` module on domain separation). With
+/// `--tree OUT`, also writes every inner node to OUT, level by level from the leaves' parents up
+/// to the root.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MerkleArgs {
     /// Device to hash on: auto, cpu, opencl[:N] or wgpu[:N].
@@ -50,42 +56,6 @@ pub fn run(args: &MerkleArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The leaves' bytes: the memory-mapped file, or what standard input (or a file that cannot be
-/// mapped, such as a pipe) held.
-enum Input {
-    Mapped(memmap2::Mmap),
-    Read(Vec<u8>),
-}
-
-fn open(path: &Path) -> Result<Input, String> {
-    let name = path.display();
-    if path == Path::new("-") {
-        let mut v = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut v)
-            .map_err(|e| format!("-: {e}"))?;
-        return Ok(Input::Read(v));
-    }
-    let mut file = File::open(path).map_err(|e| format!("{name}: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("{name}: {e}"))?;
-    if meta.is_dir() {
-        return Err(format!("{name}: is a directory"));
-    }
-    if meta.is_file() && meta.len() > 0 {
-        // SAFETY: the map is only read. As with any memory-mapped input (b3sum does the same),
-        // another process truncating the file while it is hashed could fault the read; we never
-        // write to FILE ourselves (see the check on --tree below).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{name}: {e}"))?;
-        return Ok(Input::Mapped(map));
-    }
-    // Pipes, character devices and the like: read them.
-    let mut v = Vec::new();
-    file.read_to_end(&mut v)
-        .map_err(|e| format!("{name}: {e}"))?;
-    Ok(Input::Read(v))
-}
-
 /// Whether `a` and `b` name the same existing file.
 fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
@@ -94,12 +64,16 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Computes the root (and writes the tree when asked) and returns the line to print.
+/// Computes the root (and writes the tree when asked) and returns the line to print. FILE is
+/// memory-mapped where it can be (with its pages brought in and out in parallel), else read.
 pub fn root_line(args: &MerkleArgs) -> Result<String, String> {
-    match open(&args.file)? {
-        Input::Mapped(map) => crate::mapped::with_pages(&map, |bytes| root_of(args, bytes)),
-        Input::Read(bytes) => root_of(args, &bytes),
-    }
+    let name = args.file.display();
+    let input = if args.file == Path::new("-") {
+        Input::from_reader(std::io::stdin().lock())
+    } else {
+        Input::open(&args.file).map_err(|e| format!("{name}: {e}"))?
+    };
+    input.with_bytes(|bytes| root_of(args, bytes)).map_err(|e| format!("{name}: {e}"))?
 }
 
 /// [`root_line`] for the leaves' bytes.

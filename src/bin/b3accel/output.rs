@@ -1,7 +1,11 @@
-//! Standard output: the buffered writer, file-name escaping, hex and raw output, JSON strings.
+//! Standard output: the buffered writer, file-name escaping, hex and raw output, and the
+//! `--json` records (serde types, written by serde_json, so that every number prints alike).
 
 use b3accel::OutputReader;
+use serde::{Serialize, Serializer};
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt;
 use std::io::{self, BufWriter, IsTerminal, Stdout, Write};
 use std::path::Path;
 
@@ -22,6 +26,12 @@ impl Out {
 
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.w.write_all(bytes)
+    }
+
+    /// Writes `record` as one line of JSON.
+    pub fn json(&mut self, record: &impl Serialize) -> io::Result<()> {
+        serde_json::to_writer(&mut self.w, record)?;
+        self.w.write_all(b"\n")
     }
 
     /// Marks the end of one record (a line): flushed at once on a terminal.
@@ -129,9 +139,45 @@ pub fn write_raw(out: &mut Out, reader: &mut OutputReader, len: u64) -> io::Resu
     Ok(())
 }
 
-/// `s` as a JSON string literal.
-pub fn json_string(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
+/// `len` output bytes of a reader as a JSON string of lowercase hex, produced piece by piece as
+/// serde_json writes it, so that any `--length` takes constant memory. Serialize it once: it
+/// reads the bytes from the reader as it goes.
+pub struct HexOutput<'a> {
+    reader: RefCell<&'a mut OutputReader>,
+    len: u64,
+}
+
+impl<'a> HexOutput<'a> {
+    pub fn new(reader: &'a mut OutputReader, len: u64) -> HexOutput<'a> {
+        HexOutput { reader: RefCell::new(reader), len }
+    }
+}
+
+impl Serialize for HexOutput<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&HexPieces(self))
+    }
+}
+
+/// The hex of a [`HexOutput`], written to a formatter in pieces.
+struct HexPieces<'b, 'a>(&'b HexOutput<'a>);
+
+impl fmt::Display for HexPieces<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut reader = self.0.reader.borrow_mut();
+        let mut bytes = [0u8; 1024];
+        let mut hex = Vec::with_capacity(2 * bytes.len());
+        let mut left = self.0.len;
+        while left > 0 {
+            let take = left.min(bytes.len() as u64) as usize;
+            reader.fill(&mut bytes[..take]);
+            hex.clear();
+            push_hex(&mut hex, &bytes[..take]);
+            f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)?;
+            left -= take as u64;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -153,6 +199,21 @@ mod tests {
         let (n, esc) = display_name_on(Path::new("dir\\sub\\f"), false, true);
         assert_eq!((n.as_ref(), esc), ("dir/sub/f", false));
         assert_eq!(display_name(Path::new("x\\y"), false).0, if cfg!(windows) { "x/y" } else { "x\\\\y" });
+    }
+
+    #[test]
+    fn json_hex_streams_the_whole_output() {
+        let mut h = b3accel::Hasher::new();
+        h.update(b"abc").unwrap();
+        for len in [0u64, 32, 1024, 3000] {
+            let mut reader = h.finalize_xof().unwrap();
+            let json = serde_json::to_string(&HexOutput::new(&mut reader, len)).unwrap();
+            let mut expected = vec![0u8; len as usize];
+            blake3::Hasher::new().update(b"abc").finalize_xof().fill(&mut expected);
+            let mut hex = Vec::new();
+            push_hex(&mut hex, &expected);
+            assert_eq!(json, format!("\"{}\"", String::from_utf8(hex).unwrap()), "len {len}");
+        }
     }
 
     #[test]

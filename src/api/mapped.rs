@@ -1,18 +1,19 @@
-//! Mapped files: their pages mapped in alongside the hash, and unmapped in parallel after it.
+//! Mapped files: their pages mapped in alongside the hash, and unmapped in parallel after it. The
+//! `file` module maps files and hashes them through [`with_pages`].
 //!
 //! Hashing a file in the page cache through a map costs the kernel two things besides the hash:
 //! mapping the pages in (some 16,000 page faults per GiB when the hash touches them first) and
 //! tearing the page tables down again (at `munmap`, or at the process's exit). Both are per-page
 //! work that several threads can do at once, but that one thread does when left alone. Tearing
 //! down a 1 GiB map takes one core 13-20 ms on the GPU machine's Xeon, while 16 threads hash the
-//! gibibyte in 18 ms. So, on Linux, with more than one thread:
+//! gibibyte in 18 ms. So, on Linux, with more than one thread in the current rayon pool:
 //! - pages are populated (`MADV_POPULATE_READ`, Linux 5.14 and later) in pieces by the pool's
 //!   idle threads while the hash runs, the hash starting at once at the front of the file;
 //! - after the hash, the pool's threads drop the pieces' page-table entries (`MADV_DONTNEED`)
 //!   side by side, so that the `munmap` that follows has nothing left to do.
 //!
-//! With one thread (`--num-threads 1`) a second thread populates ahead of the hash, which goes
-//! through the file in order; the map is torn down as usual.
+//! With a pool of one thread (the CLI's `--num-threads 1`) a second thread populates ahead of the
+//! hash, which goes through the file in order; the map is torn down as usual.
 //!
 //! Where the advice is not there (other systems, old kernels) or fails, nothing changes: pages are
 //! faulted in by the hash and torn down by `munmap`.
@@ -34,7 +35,7 @@ const PIECE_MAX: usize = 64 << 20;
 
 /// Runs `work` over the whole map, with the map's pages populated alongside it and unmapped in
 /// parallel after it (see the module's documentation).
-pub fn with_pages<T: Send>(map: &Mmap, work: impl FnOnce(&[u8]) -> T + Send) -> T {
+pub(crate) fn with_pages<T: Send>(map: &Mmap, work: impl FnOnce(&[u8]) -> T + Send) -> T {
     #[cfg(target_os = "linux")]
     {
         let threads = rayon::current_num_threads();

@@ -1,0 +1,553 @@
+//! Files and readers: hashed whole ([`hash_file_on`], [`Input::hash_with`]) or fed to a
+//! [`Hasher`] ([`Hasher::update_mmap`], [`Hasher::update_reader`], [`Input::update`]).
+//!
+//! How an input is read:
+//! - a regular file of 16 KiB or more is memory-mapped and hashed from the map in one call to the
+//!   device; on Linux the pool's idle threads populate its pages while the hash runs and tear the
+//!   page tables down in parallel after it (`b3accel FILE` is 1.6 times as fast as b3sum on a
+//!   16-core machine that way; the measurements are in the crate's `api::mapped`);
+//! - a smaller regular file (or, without mapping, one of up to 4 MiB) is read whole into a
+//!   buffer that each thread keeps, and hashed in one call: many small files cost no allocation;
+//! - anything else (pipes, standard input, devices, larger files without mapping, any
+//!   [`Read`]) is read in large buffers, at least 4 MiB or the device's batch, two of them in
+//!   turn, so that all of each read goes to the device as soon as the next read shows that more
+//!   follows.
+//!
+//! A file that cannot be mapped (some file systems) is read instead. A directory is an error
+//! ([`Error::Io`] with the system's "Is a directory"); so is a file that cannot be opened or read
+//! (the system's error, for example `NotFound` or `PermissionDenied`). An empty file hashes as the
+//! empty input.
+//!
+//! With a progress callback ([`FileOptions::progress`], [`Hasher::on_progress`]) the work is told
+//! as it goes: every 32 MiB of a file in memory, every read buffer of a stream.
+
+use super::mapped::with_pages;
+use crate::api::hasher::Hasher;
+use crate::dispatch::backend;
+use crate::tree::{Backend, Device, Error, Mode, Output, OutputReader, Result};
+use blake3::Hash;
+use memmap2::{Mmap, MmapOptions};
+use std::cell::RefCell;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Regular files of at least this size are mapped (as b3sum does).
+const MMAP_MIN: u64 = 16 * 1024;
+/// Regular files (or ranges of them) up to this size that are not mapped are read whole into a
+/// per-thread buffer and hashed in one call.
+const READ_WHOLE_MAX: u64 = 4 << 20;
+/// Streams are read in buffers of at least this size (of the device's batch, when larger).
+const READ_MIN: usize = 4 << 20;
+/// With a progress callback, inputs in memory go to the device in pieces of this size.
+const PROGRESS_PIECE: usize = 32 << 20;
+
+/// The BLAKE3 hash of the file at `path`, computed on `device`: the file memory-mapped (with its
+/// pages brought in and out in parallel, on Linux) or read, as the [module](self) describes.
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("b3accel-doc-hash-file-{}", std::process::id()));
+/// std::fs::write(&path, vec![7u8; 100_000])?;
+/// let hash = b3accel::hash_file_on(b3accel::Device::Cpu, &path)?;
+/// assert_eq!(hash, blake3::hash(&vec![7u8; 100_000]));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn hash_file_on(device: Device, path: impl AsRef<Path>) -> Result<Hash> {
+    let (output, _) = Input::open(path)?.root(backend(device)?, &Mode::Hash, &FileOptions::default())?;
+    Ok(Hash::from_bytes(output.root_hash()))
+}
+
+/// How an [`Input`] is read.
+///
+/// ```
+/// let options = b3accel::file::FileOptions { mmap: false, ..Default::default() };
+/// assert!(options.progress.is_none());
+/// ```
+#[derive(Clone, Copy)]
+pub struct FileOptions<'a> {
+    /// Whether regular files may be memory-mapped (the default); without, they are read, as
+    /// b3sum's `--no-mmap` does.
+    pub mmap: bool,
+    /// Called with the number of bytes hashed each time more is done: every 32 MiB of a mapped
+    /// file, every read buffer of a stream, once for a small file.
+    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+impl Default for FileOptions<'_> {
+    fn default() -> Self {
+        FileOptions { mmap: true, progress: None }
+    }
+}
+
+impl fmt::Debug for FileOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileOptions").field("mmap", &self.mmap).field("progress", &self.progress.is_some()).finish()
+    }
+}
+
+/// An input to hash: a file opened (its size known before any of it is read, so that the device
+/// can be chosen to fit it), or any reader; optionally only a byte range of it.
+///
+/// ```
+/// use b3accel::file::{FileOptions, Input};
+/// use b3accel::{backend, Device, Mode};
+/// let path = std::env::temp_dir().join(format!("b3accel-doc-input-{}", std::process::id()));
+/// std::fs::write(&path, b"hello world")?;
+/// let input = Input::open(&path)?;
+/// assert_eq!(input.size(), Some(11));
+/// let (mut reader, bytes) = input.hash_with(backend(Device::Cpu)?, &Mode::Hash, &FileOptions::default())?;
+/// let mut hash = [0u8; 32];
+/// reader.fill(&mut hash);
+/// assert_eq!((hash, bytes), (*blake3::hash(b"hello world").as_bytes(), 11));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Input<'a> {
+    source: Source<'a>,
+    /// Only bytes `start..start + len` of the source, where a range was asked for.
+    range: Option<(u64, u64)>,
+}
+
+enum Source<'a> {
+    /// A regular file, `len` bytes long when it was opened.
+    Regular { file: File, len: u64 },
+    /// Anything else that reads.
+    Stream(Box<dyn Read + 'a>),
+}
+
+impl fmt::Debug for Input<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.source {
+            Source::Regular { .. } => "regular file",
+            Source::Stream(_) => "stream",
+        };
+        f.debug_struct("Input").field("source", &kind).field("size", &self.size()).finish()
+    }
+}
+
+/// The bytes of an input, ready to hash.
+enum Content<'a> {
+    /// A map of the whole input.
+    Mapped(Mmap),
+    /// A small part of a regular file, to read whole: `len` bytes from `start`; with `exact`,
+    /// exactly those (a range), else to the end of the file as it is then.
+    Small { file: File, start: u64, len: u64, exact: bool },
+    /// A stream, at the input's first byte; with a limit, exactly that many bytes.
+    Stream(Box<dyn Read + 'a>, Option<u64>),
+}
+
+impl Input<'static> {
+    /// Opens the file at `path`. A directory, or a file that cannot be opened, is an error.
+    ///
+    /// ```
+    /// let err = b3accel::file::Input::open(std::env::temp_dir()).unwrap_err();
+    /// assert!(err.to_string().contains("directory"), "{err}");
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Input<'static>> {
+        let file = File::open(path)?;
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(Error::Io(is_a_directory()));
+        }
+        let source =
+            if meta.is_file() { Source::Regular { file, len: meta.len() } } else { Source::Stream(Box::new(file)) };
+        Ok(Input { source, range: None })
+    }
+}
+
+impl<'a> Input<'a> {
+    /// Any reader as an input (standard input, a pipe, a socket, a decompressor...): read in large
+    /// buffers.
+    ///
+    /// ```
+    /// use b3accel::file::{FileOptions, Input};
+    /// let input = b3accel::file::Input::from_reader(&b"abc"[..]);
+    /// assert_eq!(input.size(), None);
+    /// let cpu = b3accel::backend(b3accel::Device::Cpu)?;
+    /// let (mut r, n) = input.hash_with(cpu, &b3accel::Mode::Hash, &FileOptions::default())?;
+    /// let mut hash = [0u8; 32];
+    /// r.fill(&mut hash);
+    /// assert_eq!((hash, n), (*blake3::hash(b"abc").as_bytes(), 3));
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn from_reader(reader: impl Read + 'a) -> Input<'a> {
+        Input { source: Source::Stream(Box::new(reader)), range: None }
+    }
+
+    /// How many bytes the input holds, where that is known before reading: a regular file's size
+    /// (when it was opened), a range's length. `None` for streams.
+    ///
+    /// ```
+    /// let input = b3accel::file::Input::from_reader(std::io::empty()).range(10, 20)?;
+    /// assert_eq!(input.size(), Some(20));
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn size(&self) -> Option<u64> {
+        match (&self.source, self.range) {
+            (_, Some((_, len))) => Some(len),
+            (Source::Regular { len, .. }, None) => Some(*len),
+            (Source::Stream(_), None) => None,
+        }
+    }
+
+    /// Only bytes `offset..offset + len` of the input (of the range it already is, if any). For a
+    /// regular file a range past its end is an error here; for a stream, when reading (a stream
+    /// that ends early is an error, and the bytes before `offset` are read and dropped).
+    ///
+    /// ```
+    /// use b3accel::file::Input;
+    /// let path = std::env::temp_dir().join(format!("b3accel-doc-range-{}", std::process::id()));
+    /// std::fs::write(&path, vec![1u8; 5000])?;
+    /// assert!(Input::open(&path)?.range(4096, 904).is_ok());
+    /// assert!(Input::open(&path)?.range(4096, 905).is_err());
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn range(self, offset: u64, len: u64) -> Result<Input<'a>> {
+        let end = offset.checked_add(len);
+        let (base, room) = match (&self.source, self.range) {
+            (_, Some((start, within))) => (start, Some(within)),
+            (Source::Regular { len: size, .. }, None) => (0, Some(*size)),
+            (Source::Stream(_), None) => (0, None),
+        };
+        match (end, room) {
+            (None, _) => Err(Error::InvalidInput(format!("{len} bytes at offset {offset} end past byte 2^64"))),
+            (Some(end), Some(room)) if end > room => {
+                Err(Error::InvalidInput(format!("bytes {offset}..{end} lie past the end of the input ({room} bytes)")))
+            }
+            _ => Ok(Input { range: Some((base + offset, len)), ..self }),
+        }
+    }
+
+    /// Hashes the whole input (the range, if any) on `backend` in `mode`: its output reader (the
+    /// hash is its first 32 bytes) and the number of bytes hashed. Everything the input holds goes
+    /// to the device in one call where it lies in memory (a map, a small file read whole).
+    ///
+    /// ```
+    /// use b3accel::file::{FileOptions, Input};
+    /// let key = [9u8; 32];
+    /// let cpu = b3accel::backend(b3accel::Device::Cpu)?;
+    /// let input = Input::from_reader(&[5u8; 70_000][..]);
+    /// let (mut r, _) = input.hash_with(cpu, &b3accel::Mode::Keyed(key), &FileOptions::default())?;
+    /// let mut mac = [0u8; 32];
+    /// r.fill(&mut mac);
+    /// assert_eq!(mac, *blake3::keyed_hash(&key, &[5u8; 70_000]).as_bytes());
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn hash_with(
+        self,
+        backend: Arc<dyn Backend>,
+        mode: &Mode,
+        options: &FileOptions,
+    ) -> Result<(OutputReader, u64)> {
+        let (output, bytes) = self.root(backend, mode, options)?;
+        Ok((OutputReader::new(output), bytes))
+    }
+
+    /// The root node and the number of bytes, for [`hash_with`](Self::hash_with).
+    fn root(self, backend: Arc<dyn Backend>, mode: &Mode, options: &FileOptions) -> Result<(Output, u64)> {
+        let mut hasher = Hasher::with_backend(backend, mode);
+        let output = self.feed(&mut hasher, options, |h, last| h.finish_with(last))?;
+        Ok((output, hasher.count()))
+    }
+
+    /// Adds the whole input (the range, if any) to `hasher`, as [`Hasher::update`] does (more
+    /// input may follow), and returns the number of bytes added. The hasher's own progress
+    /// callback is not called: `options.progress` is.
+    ///
+    /// ```
+    /// use b3accel::file::{FileOptions, Input};
+    /// use b3accel::hazmat::HasherExt;
+    /// let data = vec![3u8; 10_000];
+    /// // Bytes 8192..10000 of the input, as a subtree.
+    /// let mut h = b3accel::Hasher::new();
+    /// h.set_input_offset(8192)?;
+    /// Input::from_reader(&data[..]).range(8192, 1808)?.update(&mut h, &FileOptions::default())?;
+    /// let mut upstream = blake3::Hasher::new();
+    /// blake3::hazmat::HasherExt::set_input_offset(&mut upstream, 8192);
+    /// upstream.update(&data[8192..]);
+    /// assert_eq!(h.finalize_non_root()?, blake3::hazmat::HasherExt::finalize_non_root(&upstream));
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn update(self, hasher: &mut Hasher, options: &FileOptions) -> Result<u64> {
+        let before = hasher.count();
+        self.feed(hasher, options, |h, last| h.feed(last, false))?;
+        Ok(hasher.count() - before)
+    }
+
+    /// Runs `f` over all of the input's bytes (the range, if any) in memory: a regular file
+    /// mapped (its pages brought in and out in parallel, on Linux) where it can be, else read.
+    ///
+    /// ```
+    /// let input = b3accel::file::Input::from_reader(&b"some bytes"[..]);
+    /// assert_eq!(input.with_bytes(|bytes| bytes.len())?, 10);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn with_bytes<R: Send>(self, f: impl FnOnce(&[u8]) -> R + Send) -> Result<R> {
+        match self.content(true)? {
+            Content::Mapped(map) => Ok(with_pages(&map, f)),
+            Content::Small { file, start, len, exact } => read_whole(file, start, len, exact, |bytes| Ok(f(bytes))),
+            Content::Stream(reader, limit) => {
+                let mut bytes = Vec::new();
+                reader.take(limit.unwrap_or(u64::MAX)).read_to_end(&mut bytes)?;
+                if let Some(limit) = limit {
+                    check_ended(bytes.len() as u64, limit)?;
+                }
+                Ok(f(&bytes))
+            }
+        }
+    }
+
+    /// Where the input's bytes are to be had: mapped (with `mmap`, where that works), read whole,
+    /// or streamed.
+    fn content(self, mmap: bool) -> Result<Content<'a>> {
+        match self.source {
+            Source::Regular { mut file, len } => {
+                let (start, len, exact) = match self.range {
+                    Some((start, len)) => (start, len, true),
+                    None => (0, len, false),
+                };
+                if mmap && len >= MMAP_MIN {
+                    if let Some(map) = map(&file, start, len, exact) {
+                        return Ok(Content::Mapped(map));
+                    }
+                }
+                if len <= READ_WHOLE_MAX {
+                    return Ok(Content::Small { file, start, len, exact });
+                }
+                file.seek(SeekFrom::Start(start))?;
+                Ok(Content::Stream(Box::new(file), exact.then_some(len)))
+            }
+            Source::Stream(mut reader) => {
+                let Some((start, len)) = self.range else {
+                    return Ok(Content::Stream(reader, None));
+                };
+                let skipped = io::copy(&mut reader.by_ref().take(start), &mut io::sink())?;
+                if skipped < start {
+                    return Err(Error::Io(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("the input ended after {skipped} bytes, before offset {start}"),
+                    )));
+                }
+                Ok(Content::Stream(reader, Some(len)))
+            }
+        }
+    }
+
+    /// Feeds the input to `hasher`: everything but its last piece as input that more follows,
+    /// the last piece through `last` (which adds it as the end, or finishes the root from it).
+    fn feed<T: Send>(
+        self,
+        hasher: &mut Hasher,
+        options: &FileOptions,
+        last: impl FnOnce(&mut Hasher, &[u8]) -> Result<T> + Send,
+    ) -> Result<T> {
+        let progress = options.progress;
+        match self.content(options.mmap)? {
+            Content::Mapped(map) => with_pages(&map, |bytes| in_pieces(hasher, bytes, progress, last)),
+            Content::Small { file, start, len, exact } => {
+                read_whole(file, start, len, exact, |bytes| in_pieces(hasher, bytes, progress, last))
+            }
+            Content::Stream(reader, limit) => stream(hasher, reader, limit, progress, last),
+        }
+    }
+}
+
+impl Hasher {
+    /// Adds the contents of the file at `path`, memory-mapped where that pays (16 KiB and more)
+    /// and works, else read in large buffers (see the [`file`](mod@crate::file) module). On Linux the
+    /// map's pages are populated by the rayon pool's idle threads while the hash runs and torn
+    /// down in parallel after it. A directory or an unreadable file is an error, with nothing
+    /// added. The progress callback ([`on_progress`](Self::on_progress)) is told every 32 MiB.
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("b3accel-doc-update-mmap-{}", std::process::id()));
+    /// std::fs::write(&path, vec![1u8; 50_000])?;
+    /// let mut h = b3accel::Hasher::new_on(b3accel::Device::Cpu)?;
+    /// h.update(b"prefix")?.update_mmap(&path)?;
+    /// assert_eq!(h.finalize()?, blake3::hash(&[&b"prefix"[..], &[1u8; 50_000]].concat()));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn update_mmap(&mut self, path: impl AsRef<Path>) -> Result<&mut Self> {
+        let progress = self.progress();
+        let options = FileOptions { mmap: true, progress: progress.as_deref().map(|p| p as &(dyn Fn(u64) + Sync)) };
+        Input::open(path)?.update(self, &options)?;
+        Ok(self)
+    }
+
+    /// Adds everything `reader` gives until its end, read in large buffers (at least 4 MiB, two in
+    /// turn, so that each read goes to the device whole once the next shows that more follows).
+    /// A read error is returned as [`Error::Io`]; what was read before it stays added. The
+    /// progress callback ([`on_progress`](Self::on_progress)) is told after every buffer.
+    ///
+    /// ```
+    /// let mut h = b3accel::Hasher::new();
+    /// h.update_reader(std::io::repeat(7).take(100_000))?;
+    /// # use std::io::Read;
+    /// assert_eq!(h.finalize()?, blake3::hash(&[7u8; 100_000]));
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn update_reader(&mut self, reader: impl Read) -> Result<&mut Self> {
+        let progress = self.progress();
+        let progress = progress.as_deref().map(|p| p as &(dyn Fn(u64) + Sync));
+        stream(self, reader, None, progress, |h, last| h.feed(last, false))?;
+        Ok(self)
+    }
+}
+
+/// The error a directory gives where a file is wanted: the system's own, where there is one.
+fn is_a_directory() -> io::Error {
+    #[cfg(unix)]
+    {
+        io::Error::from_raw_os_error(libc::EISDIR)
+    }
+    #[cfg(not(unix))]
+    {
+        io::Error::new(io::ErrorKind::IsADirectory, "Is a directory")
+    }
+}
+
+/// A map of `len` bytes of `file` from `start` (with `exact`; else of the whole file as it is
+/// now), or `None` where mapping fails (the caller reads instead).
+fn map(file: &File, start: u64, len: u64, exact: bool) -> Option<Mmap> {
+    let mut options = MmapOptions::new();
+    if exact {
+        options.offset(start).len(usize::try_from(len).ok()?);
+    }
+    // SAFETY: the map is only read, and only as bytes to hash. Like every tool that maps files
+    // (b3sum included), a file truncated by another process while we read it may end the process
+    // with SIGBUS; it cannot corrupt memory.
+    unsafe { options.map(file) }.ok()
+}
+
+/// Tells the progress callback, if any, of `n` more bytes.
+fn tell(progress: Option<&(dyn Fn(u64) + Sync)>, n: usize) {
+    if let Some(progress) = progress {
+        progress(n as u64);
+    }
+}
+
+/// Feeds `bytes` to `hasher`, the last piece through `last`: in one piece, or, with a progress
+/// callback, in pieces of [`PROGRESS_PIECE`] bytes with the callback told after each.
+fn in_pieces<T>(
+    hasher: &mut Hasher,
+    bytes: &[u8],
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+    last: impl FnOnce(&mut Hasher, &[u8]) -> Result<T>,
+) -> Result<T> {
+    let split = match progress {
+        Some(_) => bytes.len().saturating_sub(1) / PROGRESS_PIECE * PROGRESS_PIECE,
+        None => 0,
+    };
+    for piece in bytes[..split].chunks(PROGRESS_PIECE) {
+        hasher.feed(piece, true)?;
+        tell(progress, piece.len());
+    }
+    let out = last(hasher, &bytes[split..])?;
+    tell(progress, bytes.len() - split);
+    Ok(out)
+}
+
+thread_local! {
+    /// Each thread's buffer for small files read whole (kept between files, up to
+    /// [`READ_WHOLE_MAX`] bytes).
+    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Reads `len` bytes of `file` from `start` into this thread's buffer (with `exact`: exactly
+/// those, an early end being an error; else up to the end of the file, however long it is by
+/// now) and runs `f` over them.
+fn read_whole<T>(mut file: File, start: u64, len: u64, exact: bool, f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
+    // The buffer is taken out while in use: a nested call on this thread (rayon may run another
+    // task here while the hash waits) finds none and makes its own.
+    let mut buf = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    if start > 0 {
+        file.seek(SeekFrom::Start(start))?;
+    }
+    // Without `exact`, room for one byte more than the size, so that a single short read shows
+    // the end: read, read (0), as b3sum does, with no size probing.
+    let want = len as usize + usize::from(!exact);
+    buf.clear();
+    buf.resize(want, 0);
+    let filled = read_full(&mut file, &mut buf)?;
+    buf.truncate(filled);
+    if exact {
+        check_ended(filled as u64, len)?;
+    } else if filled == want {
+        // The file grew since it was opened: take the rest too.
+        file.read_to_end(&mut buf)?;
+    }
+    let out = f(&buf);
+    if buf.capacity() <= READ_WHOLE_MAX as usize + 1 {
+        BUF.with(|b| *b.borrow_mut() = buf);
+    }
+    out
+}
+
+/// An error if an input ended after `got` of the `want` bytes asked for.
+fn check_ended(got: u64, want: u64) -> Result<()> {
+    if got < want {
+        return Err(Error::Io(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("the input ended after {got} of the {want} bytes asked for"),
+        )));
+    }
+    Ok(())
+}
+
+/// Reads until `buf` is full or the reader ends; returns the bytes read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Feeds everything `reader` gives (with `limit`: exactly that many bytes, an early end being an
+/// error) to `hasher`, the last read through `last`. Two buffers of at least [`READ_MIN`] bytes
+/// (a multiple of the hasher's batch) take the reads in turn: a full one goes to the device
+/// whole, from where it lies, once the next read shows that more follows.
+fn stream<T>(
+    hasher: &mut Hasher,
+    reader: impl Read,
+    limit: Option<u64>,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+    last: impl FnOnce(&mut Hasher, &[u8]) -> Result<T>,
+) -> Result<T> {
+    let mut reader = reader.take(limit.unwrap_or(u64::MAX));
+    let size = hasher.batch().max(READ_MIN);
+    let mut current = vec![0u8; size];
+    let mut next = Vec::new();
+    let mut n = read_full(&mut reader, &mut current)?;
+    let mut total = n as u64;
+    while n == size {
+        if next.is_empty() {
+            next = vec![0u8; size];
+        }
+        let m = read_full(&mut reader, &mut next)?;
+        if m == 0 {
+            break;
+        }
+        hasher.feed(&current, true)?;
+        tell(progress, size);
+        std::mem::swap(&mut current, &mut next);
+        n = m;
+        total += m as u64;
+    }
+    if let Some(limit) = limit {
+        check_ended(total, limit)?;
+    }
+    let out = last(hasher, &current[..n])?;
+    tell(progress, n);
+    Ok(out)
+}
