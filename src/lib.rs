@@ -70,6 +70,7 @@ pub use crate::backends::wgpu;
 pub use crate::core::compress::Cv;
 pub use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
 pub use crate::dispatch::auto;
+pub use crate::dispatch::spread;
 pub use crate::dispatch::{backend, backend_status, devices, BackendStatus};
 pub use crate::tree::{
     subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, Mode, OutputReader, Result, Timings,
@@ -117,6 +118,21 @@ fn root_hash_on(device: Device, data: &[u8], domain: Domain) -> Result<Hash> {
 /// ```
 pub fn hash_on(device: Device, data: &[u8]) -> Result<Hash> {
     root_hash_on(device, data, Domain::HASH)
+}
+
+/// The BLAKE3 hash of `data`, computed by several devices together (see [`spread`]): the first
+/// device opens now, the others join once they have opened. For many calls, make one
+/// [`spread::Spread`] and hash through it ([`xof_reader_with`], [`Hasher::with_backend`]).
+///
+/// ```
+/// use b3accel::{hash_on_devices, Device};
+/// let data = vec![3u8; 3 << 20];
+/// assert_eq!(hash_on_devices(&[Device::Cpu], &data)?, blake3::hash(&data));
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+pub fn hash_on_devices(devices: &[Device], data: &[u8]) -> Result<Hash> {
+    let spread = spread::Spread::new(devices)?;
+    Ok(Hash::from_bytes(hash_all(&spread, data, Domain::HASH)?.root_hash()))
 }
 
 /// The keyed BLAKE3 hash (MAC) of `data` under `key`, computed on `device`.

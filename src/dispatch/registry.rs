@@ -74,13 +74,8 @@ pub fn backend_status() -> Vec<BackendStatus> {
 /// assert_eq!(cpu.info().device, b3accel::Device::Cpu);
 /// ```
 pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
-    if device == Device::Cpu {
-        return Ok(cpu_backend().clone());
-    }
-    static OPEN: OnceLock<Mutex<HashMap<Device, Arc<dyn Backend>>>> = OnceLock::new();
-    let open = OPEN.get_or_init(Default::default);
-    if let Some(b) = open.lock().unwrap_or_else(|p| p.into_inner()).get(&device) {
-        return Ok(b.clone());
+    if let Some(b) = ready(device) {
+        return Ok(b);
     }
     // Opened outside the lock: a slow driver start must not stall users of other devices. Two
     // threads may race to open the same device; the first one stored wins.
@@ -90,8 +85,65 @@ pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
         Device::OpenCl(i) => open_opencl(device, i)?,
         Device::Wgpu(i) => open_wgpu(device, i)?,
     };
-    let mut map = open.lock().unwrap_or_else(|p| p.into_inner());
+    let mut map = lock(open_map());
     Ok(map.entry(device).or_insert(opened).clone())
+}
+
+/// The backends opened so far, by device (the CPU's is [`cpu_backend`]).
+fn open_map() -> &'static Mutex<HashMap<Device, Arc<dyn Backend>>> {
+    static OPEN: OnceLock<Mutex<HashMap<Device, Arc<dyn Backend>>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Devices being opened in the background: `None` while the opening runs, the error once it
+/// has failed (a device that opened is in [`open_map`] instead).
+fn starting() -> &'static Mutex<HashMap<Device, Option<String>>> {
+    static STARTING: OnceLock<Mutex<HashMap<Device, Option<String>>>> = OnceLock::new();
+    STARTING.get_or_init(Default::default)
+}
+
+/// The backend of `device` if it is open already; never opens one.
+pub(crate) fn ready(device: Device) -> Option<Arc<dyn Backend>> {
+    if device == Device::Cpu {
+        return Some(cpu_backend().clone());
+    }
+    lock(open_map()).get(&device).cloned()
+}
+
+/// Starts opening `device` on a thread of its own, unless it is open, opening, or failed to open
+/// before; returns at once. A GPU's driver start and kernel build take a few hundred
+/// milliseconds (seconds when nothing is cached), which the CPU spends hashing meanwhile.
+pub(crate) fn start_opening(device: Device) {
+    if ready(device).is_some() {
+        return;
+    }
+    {
+        let mut map = lock(starting());
+        if map.contains_key(&device) {
+            return;
+        }
+        map.insert(device, None);
+    }
+    let spawned = std::thread::Builder::new().name(format!("b3accel open {device}")).spawn(move || {
+        let outcome = backend(device);
+        let mut map = lock(starting());
+        match outcome {
+            Ok(_) => map.remove(&device),
+            Err(e) => map.insert(device, Some(e.to_string())),
+        };
+    });
+    if let Err(e) = spawned {
+        lock(starting()).insert(device, Some(format!("cannot start a thread to open it: {e}")));
+    }
+}
+
+/// Whether `device` is being opened in the background right now.
+pub(crate) fn opening(device: Device) -> bool {
+    matches!(lock(starting()).get(&device), Some(None))
 }
 
 /// The CPU backend, opened once and found without a lock or a map: every `hash_on(Device::Cpu, ..)`

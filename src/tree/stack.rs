@@ -5,7 +5,7 @@
 //! an input, which may be partial and may be the root, is always hashed here, on the CPU.
 
 use super::backend::{subtree_count, subtree_sizes, Backend, MAX_SUBTREE};
-use super::error::Result;
+use super::error::{Error, Result};
 use super::mode::Domain;
 use super::output::Output;
 use crate::core::compress::{block_words, compress_blocks, compress_bytes, parent_cv, words_to_cv, Cv};
@@ -285,6 +285,54 @@ pub(crate) fn hash_resident(
     let mut stack = CvStack::at(start);
     stack.commit_runs(full_chunks, MAX_SUBTREE, domain, subtrees)?;
     Ok(stack.finalize(last_chunk, domain))
+}
+
+/// Commits consecutive segments' subtree CVs to fresh stacks: the CVs of the complete subtrees of
+/// the whole run, none larger than `max_chunks`, as `Backend::chunk_subtrees_capped` returns them.
+/// Every segment lies inside one `max_chunks`-aligned block of the run (segments are no larger
+/// than the cap, both powers of two, each at a multiple of its length); each block's segments
+/// merge on a stack of their own. All merging is the tree module's.
+pub(crate) fn merge_segments(
+    segments: &[(u64, Vec<Cv>)],
+    max_chunks: u64,
+    domain: Domain,
+    out: &mut [Cv],
+) -> Result<()> {
+    let total: u64 = segments.iter().map(|s| s.0).sum();
+    if out.len() != subtree_count(total, max_chunks) {
+        return Err(internal(format!("{} outputs for {total} chunks capped at {max_chunks}", out.len())));
+    }
+    let mut written = 0;
+    let mut block = CvStack::new();
+    let mut in_block = 0u64;
+    let mut rest = segments.iter().peekable();
+    while let Some((n, pieces)) = rest.next() {
+        block.commit_runs(*n, MAX_SUBTREE, domain, |_, m, _, o| {
+            if m != *n || o.len() != pieces.len() {
+                return Err(internal(format!("a segment of {n} chunks committed as a run of {m}")));
+            }
+            o.copy_from_slice(pieces);
+            Ok(())
+        })?;
+        in_block += n;
+        if in_block == max_chunks || rest.peek().is_none() {
+            let k = in_block.count_ones() as usize;
+            if written + k > out.len() {
+                return Err(internal(format!("more subtrees than the {} outputs", out.len())));
+            }
+            block.subtree_cvs(domain, &mut out[written..written + k]);
+            written += k;
+            block = CvStack::new();
+            in_block = 0;
+        }
+    }
+    debug_assert_eq!(written, out.len());
+    Ok(())
+}
+
+/// An error for a broken internal invariant of [`merge_segments`].
+fn internal(what: String) -> Error {
+    Error::InvalidInput(format!("internal: {what}"))
 }
 
 #[cfg(test)]

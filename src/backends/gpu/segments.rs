@@ -1,10 +1,11 @@
-//! Host inputs through a GPU in segments: where a run of chunks is cut, the pipeline that keeps
-//! several segments in flight (the copy into staging memory, the upload and the hashing of
-//! different segments overlap), and merging the segments' subtree CVs by the tree's rules.
+//! Host inputs through a GPU in segments: where a run of chunks is cut, and the pipeline that
+//! keeps several segments in flight (the copy into staging memory, the upload and the hashing of
+//! different segments overlap). The segments' subtree CVs merge by the tree's rules
+//! (`tree::merge_segments`).
 
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::{subtree_count, CvStack, Domain, Error, Result, MAX_SUBTREE};
+use crate::tree::Result;
 
 /// A segment of a run: `chunks` chunks from chunk `start` of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,57 +88,10 @@ pub(crate) fn stream<S: SegmentSlots>(
     Ok(done)
 }
 
-/// Commits consecutive segments' pieces to fresh stacks: the CVs of the complete subtrees of the
-/// whole run, none larger than `max_chunks`, as `Backend::chunk_subtrees_capped` returns them.
-/// Every segment lies inside one `max_chunks`-aligned block of the run (segments are no larger
-/// than the cap, both powers of two, each at a multiple of its length); each block's segments
-/// merge on a stack of their own. All merging is the tree module's.
-pub(crate) fn merge_segments(
-    segments: &[(u64, Vec<Cv>)],
-    max_chunks: u64,
-    domain: Domain,
-    out: &mut [Cv],
-) -> Result<()> {
-    let total: u64 = segments.iter().map(|s| s.0).sum();
-    if out.len() != subtree_count(total, max_chunks) {
-        return Err(internal(format!("{} outputs for {total} chunks capped at {max_chunks}", out.len())));
-    }
-    let mut written = 0;
-    let mut block = CvStack::new();
-    let mut in_block = 0u64;
-    let mut rest = segments.iter().peekable();
-    while let Some((n, pieces)) = rest.next() {
-        block.commit_runs(*n, MAX_SUBTREE, domain, |_, m, _, o| {
-            if m != *n || o.len() != pieces.len() {
-                return Err(internal(format!("a segment of {n} chunks committed as a run of {m}")));
-            }
-            o.copy_from_slice(pieces);
-            Ok(())
-        })?;
-        in_block += n;
-        if in_block == max_chunks || rest.peek().is_none() {
-            let k = in_block.count_ones() as usize;
-            if written + k > out.len() {
-                return Err(internal(format!("more subtrees than the {} outputs", out.len())));
-            }
-            block.subtree_cvs(domain, &mut out[written..written + k]);
-            written += k;
-            block = CvStack::new();
-            in_block = 0;
-        }
-    }
-    debug_assert_eq!(written, out.len());
-    Ok(())
-}
-
-fn internal(what: String) -> Error {
-    Error::InvalidInput(format!("internal: {what}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::chunk_output;
+    use crate::tree::{chunk_output, merge_segments, subtree_count, CvStack, Domain, MAX_SUBTREE};
 
     #[test]
     fn segments_ramp_up_and_start_at_multiples_of_their_length() {

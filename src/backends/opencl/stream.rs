@@ -7,10 +7,10 @@
 use super::backend::{cl_err, OpenClBackend};
 use super::profile::{Prof, Stage};
 use super::worker::{Enqueued, Run, Worker};
-use crate::backends::gpu::segments::{self, merge_segments, plan_segments, SegmentSlots};
+use crate::backends::gpu::segments::{self, plan_segments, SegmentSlots};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::{Domain, Error, Result};
+use crate::tree::{merge_segments, Domain, Error, Result};
 use ocl::core::{self, CommandQueue, Event, MapFlags, Mem, MemFlags, MemMap};
 use rayon::prelude::*;
 

@@ -6,8 +6,8 @@ use super::pipelines::{Params, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::{MAX_PASSES, QUERIES_PER_SEG, READBACK_STRIDE};
 use super::wait::{scoped, MapTicket};
 use crate::backends::gpu::pieces::pieces_of;
-use crate::backends::gpu::segments::merge_segments;
 use crate::core::constants::CHUNK_LEN;
+use crate::tree::merge_segments;
 use crate::tree::subtree;
 use crate::tree::{
     check_subtree, chunk_output, hash_resident, last_chunk_len, ChainingValue, Device, Domain, Error, Mode, Output,

@@ -8,10 +8,10 @@ use super::segment::{Scratch, QUERIES_PER_SEG, READBACK_STRIDE};
 use super::wait::MapTicket;
 use crate::backends::gpu::pieces::pieces_of;
 use crate::backends::gpu::pool::Pool;
-use crate::backends::gpu::segments::{self, merge_segments, plan_segments, SegmentSlots};
+use crate::backends::gpu::segments::{self, plan_segments, SegmentSlots};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::{Domain, Error, Result, Timings};
+use crate::tree::{merge_segments, Domain, Error, Result, Timings};
 use std::time::{Duration, Instant};
 
 /// Streams (sets of segment buffers) alive at once per backend. More threads than this wait for
