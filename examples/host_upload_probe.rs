@@ -217,6 +217,44 @@ fn vk_stream(vk_: &Vk, src: &[u8], piece: usize) -> Result<(Duration, Duration),
     Ok((importing, start.elapsed()))
 }
 
+/// [`vk_stream`] with `threads` threads, each importing and copying every `threads`-th piece.
+fn vk_parallel(vk_: &Vk, src: &[u8], piece: usize, threads: usize) -> Result<Duration, String> {
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || -> Result<(), String> {
+                    let dst = vk_.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("device"),
+                        size: piece as u64,
+                        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::STORAGE,
+                        mapped_at_creation: false,
+                    });
+                    let mut held = Vec::new();
+                    for p in src.chunks(piece).skip(t).step_by(threads) {
+                        let b = import(vk_, p.as_ptr(), p.len() as u64)?;
+                        let mut enc = vk_.device.create_command_encoder(&Default::default());
+                        enc.copy_buffer_to_buffer(&b, 0, &dst, 0, p.len() as u64);
+                        let idx = vk_.queue.submit([enc.finish()]);
+                        held.push((idx, b));
+                        if held.len() > 2 {
+                            let (idx, b) = held.remove(0);
+                            vk_.device
+                                .poll(wgpu::PollType::Wait { submission_index: Some(idx), timeout: None })
+                                .map_err(|e| e.to_string())?;
+                            drop(b);
+                        }
+                    }
+                    vk_.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| e.to_string())?;
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().map_err(|_| "a thread panicked".to_string())?)
+    })?;
+    Ok(start.elapsed())
+}
+
 #[allow(clippy::too_many_lines)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -259,6 +297,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         let again = vk_stream(&vk_, src, piece).map(|(_, t)| t);
                         if let Ok(t) = again {
                             println!("  vk {name} again: {:.1} GB/s", gbps(len as u64, t));
+                        }
+                        for threads in [2, 4] {
+                            if let Ok(t) = vk_parallel(&vk_, src, piece, threads) {
+                                println!("  vk {name} {threads} threads: {:.1} GB/s", gbps(len as u64, t));
+                            }
+                            with_cpu_load(&format!("vk {name} {threads} threads"), &load, alone, || {
+                                let t = Instant::now();
+                                let mut n = 0;
+                                for _ in 0..3 {
+                                    if vk_parallel(&vk_, src, piece, threads).is_ok() {
+                                        n += len as u64;
+                                    }
+                                }
+                                (n, t.elapsed())
+                            });
                         }
                         with_cpu_load(&format!("vk {name}"), &load, alone, || {
                             let t = Instant::now();
