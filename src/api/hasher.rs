@@ -5,6 +5,7 @@
 //! goes to the backend straight from the caller's slice. Its memory is one batch, whatever the
 //! length of the input.
 
+use crate::core::constants::flags::DERIVE_KEY_MATERIAL;
 use crate::core::constants::CHUNK_LEN;
 use crate::dispatch::{auto_backend, backend};
 use crate::tree::{
@@ -13,6 +14,7 @@ use crate::tree::{
 use blake3::Hash;
 use std::io;
 use std::sync::Arc;
+use zeroize::Zeroize;
 
 /// An incremental BLAKE3 hasher whose bulk work runs on one device.
 ///
@@ -36,9 +38,24 @@ pub struct Hasher {
     failed: bool,
 }
 
+/// The device, the mode's name and the count: never the key words, the chaining values or the
+/// buffered input.
 impl std::fmt::Debug for Hasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hasher").field("device", &self.backend.info().device).field("count", &self.count).finish()
+        f.debug_struct("Hasher")
+            .field("device", &self.backend.info().device)
+            .field("mode", &self.domain.mode_name())
+            .field("count", &self.count)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The key words are wiped, and in the key-derivation mode the buffered input too (it is key
+/// material); the chaining-value stack wipes itself.
+impl Drop for Hasher {
+    fn drop(&mut self) {
+        self.wipe_buffer();
+        self.domain.zeroize();
     }
 }
 
@@ -122,7 +139,10 @@ impl Hasher {
 
     fn on_backend(backend: Arc<dyn Backend>, domain: Domain) -> Hasher {
         let batch = backend.batch_len().max(CHUNK_LEN).next_power_of_two();
-        Hasher { backend, domain, stack: CvStack::new(), buf: Vec::new(), batch, count: 0, failed: false }
+        // Key material is buffered in place from the start: a growing buffer would leave copies
+        // of it in the allocations it outgrew, where no wipe reaches.
+        let buf = if domain.flags & DERIVE_KEY_MATERIAL != 0 { Vec::with_capacity(batch) } else { Vec::new() };
+        Hasher { backend, domain, stack: CvStack::new(), buf, batch, count: 0, failed: false }
     }
 
     /// The device this hasher runs on.
@@ -200,6 +220,13 @@ impl Hasher {
         Ok(())
     }
 
+    /// Zeroizes the buffered input where it is key material (the key-derivation mode).
+    fn wipe_buffer(&mut self) {
+        if self.domain.flags & DERIVE_KEY_MATERIAL != 0 {
+            self.buf.zeroize();
+        }
+    }
+
     fn check_usable(&self) -> Result<()> {
         if self.failed {
             return Err(Error::InvalidInput(
@@ -251,6 +278,7 @@ impl Hasher {
     /// ```
     pub fn reset(&mut self) -> &mut Self {
         self.stack = CvStack::new();
+        self.wipe_buffer();
         self.buf.clear();
         self.count = 0;
         self.failed = false;

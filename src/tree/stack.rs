@@ -10,6 +10,7 @@ use super::mode::Domain;
 use super::output::Output;
 use crate::core::compress::{block_words, compress_blocks, compress_bytes, parent_cv, words_to_cv, Cv};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN};
+use zeroize::Zeroize;
 
 /// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
 /// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
@@ -49,17 +50,31 @@ const MAX_DEPTH: usize = 54;
 /// The chaining values of complete subtrees not yet merged, left to right, and how many chunks
 /// they cover. Merging is lazy: a CV is merged with its left neighbour only once more input
 /// proves that the pair is not the root.
+///
+/// The chaining values of a keyed or key-derivation tree are secret: such a stack wipes the
+/// entries it used when dropped (a plain hash's stack skips that; nothing in it is secret).
 #[derive(Clone)]
 pub(crate) struct CvStack {
     cvs: [Cv; MAX_DEPTH + 1],
     len: usize,
     /// Full chunks committed so far: the index of the next chunk.
     chunks: u64,
+    /// The most entries ever in use, and whether any was secret: what `Drop` wipes.
+    high: usize,
+    secret: bool,
+}
+
+impl Drop for CvStack {
+    fn drop(&mut self) {
+        if self.secret {
+            self.cvs[..self.high].as_flattened_mut().zeroize();
+        }
+    }
 }
 
 impl CvStack {
     pub fn new() -> CvStack {
-        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, chunks: 0 }
+        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, chunks: 0, high: 0, secret: false }
     }
 
     /// Merges the top of the stack until it holds one CV per set bit of `chunks`: what is left of
@@ -81,6 +96,8 @@ impl CvStack {
         self.cvs[self.len] = cv;
         self.len += 1;
         self.chunks += size;
+        self.high = self.high.max(self.len);
+        self.secret |= domain.is_secret();
     }
 
     /// Hashes `input` (full chunks that continue the input at the current position; more input
