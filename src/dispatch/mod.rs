@@ -1,7 +1,9 @@
 //! Layer 4, dispatch: turning a [`Device`](crate::Device) into the backend that runs it (the
-//! registry), and `Device::Auto`'s choice from measurements (`auto`).
+//! registry), `Device::Auto`'s choice from measurements and its fallback to the CPU (`auto`), and
+//! the fault-injection knob for tests (`fault`).
 
 pub mod auto;
+mod fault;
 mod registry;
 
 pub(crate) use registry::{auto_backend, cpu_backend};

@@ -308,6 +308,7 @@ fn check_file(
                 record.extend_from_slice(term);
             }
             out.write(&record)?;
+            crate::hash::note_failed_devices(global, out)?;
             progress.suspend(|| out.end_record())?;
             Ok(())
         },

@@ -147,42 +147,69 @@ pub struct Devices {
 }
 
 impl Devices {
-    /// The backend for an input of `len` bytes (`None`: not known in advance, a stream).
-    ///
-    /// With `--backend auto` an input of known size goes where `b3accel::auto::choose` sends it;
-    /// one under `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of
-    /// `choose`), without a choice per call for every small file. A stream goes to the Auto
-    /// backend, which chooses for each batch.
-    fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
-        if self.asked != Device::Auto {
-            return (self.backend.clone(), self.backend.info().device, None);
-        }
-        match len {
-            Some(n) if n < b3accel::auto::GPU_MIN_BYTES => {
-                let why = self
-                    .explain
-                    .then(|| format!("under {} MiB, small inputs stay on the CPU", b3accel::auto::GPU_MIN_BYTES >> 20));
-                (self.cpu.clone(), Device::Cpu, why)
-            }
-            Some(n) => {
-                // Choosing may list (and open) GPUs; with -v their drivers may speak.
-                let choose = || {
-                    let choice = b3accel::auto::choose(n);
-                    (b3accel::backend(choice.device), choice)
-                };
-                let (opened, choice) = if self.verbose { choose() } else { crate::without_driver_noise(choose) };
-                match opened {
-                    Ok(b) => (b, choice.device, Some(choice.reason)),
-                    Err(e) => (self.cpu.clone(), Device::Cpu, Some(format!("{} did not open ({e})", choice.device))),
-                }
-            }
-            None => (
-                self.backend.clone(),
-                Device::Auto,
-                self.explain.then(|| "a stream: the device is chosen for each batch".to_string()),
-            ),
-        }
+    /// The backend for a stream (an input whose length is not known in advance): the
+    /// `--backend` device, or with `auto`, the Auto backend, which chooses for each batch (and
+    /// falls back to the CPU where a GPU fails).
+    fn for_stream(&self) -> (Arc<dyn Backend>, Device, Option<String>) {
+        let why = (self.asked == Device::Auto && self.explain)
+            .then(|| "a stream: the device is chosen for each batch".to_string());
+        (self.backend.clone(), self.backend.info().device, why)
     }
+
+    /// Runs `f` for an input of `len` bytes in memory on the device it goes to, and returns its
+    /// result with that device and (with `-vv`) why.
+    ///
+    /// With `--backend auto` an input under `auto::GPU_MIN_BYTES` goes straight to the CPU
+    /// backend (the first rule of `auto::choose`), without a choice per call for every small
+    /// file; a larger one goes where `auto::run` sends it, which runs it again on the CPU if the
+    /// GPU fails (`-v` then says so, see [`note_failed_devices`]).
+    fn run<T>(
+        &self,
+        len: u64,
+        mut f: impl FnMut(&Arc<dyn Backend>) -> b3accel::Result<T>,
+    ) -> (b3accel::Result<T>, Device, Option<String>) {
+        if self.asked != Device::Auto {
+            return (f(&self.backend), self.backend.info().device, None);
+        }
+        if len < b3accel::auto::GPU_MIN_BYTES {
+            let why = self
+                .explain
+                .then(|| format!("under {} MiB, small inputs stay on the CPU", b3accel::auto::GPU_MIN_BYTES >> 20));
+            return (f(&self.cpu), Device::Cpu, why);
+        }
+        // Choosing may list (and open) GPUs; with -v their drivers may speak.
+        let choose = || {
+            let choice = b3accel::auto::choose(len);
+            let _ = b3accel::backend(choice.device);
+            choice
+        };
+        let choice = if self.verbose { choose() } else { crate::without_driver_noise(choose) };
+        let (result, device) = b3accel::auto::run(len, f);
+        let why = if device == choice.device {
+            choice.reason
+        } else {
+            format!("{} failed, so the CPU ({})", choice.device, choice.reason)
+        };
+        (result, device, Some(why))
+    }
+}
+
+/// With `-v`: says once per device, on standard error, that a GPU `--backend auto` chose has
+/// failed and that its work went to the CPU instead. Called after each input.
+pub fn note_failed_devices(global: &Global, out: &mut Out) -> io::Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NOTED: AtomicUsize = AtomicUsize::new(0);
+    if global.verbose == 0 || global.backend != Device::Auto {
+        return Ok(());
+    }
+    let failed = b3accel::auto::failed_devices();
+    let before = NOTED.swap(failed.len(), Ordering::Relaxed);
+    for (device, error) in failed.iter().skip(before) {
+        out.error(format_args!(
+            "--backend auto: {device} failed ({error}); its work was done on the CPU, and the CPU takes its place from now on"
+        ))?;
+    }
+    Ok(())
 }
 
 /// Output requests that would pass byte 2^64 of the output stream within this many bytes are
@@ -276,23 +303,35 @@ fn read_whole(mut file: File, len: u64, spec: &Spec, progress: &Progress) -> io:
 /// Input that lies in memory, hashed in one call (in pieces when a progress bar must move).
 fn hash_slice(data: &[u8], spec: &Spec, progress: &Progress) -> io::Result<Done> {
     let len = data.len() as u64;
-    let (backend, device, why) = spec.devices.pick(Some(len));
-    if progress.active() && data.len() > PROGRESS_PIECE {
-        let mut hasher = Hasher::with_backend(backend, &spec.mode);
-        for piece in data.chunks(PROGRESS_PIECE) {
-            hasher.update(piece)?;
-            progress.inc(piece.len() as u64);
+    let (reader, device, why) = spec.devices.run(len, |backend| {
+        // A second run (on the CPU, after a GPU failed) moves the bar again from where it was.
+        let mut moved = 0;
+        let result = if progress.active() && data.len() > PROGRESS_PIECE {
+            let mut hasher = Hasher::with_backend(backend.clone(), &spec.mode);
+            for piece in data.chunks(PROGRESS_PIECE) {
+                hasher.update(piece)?;
+                progress.inc(piece.len() as u64);
+                moved += piece.len() as u64;
+            }
+            hasher.finalize_xof()
+        } else {
+            b3accel::xof_reader_with(&**backend, &spec.mode, data)
+        };
+        if result.is_err() {
+            progress.dec(moved);
         }
-        return Ok((hasher.finalize_xof()?, len, (device, why)));
+        result
+    });
+    let reader = reader?;
+    if !(progress.active() && data.len() > PROGRESS_PIECE) {
+        progress.inc(len);
     }
-    let reader = b3accel::xof_reader_with(&*backend, &spec.mode, data)?;
-    progress.inc(len);
     Ok((reader, len, (device, why)))
 }
 
 /// Anything read in a loop: standard input, pipes, devices, `--no-mmap`.
 fn stream(mut src: impl Read, spec: &Spec, progress: &Progress) -> io::Result<Done> {
-    let (backend, device, why) = spec.devices.pick(None);
+    let (backend, device, why) = spec.devices.for_stream();
     let mut hasher = Hasher::with_backend(backend, &spec.mode);
     let mut buf = vec![0u8; READ_BUF];
     loop {
@@ -532,6 +571,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                 }
             }
             out.write(&line)?;
+            note_failed_devices(global, &mut out)?;
             progress.suspend(|| out.end_record())?;
             if cut {
                 return Err(Stop::Fatal(Fatal(

@@ -78,6 +78,13 @@ impl Progress {
         }
     }
 
+    /// `n` bytes counted by [`inc`](Self::inc) are to be done again (a GPU failed under them).
+    pub fn dec(&self, n: u64) {
+        if let Some(bar) = &self.bar {
+            bar.dec(n);
+        }
+    }
+
     /// Runs `f` (which writes to the terminal) with the bar out of the way.
     pub fn suspend<T>(&self, f: impl FnOnce() -> T) -> T {
         match &self.bar {
