@@ -5,6 +5,8 @@
 pub(crate) mod cache;
 pub(crate) mod compress;
 pub(crate) mod constants;
+#[cfg(test)]
+pub(crate) mod expect;
 pub(crate) mod platform;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 pub(crate) mod rows;

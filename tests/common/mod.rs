@@ -2,8 +2,14 @@
 #![allow(dead_code)]
 
 use b3accel::cpu::{CpuBackend, SimdLevel};
-use b3accel::{Backend, BackendKind, Device};
+use b3accel::{Backend, BackendKind, Device, DeviceInfo};
 use std::sync::Arc;
+
+/// What this machine is expected to have (`B3ACCEL_EXPECT`): the crate's own unit tests use the
+/// same file.
+#[path = "../../src/core/expect.rs"]
+pub mod expect;
+pub mod oracle;
 
 /// The official test vectors' input: byte i is i % 251.
 pub fn pattern(len: usize) -> Vec<u8> {
@@ -21,6 +27,16 @@ pub struct Target {
 /// finds no device is reported loudly, and under `CI=true` fails the test run: CI must run every
 /// backend for real, never skip one.
 pub fn targets() -> Vec<Target> {
+    for item in expect::items() {
+        if let Some(level) = item.strip_prefix("simd:") {
+            let level: SimdLevel = level.parse().unwrap_or_else(|e| panic!("{}: {item}: {e}", expect::EXPECT_ENV));
+            assert!(
+                level.is_supported(),
+                "{} expects the CPU backend at {level}, which this CPU lacks",
+                expect::EXPECT_ENV
+            );
+        }
+    }
     let mut out: Vec<Target> = SimdLevel::supported()
         .into_iter()
         .map(|level| Target {
@@ -32,9 +48,10 @@ pub fn targets() -> Vec<Target> {
     out
 }
 
-/// Every GPU device found by the backends compiled in (see [`targets`] for the no-device rule).
+/// Every GPU device found by the backends compiled in (see [`targets`] for the no-device rule;
+/// [`check_expected`] holds too).
 pub fn gpu_targets() -> Vec<Target> {
-    let ci = std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false);
+    let ci = expect::ci();
     let mut out = Vec::new();
     for status in b3accel::backend_status() {
         let devices = match status.devices {
@@ -48,6 +65,7 @@ pub fn gpu_targets() -> Vec<Target> {
                 continue;
             }
         };
+        check_expected(status.backend, &devices);
         for info in devices {
             let backend = b3accel::backend(info.device)
                 .unwrap_or_else(|e| panic!("{} ({}) is listed but does not open: {e}", info.device, info.name));
@@ -61,10 +79,14 @@ pub fn gpu_targets() -> Vec<Target> {
 /// the no-device rule of [`targets`] applies (loud, and a failure under `CI=true`). Empty where the
 /// backend is not built.
 pub fn device_indices(backend: BackendKind) -> Vec<usize> {
-    let ci = std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false);
+    let ci = expect::ci();
     let Some(status) = b3accel::backend_status().into_iter().find(|s| s.backend == backend) else {
+        expect_none(backend);
         return Vec::new();
     };
+    if let Ok(d) = &status.devices {
+        check_expected(backend, d);
+    }
     match status.devices {
         Ok(d) if !d.is_empty() => d
             .iter()
@@ -89,7 +111,44 @@ fn no_device(ci: bool, backend: BackendKind, why: &str) {
     if ci {
         panic!("{msg} (CI=true: a built backend must run, not be skipped)");
     }
+    check_expected(backend, &[]);
     eprintln!("\n*** WARNING: {msg}. Its tests did NOT run. ***\n");
+}
+
+/// Fails where `B3ACCEL_EXPECT` names devices of `backend` that `listed` lacks: fewer OpenCL
+/// devices than `opencl:<n>`, no wgpu adapter of an API that `wgpu:<api>` names (an adapter that
+/// failed to open is not listed, so it is missing here too).
+pub fn check_expected(backend: BackendKind, listed: &[DeviceInfo]) {
+    match backend {
+        BackendKind::OpenCl => {
+            let want = expect::expected_count("opencl");
+            assert!(
+                listed.len() >= want,
+                "{} expects {want} OpenCL device(s), {} listed: {:?}",
+                expect::EXPECT_ENV,
+                listed.len(),
+                listed.iter().map(|d| &d.name).collect::<Vec<_>>()
+            );
+        }
+        BackendKind::Wgpu => {
+            for item in expect::items() {
+                let Some(api) = item.strip_prefix("wgpu:") else { continue };
+                assert!(
+                    listed.iter().any(|d| d.api.eq_ignore_ascii_case(api)),
+                    "{} expects a wgpu adapter of the {api} API, listed: {:?}",
+                    expect::EXPECT_ENV,
+                    listed.iter().map(|d| format!("{} ({})", d.name, d.api)).collect::<Vec<_>>()
+                );
+            }
+        }
+        BackendKind::Cpu => {}
+    }
+}
+
+/// Fails where `B3ACCEL_EXPECT` names devices of a backend this build does not have.
+fn expect_none(backend: BackendKind) {
+    let named = expect::items().into_iter().any(|i| i.starts_with(&format!("{backend}:")));
+    assert!(!named, "{} expects {backend} devices, but this build has no {backend} backend", expect::EXPECT_ENV);
 }
 
 /// One test at a time, for the test files whose tests open GPU devices (the guard is held for the
@@ -101,4 +160,44 @@ fn no_device(ci: bool, backend: BackendKind, why: &str) {
 pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Upstream's chaining values (through `blake3::hazmat`) of the complete subtrees that `data`, a
+/// whole number of chunks starting at chunk `first_chunk`, forms when none may be larger than
+/// `max_chunks`: what `Backend::chunk_subtrees_capped` must return, from the oracle rather than
+/// from another backend of this crate. `key`/`flags` as the backends take them (the IV and 0,
+/// key words and `KEYED_HASH`, or context-key words and `DERIVE_KEY_MATERIAL`).
+///
+/// Upstream takes input offsets in bytes (a u64), so chunk counters from 2^54 on are beyond it:
+/// there the CPU backend (checked against upstream below 2^54 by tests/differential.rs) is the
+/// reference.
+pub fn upstream_subtrees(data: &[u8], first_chunk: u64, max_chunks: u64, key: &[u32; 8], flags: u32) -> Vec<[u8; 32]> {
+    use blake3::hazmat::HasherExt;
+    let n = (data.len() / b3accel::CHUNK_LEN) as u64;
+    if first_chunk.checked_add(n).and_then(|end| end.checked_mul(1024)).is_none() {
+        let mut out = vec![[0u8; 32]; b3accel::subtree_count(n, max_chunks)];
+        CpuBackend::new().chunk_subtrees_capped(data, first_chunk, max_chunks, key, flags, &mut out).unwrap();
+        return out;
+    }
+    let mut key_bytes = [0u8; 32];
+    for (b, w) in key_bytes.chunks_exact_mut(4).zip(key) {
+        b.copy_from_slice(&w.to_le_bytes());
+    }
+    let base = match flags {
+        0 => blake3::Hasher::new(),
+        f if f == b3accel::flags::KEYED_HASH => blake3::Hasher::new_keyed(&key_bytes),
+        f if f == b3accel::flags::DERIVE_KEY_MATERIAL => blake3::Hasher::new_from_context_key(&key_bytes),
+        f => panic!("no upstream mode has flags {f}"),
+    };
+    let sizes = std::iter::repeat_n(max_chunks, (n / max_chunks) as usize)
+        .chain((0..64).rev().map(|b| 1u64 << b).filter(|b| (n % max_chunks) & b != 0));
+    let mut at = 0u64;
+    sizes
+        .map(|size| {
+            let bytes = &data[(at * 1024) as usize..((at + size) * 1024) as usize];
+            let cv = base.clone().set_input_offset((first_chunk + at) * 1024).update(bytes).finalize_non_root();
+            at += size;
+            cv
+        })
+        .collect()
 }
