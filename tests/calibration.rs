@@ -103,9 +103,13 @@ fn garbage_foreign_and_torn_files_are_ignored_and_replaced() {
     let dir = scratch("garbage");
     let cal = dir.join("calibration.json");
     let foreign_format = r#"{"format": 99, "fingerprint": "x", "cpu": {}, "gpus": []}"#.to_string();
-    let foreign_build = format!(
-        r#"{{"format": 1, "fingerprint": "b3accel 0.0.0 | another machine", "cpu": {{"device": "cpu", "name": "x", "points": []}}, "gpus": [{{"device": "opencl:0", "name": "a GPU from elsewhere", "points": [[4194304, 1e15]]}}]}}"#
-    );
+    let foreign_build = serde_json::json!({
+        "format": 1,
+        "fingerprint": "b3accel 0.0.0 | another machine",
+        "cpu": {"device": "cpu", "name": "x", "points": []},
+        "gpus": [{"device": "opencl:0", "name": "a GPU from elsewhere", "points": [[4194304, 1e15]]}],
+    })
+    .to_string();
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("binary garbage", (0..5000u32).map(|i| (i * 37 % 256) as u8).collect()),
         ("empty", Vec::new()),

@@ -13,51 +13,16 @@
 
 mod common;
 
+use common::{b3sum, Scratch as Dir};
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const B3ACCEL: &str = env!("CARGO_BIN_EXE_b3accel");
 const KEY: &[u8; 32] = b"whats the Elvish word for friend";
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-fn is_modern_b3sum(path: &Path) -> bool {
-    let Ok(out) = Command::new(path).arg("--version").output() else {
-        return false;
-    };
-    let version = String::from_utf8_lossy(&out.stdout);
-    let Some(v) = version.trim().strip_prefix("b3sum ") else {
-        return false;
-    };
-    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (1, 8)
-}
-
-/// Upstream b3sum, if this machine has a recent one.
-fn b3sum() -> Option<&'static Path> {
-    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let mut candidates = Vec::new();
-            if let Some(p) = std::env::var_os("B3SUM") {
-                candidates.push(PathBuf::from(p));
-            }
-            candidates.push(PathBuf::from("/opt/b3sum/bin/b3sum"));
-            if let Some(path) = std::env::var_os("PATH") {
-                candidates.extend(std::env::split_paths(&path).map(|d| d.join("b3sum")));
-            }
-            candidates.into_iter().find(|p| p.is_file() && is_modern_b3sum(p))
-        })
-        .as_deref()
-}
 
 /// b3sum for a comparison test, or `None` after a loud warning (a failure under CI=true).
 fn upstream(test: &str) -> Option<&'static Path> {
@@ -67,7 +32,7 @@ fn upstream(test: &str) -> Option<&'static Path> {
             "no b3sum 1.8+ found (set B3SUM, or install it at /opt/b3sum/bin/b3sum): \
              {test} did NOT compare b3accel with b3sum"
         );
-        if ci() {
+        if common::expect::ci() {
             panic!("{msg} (CI=true: the comparison must run)");
         }
         eprintln!("\n*** WARNING: {msg} ***\n");
@@ -75,48 +40,9 @@ fn upstream(test: &str) -> Option<&'static Path> {
     found
 }
 
-/// A scratch directory, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let dir = std::env::temp_dir().join(format!("b3accel-cli-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Dir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn write(&self, name: impl AsRef<Path>, data: &[u8]) -> PathBuf {
-        let p = self.0.join(name);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&p, data).unwrap();
-        p
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Deterministic pseudo-random bytes.
 fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
+    common::random_bytes(len, seed)
 }
 
 /// The calibration cache of the b3accel processes these tests start: a file in the temporary
@@ -135,55 +61,8 @@ fn b3accel_command() -> Command {
 /// Runs `bin` in `dir` with `args`, `stdin` on standard input, and a time limit.
 fn run_in(bin: &Path, dir: &Path, args: &[&OsStr], stdin: &[u8]) -> Output {
     let mut cmd = if bin == Path::new(B3ACCEL) { b3accel_command() } else { Command::new(bin) };
-    let mut child = cmd
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // The program may exit without reading everything.
-        let _ = input.write_all(&stdin);
-    });
-    let out = wait_with_limit(child, Duration::from_secs(60));
-    let _ = writer.join();
-    out
-}
-
-fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(mut s) = stdout {
-            let _ = s.read_to_end(&mut v);
-        }
-        v
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(mut s) = stderr {
-            let _ = s.read_to_end(&mut v);
-        }
-        v
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("timed out after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
+    cmd.args(args).current_dir(dir);
+    common::run_with_input(cmd, stdin, Duration::from_secs(60))
 }
 
 fn os<'a>(args: &'a [&'a str]) -> Vec<&'a OsStr> {
@@ -927,7 +806,8 @@ fn closed_stdout_is_not_a_panic() {
     let mut first = [0u8; 100];
     stdout.read_exact(&mut first).unwrap();
     drop(stdout);
-    let out = wait_with_limit(child, Duration::from_secs(30));
+    // With its standard output closed, b3accel stops at its next write.
+    let out = child.wait_with_output().unwrap();
     assert_no_panic(&["--length", "18446744073709551615", "--seek", "1", "a"], &out);
     let mut expected = [0u8; 51];
     blake3::Hasher::new().update(b"abc").finalize_xof().fill(&mut expected);
@@ -1037,10 +917,8 @@ fn progress_bar_goes_to_stderr_only() {
 }
 
 /// Issue 2's acceptance range: files up to 100 MiB around power-of-two boundaries, in all
-/// modes, with --length/--seek and on stdin. Too slow for a debug build on 2 cores, so it runs on
-/// request: `cargo test --release --test cli -- --ignored`.
+/// modes, with --length/--seek and on stdin.
 #[test]
-#[ignore = "writes 100 MiB files; run with `cargo test --release --test cli -- --ignored`"]
 fn files_up_to_100_mib_match_b3sum() {
     let dir = Dir::new("huge");
     for n in [(64 << 20) - 1, (64 << 20) + 1025, (100 << 20) - 1, 100 << 20, (100 << 20) + 1] {

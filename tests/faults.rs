@@ -14,6 +14,7 @@
 mod common;
 
 use b3accel::{auto, BackendKind, Device, Error, Hasher, Mode};
+use common::{upstream_xof, Scratch};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,23 +37,6 @@ fn gpu_devices() -> Vec<Device> {
         eprintln!("\n*** WARNING: no GPU device: the fault-injection tests did NOT run ***\n");
     }
     out
-}
-
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("b3accel-faults-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A calibration file in `dir` under which Auto picks `device` for every input of 4 MiB or more.
@@ -91,43 +75,15 @@ fn data(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| ((i * 131 + i / 1024) % 251) as u8 ^ seed).collect()
 }
 
-fn upstream_xof(mode: &Mode, data: &[u8], len: usize) -> Vec<u8> {
-    let mut h = match mode {
-        Mode::Hash => blake3::Hasher::new(),
-        Mode::Keyed(k) => blake3::Hasher::new_keyed(k),
-        Mode::DeriveKey(c) => blake3::Hasher::new_derive_key(c),
-    };
-    let mut out = vec![0u8; len];
-    h.update(data).finalize_xof().fill(&mut out);
-    out
-}
-
-/// The Merkle root by its definition: `hash(left || right)` level by level, an odd last node
-/// carried up unchanged.
-fn reference_root(leaves: &[[u8; 32]]) -> [u8; 32] {
-    let mut level = leaves.to_vec();
-    while level.len() > 1 {
-        level = level
-            .chunks(2)
-            .map(|p| match p {
-                [l, r] => *blake3::hash(&[*l, *r].concat()).as_bytes(),
-                [one] => *one,
-                _ => unreachable!(),
-            })
-            .collect();
-    }
-    level[0]
-}
-
 fn env_device() -> Device {
     std::env::var("FAULT_TEST_DEVICE").expect("set by the parent").parse().unwrap()
 }
 
 #[test]
 fn auto_falls_back_to_the_cpu_when_a_gpu_fails() {
-    let dir = Scratch::new("auto");
+    let dir = Scratch::new("faults-auto");
     for device in gpu_devices() {
-        let cal = calibration_naming(&dir.0, device);
+        let cal = calibration_naming(dir.path(), device);
         // Failing from the first call, failing after two good ones, and never (the control).
         for (after, failure) in [(0, "oom"), (2, "lost"), (1_000_000, "lost")] {
             let env = [
@@ -158,16 +114,16 @@ fn auto_fallback_child() {
     for mode in [Mode::Hash, Mode::Keyed(KEY), Mode::DeriveKey("b3accel fault tests".into())] {
         let mut got = vec![0u8; 100];
         b3accel::hash_xof_on(Device::Auto, &mode, &big, 0, &mut got).unwrap();
-        assert_eq!(got, upstream_xof(&mode, &big, 100), "one-shot, {mode:?}");
+        assert_eq!(got, upstream_xof(&mode, &big, 0, 100), "one-shot, {mode:?}");
         let mut h = Hasher::with_mode(Device::Auto, &mode).unwrap();
         for piece in big.chunks(5 << 20) {
             h.update(piece).unwrap();
         }
         h.finalize_xof().unwrap().fill(&mut got);
-        assert_eq!(got, upstream_xof(&mode, &big, 100), "Hasher, {mode:?}");
+        assert_eq!(got, upstream_xof(&mode, &big, 0, 100), "Hasher, {mode:?}");
     }
     let leaves: Vec<[u8; 32]> = (0..(1u32 << 17) + 5).map(|i| *blake3::hash(&i.to_le_bytes()).as_bytes()).collect();
-    assert_eq!(*b3accel::merkle_root(Device::Auto, &leaves).unwrap().as_bytes(), reference_root(&leaves));
+    assert_eq!(*b3accel::merkle_root(Device::Auto, &leaves).unwrap().as_bytes(), common::merkle_root(&leaves));
     let msgs = data(64 * 70_000, 2);
     let hashes = b3accel::hash_many(Device::Auto, &msgs, 64).unwrap();
     for (m, h) in msgs.chunks(64).zip(&hashes) {
@@ -263,10 +219,10 @@ fn b3accel(dir: &Path, args: &[&str], env: &[(&str, String)]) -> std::process::O
 #[test]
 fn the_command_line_prints_no_line_for_a_failed_input_and_exits_1() {
     let Some(device) = gpu_devices().first().copied() else { return };
-    let dir = Scratch::new("cli");
+    let dir = Scratch::new("faults-cli");
     let small: Vec<Vec<u8>> = (0..3).map(|i| data(3 * 1024 + i, i as u8)).collect();
     for (i, d) in small.iter().enumerate() {
-        std::fs::write(dir.0.join(format!("s{i}")), d).unwrap();
+        std::fs::write(dir.path().join(format!("s{i}")), d).unwrap();
     }
     let dev = device.to_string();
     let line = |i: usize, bytes: &[u8]| format!("{}  s{i}\n", blake3::hash(bytes).to_hex());
@@ -275,7 +231,7 @@ fn the_command_line_prints_no_line_for_a_failed_input_and_exits_1() {
     // order), and only s0's line is printed.
     for failure in ["oom", "lost"] {
         let env = [("B3ACCEL_FAULT", format!("{dev}:1:{failure}"))];
-        let out = b3accel(&dir.0, &["--backend", &dev, "--num-threads", "1", "s0", "s1", "s2"], &env);
+        let out = b3accel(dir.path(), &["--backend", &dev, "--num-threads", "1", "s0", "s1", "s2"], &env);
         assert_eq!(String::from_utf8_lossy(&out.stdout), line(0, &small[0]), "{failure}");
         assert_eq!(out.status.code(), Some(1), "{failure}");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -284,31 +240,34 @@ fn the_command_line_prints_no_line_for_a_failed_input_and_exits_1() {
         }
         // --check: the failed inputs are not OK, and the status says so.
         let sums: String = (0..3).map(|i| line(i, &small[i])).collect();
-        std::fs::write(dir.0.join("sums"), sums).unwrap();
-        let out = b3accel(&dir.0, &["--backend", &dev, "--num-threads", "1", "-c", "sums"], &env);
+        std::fs::write(dir.path().join("sums"), sums).unwrap();
+        let out = b3accel(dir.path(), &["--backend", &dev, "--num-threads", "1", "-c", "sums"], &env);
         assert_eq!(out.status.code(), Some(1));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.starts_with("s0: OK\n") && !stdout.contains("s1: OK") && !stdout.contains("s2: OK"), "{stdout}");
         // merkle, on the failing device: an error, exit 1.
-        let out =
-            b3accel(&dir.0, &["merkle", "--backend", &dev, "s0"], &[("B3ACCEL_FAULT", format!("{dev}:0:{failure}"))]);
+        let out = b3accel(
+            dir.path(),
+            &["merkle", "--backend", &dev, "s0"],
+            &[("B3ACCEL_FAULT", format!("{dev}:0:{failure}"))],
+        );
         assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
     // Auto, with the calibration naming the device, which fails at once: every line is right, and
     // stderr is silent unless -v asks.
-    let cal = calibration_naming(&dir.0, device);
+    let cal = calibration_naming(dir.path(), device);
     let big: Vec<Vec<u8>> = (0..2).map(|i| data((5 << 20) + 7 * i, 9 + i as u8)).collect();
     for (i, d) in big.iter().enumerate() {
-        std::fs::write(dir.0.join(format!("b{i}")), d).unwrap();
+        std::fs::write(dir.path().join(format!("b{i}")), d).unwrap();
     }
     let want: String = big.iter().enumerate().map(|(i, d)| format!("{}  b{i}\n", blake3::hash(d).to_hex())).collect();
     let env = [("B3ACCEL_FAULT", format!("{dev}:0:lost")), ("B3ACCEL_CALIBRATION", cal.display().to_string())];
-    let out = b3accel(&dir.0, &["b0", "b1"], &env);
+    let out = b3accel(dir.path(), &["b0", "b1"], &env);
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = b3accel(&dir.0, &["-vv", "--num-threads", "1", "b0", "b1"], &env);
+    let out = b3accel(dir.path(), &["-vv", "--num-threads", "1", "b0", "b1"], &env);
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("--backend auto: {dev} failed (device {dev}: device lost")), "{stderr}");
@@ -316,7 +275,7 @@ fn the_command_line_prints_no_line_for_a_failed_input_and_exits_1() {
     assert!(stderr.contains("b1: hashed on cpu: every hardware GPU of this machine failed"), "{stderr}");
     // The control: no fault, and Auto hashes on the device it was told is fastest.
     let env = [("B3ACCEL_CALIBRATION", cal.display().to_string())];
-    let out = b3accel(&dir.0, &["-vv", "--num-threads", "1", "b0", "b1"], &env);
+    let out = b3accel(dir.path(), &["-vv", "--num-threads", "1", "b0", "b1"], &env);
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("b0: hashed on {dev}")));
 }

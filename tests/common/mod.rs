@@ -1,19 +1,194 @@
-//! What the integration tests share: the list of backends to test and the official input pattern.
+//! What the integration tests share: the list of backends to test, test inputs, scratch
+//! directories, upstream's answers (hashes in every mode, Merkle trees by their definition) and
+//! where upstream `b3sum` is.
 #![allow(dead_code)]
 
 use b3accel::cpu::{CpuBackend, SimdLevel};
-use b3accel::{Backend, BackendKind, Device, DeviceInfo};
-use std::sync::Arc;
+use b3accel::{Backend, BackendKind, Device, DeviceInfo, Mode};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 /// What this machine is expected to have (`B3ACCEL_EXPECT`): the crate's own unit tests use the
 /// same file.
 #[path = "../../src/core/expect.rs"]
 pub mod expect;
+pub mod fuzz;
 pub mod oracle;
 
 /// The official test vectors' input: byte i is i % 251.
 pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// Deterministic pseudo-random bytes (xorshift from `seed`).
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A scratch directory in the temporary directory, named after the test process and `name`,
+/// removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("b3accel-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Writes `data` to `name` (its directories made first); returns the path.
+    pub fn write(&self, name: impl AsRef<Path>, data: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Upstream's hasher for `mode`.
+pub fn upstream_hasher(mode: &Mode) -> blake3::Hasher {
+    match mode {
+        Mode::Hash => blake3::Hasher::new(),
+        Mode::Keyed(k) => blake3::Hasher::new_keyed(k),
+        Mode::DeriveKey(c) => blake3::Hasher::new_derive_key(c),
+    }
+}
+
+/// Upstream's output stream of `data` in `mode`: `len` bytes from byte `seek`.
+pub fn upstream_xof(mode: &Mode, data: &[u8], seek: u64, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    let mut reader = upstream_hasher(mode).update(data).finalize_xof();
+    reader.set_position(seek);
+    reader.fill(&mut out);
+    out
+}
+
+/// Every level of the binary Merkle tree over `leaves` by its definition, leaves first, root
+/// last: each parent `blake3(left || right)` (upstream's hash), an odd last node carried up
+/// unchanged. Levels are computed on all cores.
+pub fn merkle_levels(leaves: &[[u8; 32]]) -> Vec<Vec<[u8; 32]>> {
+    use rayon::prelude::*;
+    let mut levels = vec![leaves.to_vec()];
+    while levels.last().is_some_and(|l| l.len() > 1) {
+        let next = levels
+            .last()
+            .unwrap()
+            .par_chunks(2)
+            .map(|p| match p {
+                [l, r] => *blake3::hash(&[*l, *r].concat()).as_bytes(),
+                [one] => *one,
+                _ => unreachable!(),
+            })
+            .collect();
+        levels.push(next);
+    }
+    levels
+}
+
+/// The Merkle root of `leaves` by its definition (see [`merkle_levels`]).
+pub fn merkle_root(leaves: &[[u8; 32]]) -> [u8; 32] {
+    merkle_levels(leaves).last().expect("at least one leaf")[0]
+}
+
+/// Runs `cmd` (stdin, stdout and stderr are piped here) with `stdin` on its standard input and
+/// returns what it wrote; a failure if it runs longer than `limit`.
+pub fn run_with_input(
+    mut cmd: std::process::Command,
+    stdin: &[u8],
+    limit: std::time::Duration,
+) -> std::process::Output {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let mut child = cmd
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    // The program may exit without reading everything.
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    let read_all = |stream: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut s) = stream {
+                let _ = s.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = read_all(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let err = read_all(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{cmd:?} timed out after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let _ = writer.join();
+    std::process::Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+}
+
+fn is_modern_b3sum(path: &Path) -> bool {
+    let Ok(out) = std::process::Command::new(path).arg("--version").output() else {
+        return false;
+    };
+    let version = String::from_utf8_lossy(&out.stdout);
+    let Some(v) = version.trim().strip_prefix("b3sum ") else {
+        return false;
+    };
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (1, 8)
+}
+
+/// Upstream b3sum 1.8 or later, if this machine has one: the `B3SUM` environment variable, then
+/// /opt/b3sum/bin/b3sum, then PATH.
+pub fn b3sum() -> Option<&'static Path> {
+    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let mut candidates = Vec::new();
+            if let Some(p) = std::env::var_os("B3SUM") {
+                candidates.push(PathBuf::from(p));
+            }
+            candidates.push(PathBuf::from("/opt/b3sum/bin/b3sum"));
+            if let Some(path) = std::env::var_os("PATH") {
+                candidates.extend(std::env::split_paths(&path).map(|d| d.join("b3sum")));
+            }
+            candidates.into_iter().find(|p| p.is_file() && is_modern_b3sum(p))
+        })
+        .as_deref()
 }
 
 /// A backend under test, with a name for failure messages.

@@ -52,7 +52,7 @@ pub fn b3sum(dir: &Path, args: &[&OsStr], stdin: &[u8]) -> Option<Expected> {
             _ => return None,
         }
     }
-    if (keyed && context.is_some()) || (keyed && files.is_empty()) || length > MAX_OUTPUT {
+    if (keyed && (context.is_some() || files.is_empty())) || length > MAX_OUTPUT {
         return None;
     }
     seek.checked_add(length)?;
