@@ -30,7 +30,7 @@ fn renderings(secret: &[u8]) -> Vec<String> {
     if text {
         out.push(String::from_utf8_lossy(secret).into_owned());
     }
-    if secret.len() % 4 == 0 {
+    if secret.len().is_multiple_of(4) {
         let words: Vec<u32> = secret.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
         out.push(format!("{words:?}"));
         out.push(format!("{words:x?}"));
