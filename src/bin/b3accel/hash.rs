@@ -365,7 +365,7 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
         .take(KEY_LEN as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Fatal(format!("reading the key from stdin: {e}")))?;
-    match bytes.len() {
+    let key = match bytes.len() {
         n if n < KEY_LEN => Err(Fatal(format!("expected {KEY_LEN} key bytes from stdin, found {n}"))),
         n if n > KEY_LEN => Err(Fatal(format!("read more than {KEY_LEN} key bytes from stdin"))),
         _ => {
@@ -373,7 +373,10 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
             key.copy_from_slice(&bytes);
             Ok(key)
         }
-    }
+    };
+    // The key lives on in the `Mode` (which wipes it when dropped); this copy goes now.
+    zeroize::Zeroize::zeroize(&mut bytes);
+    key
 }
 
 /// Opens the `--backend` device (an error when it is not there), saying with `-v` what it is and
