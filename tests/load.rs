@@ -4,7 +4,8 @@
 //!
 //! Ignored in CI (it runs for a minute); run it on the GPU machine with
 //! `B3ACCEL_LOAD_SECONDS=60 cargo test --release --all-features --test load -- --ignored --nocapture`
-//! (`B3ACCEL_LOAD_SECONDS` defaults to 60, `B3ACCEL_LOAD_THREADS` to 32).
+//! (`B3ACCEL_LOAD_SECONDS` defaults to 60, `B3ACCEL_LOAD_THREADS` to 32;
+//! `B3ACCEL_LOAD_DEVICES=cpu,opencl:0` narrows the run to those devices).
 
 mod common;
 
@@ -69,6 +70,12 @@ fn every_device_under_load_from_many_threads() {
                 Device::Wgpu(i)
             });
         }
+    }
+    // `B3ACCEL_LOAD_DEVICES=cpu,wgpu:0` narrows the run to some devices (to find which grows).
+    if let Ok(list) = std::env::var("B3ACCEL_LOAD_DEVICES") {
+        let only: Vec<Device> = list.split(',').map(|d| d.parse().unwrap_or_else(|e| panic!("{d}: {e}"))).collect();
+        devices.retain(|d| only.contains(d));
+        assert!(!devices.is_empty(), "B3ACCEL_LOAD_DEVICES={list} names no device of this machine");
     }
     let backends: Vec<Arc<dyn Backend>> = devices.iter().map(|&d| b3accel::backend(d).unwrap()).collect();
     let data: Arc<Vec<u8>> = Arc::new(common::pattern(64 << 20));
