@@ -86,11 +86,13 @@ fn sparse_4_gib_plus_1025_on_every_backend() {
         eprintln!("{device}: 4 GiB + 1025 bytes ok in {:.1} s", start.elapsed().as_secs_f64());
     }
     // The command, which maps the file itself.
+    let calibration = std::env::temp_dir().join(format!("b3accel-big-{}.json", std::process::id()));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_b3accel"))
         .arg(&file.0)
-        .env("B3ACCEL_CALIBRATION", std::env::temp_dir().join(format!("b3accel-big-{}.json", std::process::id())))
+        .env("B3ACCEL_CALIBRATION", &calibration)
         .output()
         .unwrap();
+    let _ = std::fs::remove_file(&calibration);
     let hex: String = want[..32].iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{hex}  {}\n", file.0.display()));
 }
