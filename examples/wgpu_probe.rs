@@ -8,7 +8,15 @@
 //!   with `--hints` the device is opened with those memory hints (a caller's device, hashed
 //!   through `ResidentHasher::new`);
 //! - `many [--trusted]`: `hash_many_into` of 2^24 64-byte messages, 10 calls;
-//! - `resident [--trusted]`: `hash_breakdown` of 1 MiB, 64 MiB and 1 GiB, 20 calls each.
+//! - `resident [--trusted]`: `hash_breakdown` of 1 MiB, 64 MiB and 1 GiB, 20 calls each;
+//! - `placement [--order leaves-first|extras-first] [--extra N] [--fill write|mapped|none]
+//!   [--leaves wgpu|dedicated] [--hints perf|usage]`: where 2^25 Merkle leaves and the other
+//!   1 GiB buffers land (the allocator's blocks, the Vulkan heaps' usage) and what it costs: the
+//!   Merkle root, a resident hash and a device copy of the same 1 GiB buffer. `dedicated`
+//!   allocates the leaves itself (one `VkDeviceMemory` of a DEVICE_LOCAL-only type, marked
+//!   dedicated) and hands them to wgpu;
+//! - `many-host`: `hash_many` of 2^24 64-byte messages back to host memory, beside the raw
+//!   device-to-host rate of the same 512 MiB (copy into a mapped buffer, and that plus a memcpy).
 //!
 //! ```text
 //! cargo run --release --example wgpu_probe -- merkle --extra 6 --warm-first
@@ -49,7 +57,8 @@ fn own_device(hints: wgpu::MemoryHints) -> (wgpu::Device, wgpu::Queue) {
         .find(|a| a.get_info().device_type == wgpu::DeviceType::DiscreteGpu)
         .or(adapters.first())
         .expect("a Vulkan adapter");
-    let features = adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
+    let features =
+        adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
     pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("probe"),
         required_features: features,
@@ -106,7 +115,9 @@ fn merkle(args: &[String]) {
     };
     println!("{} ({args:?})", device.adapter_info().name);
     let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-    let make = |label, size| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false });
+    let make = |label, size| {
+        device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+    };
     let n = 1u64 << 25;
     let leaves: Vec<u8> = (0..32 * n).map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) as u8).collect();
     let buf = make("leaves", 32 * n);
@@ -215,13 +226,262 @@ fn resident(args: &[String]) {
     }
 }
 
+/// The device's memory heaps as Vulkan's memory-budget extension reports them: (usage, budget)
+/// per heap, in MiB.
+fn heap_usage(device: &wgpu::Device) -> Vec<(u64, u64)> {
+    use ash::vk;
+    use wgpu::hal::api::Vulkan;
+    // SAFETY: a Vulkan device; the physical device and instance are its own.
+    unsafe {
+        let Some(hal) = device.as_hal::<Vulkan>() else { return Vec::new() };
+        let inst = hal.shared_instance().raw_instance();
+        let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
+        let mut props = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
+        inst.get_physical_device_memory_properties2(hal.raw_physical_device(), &mut props);
+        let n = props.memory_properties.memory_heap_count as usize;
+        (0..n).map(|i| (budget.heap_usage[i] >> 20, budget.heap_budget[i] >> 20)).collect()
+    }
+}
+
+/// A storage buffer in its own `VkDeviceMemory` of the first DEVICE_LOCAL-only memory type,
+/// allocated as a dedicated allocation, wrapped for wgpu (which frees it when dropped).
+fn dedicated_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    use ash::vk;
+    use wgpu::hal::api::Vulkan;
+    // SAFETY: every handle is created here on this device, bound before use, and handed to
+    // wgpu with the usage it was created with.
+    let hal_buffer = unsafe {
+        let hal = device.as_hal::<Vulkan>().expect("a Vulkan device");
+        let raw = hal.raw_device();
+        let inst = hal.shared_instance().raw_instance();
+        let props = inst.get_physical_device_memory_properties(hal.raw_physical_device());
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(
+                vk::BufferUsageFlags::STORAGE_BUFFER
+                    | vk::BufferUsageFlags::TRANSFER_DST
+                    | vk::BufferUsageFlags::TRANSFER_SRC,
+            )
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let buf = raw.create_buffer(&info, None).expect("vkCreateBuffer");
+        let req = raw.get_buffer_memory_requirements(buf);
+        let ty = props
+            .memory_types_as_slice()
+            .iter()
+            .enumerate()
+            .position(|(i, t)| {
+                req.memory_type_bits & (1 << i) != 0 && t.property_flags == vk::MemoryPropertyFlags::DEVICE_LOCAL
+            })
+            .expect("a DEVICE_LOCAL-only memory type") as u32;
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buf);
+        let alloc =
+            vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty).push_next(&mut dedicated);
+        let mem = raw.allocate_memory(&alloc, None).expect("vkAllocateMemory");
+        raw.bind_buffer_memory(buf, mem, 0).expect("vkBindBufferMemory");
+        println!("dedicated {label}: type {ty}, size {} MiB, alignment {}", req.size >> 20, req.alignment);
+        wgpu::hal::vulkan::Buffer::from_raw_managed(buf, mem, 0, req.size)
+    };
+    let desc = wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    };
+    // SAFETY: created on this device's raw handle with the usages of `desc`, and bound.
+    unsafe { device.create_buffer_from_hal::<Vulkan>(hal_buffer, &desc) }
+}
+
+fn report_allocator(device: &wgpu::Device) {
+    let Some(r) = device.generate_allocator_report() else {
+        println!("allocator report: none");
+        return;
+    };
+    println!(
+        "allocator: {} blocks, {} MiB allocated of {} MiB reserved",
+        r.blocks.len(),
+        r.total_allocated_bytes >> 20,
+        r.total_reserved_bytes >> 20
+    );
+    for (i, b) in r.blocks.iter().enumerate() {
+        let names: Vec<String> = r.allocations[b.allocations.clone()]
+            .iter()
+            .map(|a| format!("{}@{}+{}K", a.name, a.offset, a.size >> 10))
+            .collect();
+        println!("  block {i}: {} MiB: {}", b.size >> 20, names.join(", "));
+    }
+}
+
+fn placement(args: &[String]) {
+    let extra: usize = value(args, "--extra").map_or(6, |v| v.parse().expect("--extra N"));
+    let extras_first = value(args, "--order") == Some("extras-first");
+    let fill = value(args, "--fill").unwrap_or("write");
+    let dedicated = value(args, "--leaves") == Some("dedicated");
+    let hints = match value(args, "--hints") {
+        Some("usage") => wgpu::MemoryHints::MemoryUsage,
+        _ => wgpu::MemoryHints::Performance,
+    };
+    let (device, queue) = own_device(hints);
+    let hasher = ResidentHasher::new(&device, &queue).expect("a resident hasher");
+    println!("{} ({args:?})", device.adapter_info().name);
+    let n = 1u64 << 25;
+    let bytes = 32 * n;
+    let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+    let leaves: Vec<u8> = (0..bytes).map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) as u8).collect();
+    let ones = vec![1u8; 1 << 30];
+    let make_extras = || -> Vec<wgpu::Buffer> {
+        (0..extra)
+            .map(|i| {
+                let label = format!("other {i}");
+                let mapped = fill == "mapped";
+                let b = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&label),
+                    size: 1 << 30,
+                    usage,
+                    mapped_at_creation: mapped,
+                });
+                if mapped {
+                    b.slice(..).get_mapped_range_mut().expect("mapped").copy_from_slice(&ones);
+                    b.unmap();
+                } else if fill == "write" {
+                    queue.write_buffer(&b, 0, &ones);
+                }
+                b
+            })
+            .collect()
+    };
+    let make_leaves = || {
+        let b = if dedicated {
+            dedicated_buffer(&device, "leaves", bytes)
+        } else {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("leaves"),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        queue.write_buffer(&b, 0, &leaves);
+        b
+    };
+    let (buf, others) = if extras_first {
+        let o = make_extras();
+        (make_leaves(), o)
+    } else {
+        let l = make_leaves();
+        (l, make_extras())
+    };
+    queue.submit([]);
+    device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    let expected = b3accel::merkle_root(b3accel::Device::Cpu, leaves.as_chunks::<32>().0).unwrap();
+    let mut merkle = Vec::new();
+    for _ in 0..10 {
+        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap();
+        assert_eq!(root, expected);
+        merkle.push(t.kernel);
+    }
+    let mut hashes = Vec::new();
+    let want = blake3::hash(&leaves);
+    for _ in 0..5 {
+        let (h, t) = hasher.hash_timed(&buf, 0, bytes, &Mode::Hash).unwrap();
+        assert_eq!(h, want);
+        hashes.push(t.kernel);
+    }
+    let dst = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("copy target"),
+        size: bytes,
+        usage,
+        mapped_at_creation: false,
+    });
+    let mut copies = Vec::new();
+    for _ in 0..5 {
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&buf, 0, &dst, 0, bytes);
+        let t = std::time::Instant::now();
+        queue.submit([enc.finish()]);
+        device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+        copies.push(t.elapsed());
+    }
+    report_allocator(&device);
+    for (i, (u, b)) in heap_usage(&device).iter().enumerate() {
+        println!("heap {i}: {u} MiB used of a {b} MiB budget");
+    }
+    stats("merkle 2^25 device", merkle);
+    stats("resident hash 1 GiB device", hashes);
+    stats("copy 1 GiB wall", copies);
+    drop(others);
+}
+
+fn many_host(args: &[String]) {
+    let gpu = open(args);
+    let count = 1usize << 24;
+    let data: Vec<u8> = (0..64 * count).map(|i| (i % 251) as u8).collect();
+    let src = storage(&gpu, &data, wgpu::BufferUsages::empty());
+    let r = gpu.resident();
+    let mut walls = Vec::new();
+    let mut kernels = Vec::new();
+    let mut downloads = Vec::new();
+    for _ in 0..5 {
+        let (hashes, t) = r.hash_many_timed(&src, 0, count, 64, &Mode::Hash).unwrap();
+        assert_eq!(hashes[12345], blake3::hash(&data[64 * 12345..64 * 12346]));
+        walls.push(t.total);
+        kernels.push(t.kernel);
+        downloads.push(t.download);
+    }
+    stats("many to host 2^24 x 64 B wall", walls.clone());
+    stats("many to host kernel", kernels);
+    stats("many to host download (map + copy out)", downloads);
+    walls.sort();
+    println!(
+        "best: {:.3} G hashes/s, {:.1} GB/s of hashes",
+        count as f64 / walls[0].as_secs_f64() / 1e9,
+        32.0 * count as f64 / walls[0].as_secs_f64() / 1e9
+    );
+    // The raw device-to-host rate of the same 512 MiB.
+    let size = 32 * count as u64;
+    let dev = gpu.device();
+    let on_device = storage(&gpu, &vec![7u8; size as usize], wgpu::BufferUsages::COPY_SRC);
+    let rb = dev.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("readback"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut host = vec![0u8; size as usize];
+    let mut dma = Vec::new();
+    let mut whole = Vec::new();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        let mut enc = dev.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&on_device, 0, &rb, 0, size);
+        gpu.queue().submit([enc.finish()]);
+        rb.slice(..).map_async(wgpu::MapMode::Read, |r| r.expect("map"));
+        dev.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+        dma.push(t.elapsed());
+        host.copy_from_slice(&rb.slice(..).get_mapped_range().expect("mapped"));
+        rb.unmap();
+        whole.push(t.elapsed());
+    }
+    assert!(host.iter().all(|&b| b == 7));
+    stats("D2H 512 MiB copy + map", dma.clone());
+    stats("D2H 512 MiB copy + map + memcpy", whole.clone());
+    dma.sort();
+    whole.sort();
+    println!(
+        "D2H best: {:.1} GB/s to a mapped buffer, {:.1} GB/s into a Vec",
+        size as f64 / dma[0].as_secs_f64() / 1e9,
+        size as f64 / whole[0].as_secs_f64() / 1e9
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("heaps") => heaps(),
         Some("merkle") => merkle(&args),
+        Some("placement") => placement(&args),
+        Some("many-host") => many_host(&args),
         Some("many") => many(&args),
         Some("resident") => resident(&args),
-        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted]"),
+        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | placement [...] | many-host"),
     }
 }

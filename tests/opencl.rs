@@ -8,7 +8,6 @@
 
 mod common;
 
-use b3accel::cpu::CpuBackend;
 use b3accel::opencl::{OpenClBackend, OpenClOptions};
 use b3accel::{xof_reader_with, Backend, BackendKind, Device, Error, Hasher, Mode, CHUNK_LEN, IV};
 use common::pattern;
@@ -50,13 +49,12 @@ fn check_hash(be: &dyn Backend, what: &str, mode: &Mode, data: &[u8]) {
     assert_eq!(got, upstream(mode, data, 131), "{what}: {} bytes, {mode:?}", data.len());
 }
 
-/// `chunk_subtrees` on the device against the CPU backend, for `n` chunks at `first_chunk`.
+/// `chunk_subtrees` on the device against upstream (`blake3::hazmat`), for `n` chunks at `first_chunk`.
 fn check_subtrees(be: &OpenClBackend, what: &str, n: u64, first_chunk: u64, flags: u32) {
     let data = pattern(n as usize * CHUNK_LEN);
     let key = [3, 1, 4, 1, 5, 9, 2, 6];
     let key = if flags == 0 { IV } else { key };
-    let mut want = vec![[0u8; 32]; n.count_ones() as usize];
-    CpuBackend::new().chunk_subtrees(&data, first_chunk, &key, flags, &mut want).unwrap();
+    let want = common::upstream_subtrees(&data, first_chunk, 1 << 63, &key, flags);
     let mut got = vec![[0u8; 32]; n.count_ones() as usize];
     be.chunk_subtrees(&data, first_chunk, &key, flags, &mut got)
         .unwrap_or_else(|e| panic!("{what}: {n} chunks at {first_chunk}: {e}"));
@@ -162,8 +160,7 @@ fn capped_runs_share_one_stream() {
             {
                 let data = pattern(n as usize * CHUNK_LEN);
                 let count = b3accel::subtree_count(n, max);
-                let mut want = vec![[0u8; 32]; count];
-                CpuBackend::new().chunk_subtrees_capped(&data, first, max, &IV, 0, &mut want).unwrap();
+                let want = common::upstream_subtrees(&data, first, max, &IV, 0);
                 let mut got = vec![[0u8; 32]; count];
                 be.chunk_subtrees_capped(&data, first, max, &IV, 0, &mut got).unwrap();
                 assert_eq!(got, want, "{what}: {n} chunks at {first}, at most {max} per subtree");
@@ -438,7 +435,6 @@ fn no_driver_is_unavailable_and_cpu_still_works() {
 #[test]
 #[ignore = "run by no_driver_is_unavailable_and_cpu_still_works in a process without a driver"]
 fn no_driver_child() {
-    let start = std::time::Instant::now();
     let env: Vec<String> = std::env::vars()
         .filter(|(k, _)| k.contains("OCL") || k.contains("OPENCL") || k.contains("POCL"))
         .map(|(k, v)| format!("{k}={v}"))
@@ -447,7 +443,6 @@ fn no_driver_child() {
         b3accel::opencl::enumerate().expect_err(&format!("no driver, no devices (the loader's environment: {env:?})"));
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
     println!("{err}");
-    assert!(start.elapsed().as_secs() < 5, "told at once, not after retries");
     match b3accel::backend(Device::OpenCl(0)) {
         Err(Error::Unavailable { device, reason }) => {
             assert_eq!(device, Device::OpenCl(0));

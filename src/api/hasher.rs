@@ -7,6 +7,7 @@
 //! input; files and readers are fed to it by the `file` module.
 
 use crate::core::compress::Cv;
+use crate::core::constants::flags::DERIVE_KEY_MATERIAL;
 use crate::core::constants::CHUNK_LEN;
 use crate::dispatch::{auto_backend, backend};
 use crate::tree::{
@@ -16,6 +17,7 @@ use crate::tree::{
 use blake3::Hash;
 use std::io;
 use std::sync::Arc;
+use zeroize::Zeroize;
 
 /// An incremental BLAKE3 hasher whose bulk work runs on one device.
 ///
@@ -46,13 +48,25 @@ pub struct Hasher {
 /// A progress callback: told how many more bytes were hashed.
 pub(crate) type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
+/// The device, the mode's name and the count: never the key words, the chaining values or the
+/// buffered input.
 impl std::fmt::Debug for Hasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hasher")
             .field("device", &self.backend.info().device)
+            .field("mode", &self.domain.mode_name())
             .field("count", &self.count)
             .field("input_offset", &self.offset)
-            .finish()
+            .finish_non_exhaustive()
+    }
+}
+
+/// The key words are wiped, and in the key-derivation mode the buffered input too (it is key
+/// material); the chaining-value stack wipes itself.
+impl Drop for Hasher {
+    fn drop(&mut self) {
+        self.wipe_buffer();
+        self.domain.zeroize();
     }
 }
 
@@ -137,11 +151,14 @@ impl Hasher {
     /// A hasher on `backend` in the mode given by its key words and flags.
     pub(crate) fn on_backend(backend: Arc<dyn Backend>, domain: Domain) -> Hasher {
         let batch = backend.batch_len().max(CHUNK_LEN).next_power_of_two();
+        // Key material is buffered in place from the start: a growing buffer would leave copies
+        // of it in the allocations it outgrew, where no wipe reaches.
+        let buf = if domain.flags & DERIVE_KEY_MATERIAL != 0 { Vec::with_capacity(batch) } else { Vec::new() };
         Hasher {
             backend,
             domain,
             stack: CvStack::new(),
-            buf: Vec::new(),
+            buf,
             batch,
             count: 0,
             offset: 0,
@@ -281,6 +298,13 @@ impl Hasher {
         Ok(())
     }
 
+    /// Zeroizes the buffered input where it is key material (the key-derivation mode).
+    fn wipe_buffer(&mut self) {
+        if self.domain.flags & DERIVE_KEY_MATERIAL != 0 {
+            self.buf.zeroize();
+        }
+    }
+
     fn check_usable(&self) -> Result<()> {
         if self.failed {
             return Err(Error::InvalidInput(
@@ -399,6 +423,7 @@ impl Hasher {
     /// ```
     pub fn reset(&mut self) -> &mut Self {
         self.stack = CvStack::new();
+        self.wipe_buffer();
         self.buf.clear();
         self.count = 0;
         self.offset = 0;

@@ -499,6 +499,17 @@ mod tests {
     fn both_row_forms_match_portable() {
         let cv: [u32; 8] = core::array::from_fn(|i| 0x0101_0101 * i as u32 + 7);
         let block: [u32; 16] = core::array::from_fn(|i| 0x9E37_79B9u32.wrapping_mul(i as u32 + 1));
+        let vl = std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f");
+        for (item, present) in [
+            ("simd:sse41", std::is_x86_feature_detected!("sse4.1")),
+            ("simd:avx2", std::is_x86_feature_detected!("avx2")),
+            ("avx512vl", vl),
+            ("rows:avx512", avx512_rows_supported()),
+        ] {
+            if !present {
+                crate::core::expect::missing(item, &format!("both_row_forms_match_portable for {item}"));
+            }
+        }
         for (len, counter, f) in [(64, 0u64, 0u32), (3, u64::MAX - 1, 11), (17, 1 << 40, 64)] {
             let expected = compress_portable(&cv, &block, len, counter, f);
             if std::is_x86_feature_detected!("sse4.1") {
@@ -507,7 +518,7 @@ mod tests {
             if std::is_x86_feature_detected!("avx2") {
                 assert_eq!(unsafe { compress_avx2(&cv, &block, len, counter, f) }, expected);
             }
-            if std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f") {
+            if vl {
                 assert_eq!(unsafe { compress_avx512(&cv, &block, len, counter, f) }, expected);
             }
             if avx512_rows_supported() {
@@ -528,7 +539,7 @@ mod tests {
     #[test]
     fn blocks_in_registers_match_block_by_block() {
         if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
-            eprintln!("rows: no AVX-512VL on this CPU, compress_blocks_avx512 not tested");
+            crate::core::expect::missing("avx512vl", "blocks_in_registers_match_block_by_block");
             return;
         }
         let data: Vec<u8> = (0..1024u32).map(|i| (i * 31 + (i >> 5)) as u8).collect();

@@ -12,19 +12,26 @@
 //!
 //! The calibration (and the list of hardware GPUs, so that later processes need not even list
 //! devices) is cached in a small JSON file, made on first use or by `b3accel bench --calibrate`:
-//! `$B3ACCEL_CALIBRATION` if set, else `$XDG_CACHE_HOME/b3accel/calibration.json`, else
-//! `~/.cache/b3accel/calibration.json`. Delete it after changing hardware or drivers; a cache
-//! made by another version of this crate or on another CPU is ignored.
+//! `$B3ACCEL_CALIBRATION` if set, else `calibration.json` in the system's cache directory
+//! (`$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux, `~/Library/Caches/b3accel` on
+//! macOS, `%LOCALAPPDATA%\b3accel` on Windows). Delete it after changing hardware or drivers; a
+//! cache made by another version of this crate or on another CPU is ignored, and so is a file
+//! that is not a calibration at all. It is written to a temporary file and renamed, so processes
+//! that calibrate at once leave one whole file, never a mixture.
+//!
+//! A GPU call that fails under Auto (out of memory, a lost device) is run again on the CPU, and
+//! that GPU is not chosen again in this process ([`failed_devices`] lists it).
 //!
 //! Data that already lies in a device buffer is hashed on that device (the backends'
 //! `hash_buffer` entry points): copying it back to the host is never faster.
 
-use super::registry::{backend, devices};
+use super::registry::{backend, cpu_backend, devices};
 use crate::backends::cpu::CpuBackend;
+use crate::core::cache;
 use crate::core::compress::Cv;
-use crate::tree::{hash_all, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Result};
+use crate::tree::{hash_all, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Error, Result};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// Inputs smaller than this never go to a GPU.
@@ -129,7 +136,8 @@ pub fn choose(len: u64) -> Choice {
         Decision::Small => {
             format!("{len} bytes is under {} MiB: small inputs always stay on the CPU", GPU_MIN_BYTES >> 20)
         }
-        Decision::NoGpu => "no hardware GPU on this machine".into(),
+        Decision::NoGpu if calibration().gpus.is_empty() => "no hardware GPU on this machine".into(),
+        Decision::NoGpu => "every hardware GPU of this machine failed earlier in this process".into(),
         Decision::Measured { best, cpu, cal } if best.1 > *cpu => format!(
             "{} ({}) is measured fastest at this size: {:.1} GB/s end to end against the CPU's {:.1} GB/s ({})",
             best.0.device,
@@ -176,7 +184,8 @@ fn decide(len: u64) -> Decision {
         return Decision::Small;
     }
     let cal = calibration();
-    let Some(best) = cal.gpus.iter().map(|g| (g, g.at(len))).max_by(|a, b| a.1.total_cmp(&b.1)) else {
+    let candidates = cal.gpus.iter().filter(|g| !has_failed(g.device));
+    let Some(best) = candidates.map(|g| (g, g.at(len))).max_by(|a, b| a.1.total_cmp(&b.1)) else {
         return Decision::NoGpu;
     };
     Decision::Measured { best, cpu: cal.cpu.at(len), cal }
@@ -200,18 +209,14 @@ fn fingerprint() -> String {
     )
 }
 
-fn cache_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(CALIBRATION_ENV) {
-        return Some(PathBuf::from(p));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("b3accel").join("calibration.json"))
-}
+/// The version of the cache file's layout; a file of another version is ignored.
+const CACHE_FORMAT: u64 = 1;
 
-/// The cache file's location, where this machine has one (`$B3ACCEL_CALIBRATION`,
-/// `$XDG_CACHE_HOME` or `$HOME` decide it).
+/// A calibration file is a few hundred bytes; anything much larger is not one.
+const CACHE_MAX_BYTES: u64 = 1 << 20;
+
+/// The cache file's location, where this machine has one: `$B3ACCEL_CALIBRATION`, else
+/// `calibration.json` in the system's cache directory (see the module's introduction).
 ///
 /// ```
 /// if let Some(p) = b3accel::auto::cache_file() {
@@ -219,7 +224,7 @@ fn cache_path() -> Option<PathBuf> {
 /// }
 /// ```
 pub fn cache_file() -> Option<PathBuf> {
-    cache_path()
+    cache::path(CALIBRATION_ENV, "calibration.json")
 }
 
 fn curve_to_json(c: &Curve) -> serde_json::Value {
@@ -242,11 +247,12 @@ fn curve_from_json(v: &serde_json::Value) -> Option<Curve> {
     })
 }
 
+/// The cached calibration, if the file is there, whole, of this format and made by this build
+/// on this machine; anything else (garbage included) is no calibration.
 fn load() -> Option<Calibration> {
-    let path = cache_path()?;
-    let text = std::fs::read_to_string(&path).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    if v["fingerprint"].as_str()? != fingerprint() {
+    let path = cache_file()?;
+    let v: serde_json::Value = serde_json::from_slice(&cache::read(&path, CACHE_MAX_BYTES)?).ok()?;
+    if v["format"].as_u64()? != CACHE_FORMAT || v["fingerprint"].as_str()? != fingerprint() {
         return None;
     }
     Some(Calibration {
@@ -277,17 +283,15 @@ fn measure_and_store(verbose: bool) -> Calibration {
             }
         }
     }
-    if let Some(path) = cache_path() {
+    if let Some(path) = cache_file() {
         let json = serde_json::json!({
+            "format": CACHE_FORMAT,
             "fingerprint": fingerprint(),
             "cpu": curve_to_json(&cal.cpu),
             "gpus": cal.gpus.iter().map(curve_to_json).collect::<Vec<_>>(),
         });
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, serde_json::to_string_pretty(&json).unwrap_or_default()));
-        if written.is_ok() {
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        if cache::write_atomic(&path, text.as_bytes()).is_ok() {
             cal.source = format!("calibrated and cached in {}", path.display());
         }
     }
@@ -315,27 +319,75 @@ fn measure(b: &dyn Backend, data: &[u8], verbose: bool) -> Vec<(u64, f64)> {
     points
 }
 
-/// The backend behind `Device::Auto`: each call goes to the device [`choose`] picks for its size.
+/// GPUs that failed a call under Auto in this process, with the error: Auto no longer chooses them.
+static FAILED: Mutex<Vec<(Device, String)>> = Mutex::new(Vec::new());
+
+/// The GPUs that failed a call under `Device::Auto` in this process (out of memory, a lost
+/// device, a failure to open), each with the error, in the order they failed. Auto ran each of
+/// those calls again on the CPU and chooses the CPU instead of them from then on.
+///
+/// ```
+/// for (device, error) in b3accel::auto::failed_devices() {
+///     eprintln!("{device} failed ({error}); Auto hashes on the CPU instead");
+/// }
+/// ```
+pub fn failed_devices() -> Vec<(Device, String)> {
+    FAILED.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn has_failed(device: Device) -> bool {
+    FAILED.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|(d, _)| *d == device)
+}
+
+fn record_failure(device: Device, error: &Error) {
+    let mut failed = FAILED.lock().unwrap_or_else(|p| p.into_inner());
+    if !failed.iter().any(|(d, _)| *d == device) {
+        failed.push((device, error.to_string()));
+    }
+}
+
+/// Runs `f` (a call on `len` bytes) on the device Auto picks for that size, and returns its
+/// result with the device that gave it. If the device is a GPU and opening it or `f` fails
+/// there, the GPU is dropped from Auto's choices for the rest of the process (see
+/// [`failed_devices`]) and `f` runs again on the CPU, whose result is returned. `f` must be
+/// able to run twice (it writes all of its output on each run).
+///
+/// ```
+/// let data = vec![5u8; 10 << 20];
+/// let (hash, device) = b3accel::auto::run(data.len() as u64, |b| {
+///     b3accel::xof_reader_with(&**b, &b3accel::Mode::Hash, &data)
+/// });
+/// let mut out = [0u8; 32];
+/// hash.unwrap().fill(&mut out);
+/// assert_eq!(out, *blake3::hash(&data).as_bytes());
+/// println!("hashed on {device}");
+/// ```
+pub fn run<T>(len: u64, mut f: impl FnMut(&Arc<dyn Backend>) -> Result<T>) -> (Result<T>, Device) {
+    let device = decide(len).device();
+    if device != Device::Cpu {
+        match backend(device) {
+            Ok(gpu) => match f(&gpu) {
+                Ok(v) => return (Ok(v), device),
+                Err(e) => record_failure(device, &e),
+            },
+            Err(e) => record_failure(device, &e),
+        }
+    }
+    (f(cpu_backend()), Device::Cpu)
+}
+
+/// The backend behind `Device::Auto`: each call goes to the device [`choose`] picks for its
+/// size, and to the CPU where that device fails (see [`run`]).
 pub(crate) struct AutoBackend {
-    cpu: Arc<dyn Backend>,
     info: DeviceInfo,
 }
 
 impl AutoBackend {
     pub(crate) fn new() -> AutoBackend {
-        let cpu: Arc<dyn Backend> = Arc::new(CpuBackend::new());
-        let mut info = cpu.info().clone();
+        let mut info = cpu_backend().info().clone();
         info.device = Device::Auto;
         info.api = format!("auto: {}, or a hardware GPU for large inputs when measured faster", info.api);
-        AutoBackend { cpu, info }
-    }
-
-    /// The backend for a call on `len` bytes: the chosen device, or the CPU if it fails to open.
-    fn pick(&self, len: u64) -> Arc<dyn Backend> {
-        match decide(len).device() {
-            Device::Cpu | Device::Auto => self.cpu.clone(),
-            d => backend(d).unwrap_or_else(|_| self.cpu.clone()),
-        }
+        AutoBackend { info }
     }
 }
 
@@ -345,11 +397,11 @@ impl Backend for AutoBackend {
     }
 
     fn batch_len(&self) -> usize {
-        self.cpu.batch_len()
+        cpu_backend().batch_len()
     }
 
     fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.pick(input.len() as u64).chunk_subtrees(input, first_chunk, key, flags, out)
+        run(input.len() as u64, |b| b.chunk_subtrees(input, first_chunk, key, flags, out)).0
     }
 
     fn chunk_subtrees_capped(
@@ -361,19 +413,19 @@ impl Backend for AutoBackend {
         flags: u32,
         out: &mut [Cv],
     ) -> Result<()> {
-        self.pick(input.len() as u64).chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)
+        run(input.len() as u64, |b| b.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)).0
     }
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
-        self.pick(std::mem::size_of_val(blocks) as u64).hash_blocks(blocks, out)
+        run(std::mem::size_of_val(blocks) as u64, |b| b.hash_blocks(blocks, out)).0
     }
 
-    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
-        self.pick(std::mem::size_of_val(leaves) as u64).merkle(leaves, inner)
+    fn merkle(&self, leaves: &[Cv], mut inner: Option<&mut [Cv]>) -> Result<Cv> {
+        run(std::mem::size_of_val(leaves) as u64, |b| b.merkle(leaves, inner.as_deref_mut())).0
     }
 
     fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.pick(data.len() as u64).hash_many(data, msg_len, key, flags, out)
+        run(data.len() as u64, |b| b.hash_many(data, msg_len, key, flags, out)).0
     }
 }
 

@@ -1,8 +1,10 @@
 //! Layer 4, dispatch: turning a [`Device`](crate::Device) into the backend that runs it (the
-//! registry), `Device::Auto`'s choice from measurements (`auto`), and several devices hashing one
-//! input together (`spread`).
+//! registry), `Device::Auto`'s choice from measurements and its fallback to the CPU (`auto`),
+//! several devices hashing one input together (`spread`), and the fault-injection knob for tests
+//! (`fault`).
 
 pub mod auto;
+mod fault;
 mod registry;
 pub mod spread;
 

@@ -7,6 +7,7 @@ use crate::backends::opencl;
 #[cfg(feature = "wgpu")]
 use crate::backends::wgpu;
 use crate::dispatch::auto::AutoBackend;
+use crate::dispatch::fault;
 #[cfg(not(all(feature = "opencl", feature = "wgpu")))]
 use crate::tree::Error;
 use crate::tree::{Backend, BackendKind, Device, DeviceInfo, Result};
@@ -82,8 +83,9 @@ pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
     let opened: Arc<dyn Backend> = match device {
         Device::Auto => Arc::new(AutoBackend::new()),
         Device::Cpu => cpu_backend().clone(),
-        Device::OpenCl(i) => open_opencl(device, i)?,
-        Device::Wgpu(i) => open_wgpu(device, i)?,
+        // A GPU backend as `B3ACCEL_FAULT` may ask it to misbehave (a testing aid).
+        Device::OpenCl(i) => fault::wrap(device, open_opencl(device, i)?)?,
+        Device::Wgpu(i) => fault::wrap(device, open_wgpu(device, i)?)?,
     };
     let mut map = lock(open_map());
     Ok(map.entry(device).or_insert(opened).clone())

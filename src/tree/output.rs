@@ -1,14 +1,17 @@
 //! A tree's last node and what it gives: its chaining value, or, as the root, the hash and the
-//! extendable output stream ([`OutputReader`]).
+//! extendable output stream ([`OutputReader`]). In the keyed and key-derivation modes a node's
+//! input chaining value and block are secret (for a one-block input they are the key words and
+//! the key material): neither `Debug` form shows them, and a secret node is wiped when dropped.
 
 use super::mode::Domain;
 use crate::core::compress::{block_words, compress, compress_cv, words_to_cv, Cv};
 use crate::core::constants::{flags, BLOCK_LEN};
-use std::io;
+use std::{fmt, io};
+use zeroize::Zeroize;
 
 /// The last node of a tree, not yet compressed with ROOT: it gives either a chaining value (when it
 /// turns out not to be the root) or the root's output stream.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Output {
     pub(super) input_cv: [u32; 8],
     pub(super) block: [u32; 16],
@@ -18,6 +21,11 @@ pub(crate) struct Output {
 }
 
 impl Output {
+    /// Whether this node belongs to a keyed or key-derivation tree, whose nodes are secret.
+    fn is_secret(&self) -> bool {
+        self.flags & (flags::KEYED_HASH | flags::DERIVE_KEY_MATERIAL) != 0
+    }
+
     /// This node's chaining value as a non-root node.
     pub fn chaining_value(&self) -> Cv {
         words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, self.counter, self.flags))
@@ -62,7 +70,32 @@ impl Output {
     }
 }
 
+/// The flags and position only: the input chaining value and the block may be secret.
+impl fmt::Debug for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Output")
+            .field("flags", &self.flags)
+            .field("counter", &self.counter)
+            .field("block_len", &self.block_len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A node of a keyed or key-derivation tree is wiped when dropped. A node of a plain hash is
+/// not: nothing in it is secret, and `hash_many` drops one per message.
+impl Drop for Output {
+    fn drop(&mut self) {
+        if self.is_secret() {
+            self.input_cv.zeroize();
+            self.block.zeroize();
+        }
+    }
+}
+
 /// BLAKE3's extendable output: any number of bytes from any position.
+///
+/// Its `Debug` form shows the position only: the state behind it (in the keyed and
+/// key-derivation modes, secret) is never printed, and it is wiped when the reader is dropped.
 ///
 /// ```
 /// use std::io::{Read, Seek, SeekFrom};
@@ -75,8 +108,9 @@ impl Output {
 /// let mut expected = [0u8; 1010];
 /// blake3::Hasher::new().update(b"stream").finalize_xof().fill(&mut expected);
 /// assert_eq!(out, expected[1000..]);
+/// assert_eq!(format!("{reader:?}"), "OutputReader { position: 1010, .. }");
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct OutputReader {
     output: Output,
     position: u64,
@@ -121,6 +155,12 @@ impl OutputReader {
     /// ```
     pub fn set_position(&mut self, position: u64) {
         self.position = position;
+    }
+}
+
+impl fmt::Debug for OutputReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutputReader").field("position", &self.position).finish_non_exhaustive()
     }
 }
 

@@ -10,6 +10,7 @@ use super::mode::Domain;
 use super::output::Output;
 use crate::core::compress::{block_words, compress_blocks, compress_bytes, parent_cv, words_to_cv, Cv};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN};
+use zeroize::Zeroize;
 
 /// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
 /// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
@@ -54,6 +55,9 @@ const MAX_DEPTH: usize = 54;
 /// chunk `start` ([`CvStack::at`]) and ends within the largest subtree that can start there
 /// (`start`'s lowest set bit, in chunks; see [`super::subtree`]). Merges go by the chunks
 /// committed since `start`, chunk counters by the chunks' place in the whole input.
+///
+/// The chaining values of a keyed or key-derivation tree are secret: such a stack wipes the
+/// entries it used when dropped (a plain hash's stack skips that; nothing in it is secret).
 #[derive(Clone)]
 pub(crate) struct CvStack {
     cvs: [Cv; MAX_DEPTH + 1],
@@ -62,6 +66,17 @@ pub(crate) struct CvStack {
     start: u64,
     /// The index of the next chunk in the whole input: `start` plus the full chunks committed.
     chunks: u64,
+    /// The most entries ever in use, and whether any was secret: what `Drop` wipes.
+    high: usize,
+    secret: bool,
+}
+
+impl Drop for CvStack {
+    fn drop(&mut self) {
+        if self.secret {
+            self.cvs[..self.high].as_flattened_mut().zeroize();
+        }
+    }
 }
 
 impl CvStack {
@@ -72,7 +87,7 @@ impl CvStack {
     /// A stack for the subtree that starts at chunk `start` of the input. The caller keeps what
     /// it commits within the largest subtree that can start there.
     pub fn at(start: u64) -> CvStack {
-        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, start, chunks: start }
+        CvStack { cvs: [[0; 32]; MAX_DEPTH + 1], len: 0, start, chunks: start, high: 0, secret: false }
     }
 
     /// Full chunks committed since the start.
@@ -99,6 +114,8 @@ impl CvStack {
         self.cvs[self.len] = cv;
         self.len += 1;
         self.chunks += size;
+        self.high = self.high.max(self.len);
+        self.secret |= domain.is_secret();
     }
 
     /// Hashes `input` (full chunks that continue the input at the current position; more input

@@ -1,54 +1,29 @@
-//! What the command-line tests share: finding upstream `b3sum`, running a program with a time
-//! limit, scratch directories and test data.
+//! What the command-line tests share: upstream `b3sum` (or a loud note that it is missing),
+//! running a program with a time limit, scratch directories and test data.
+//!
+//! Every `b3accel` started through here keeps its `Device::Auto` calibration in a file of this
+//! test process ([`calibration_file`]), never in the user's cache.
 
 use std::ffi::OsStr;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 /// The binary under test.
 pub const B3ACCEL: &str = env!("CARGO_BIN_EXE_b3accel");
 
+/// A scratch directory, removed when dropped.
+#[allow(unused_imports)] // not every test binary makes directories
+pub use super::Scratch as Dir;
+
+/// Whether this run is CI's (`CI=true`): a comparison that cannot run is then a failure.
 pub fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-pub fn is_modern_b3sum(path: &Path) -> bool {
-    let Ok(out) = Command::new(path).arg("--version").output() else {
-        return false;
-    };
-    let version = String::from_utf8_lossy(&out.stdout);
-    let Some(v) = version.trim().strip_prefix("b3sum ") else {
-        return false;
-    };
-    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (1, 8)
-}
-
-/// Upstream b3sum, if this machine has a recent one.
-pub fn b3sum() -> Option<&'static Path> {
-    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let mut candidates = Vec::new();
-            if let Some(p) = std::env::var_os("B3SUM") {
-                candidates.push(PathBuf::from(p));
-            }
-            candidates.push(PathBuf::from("/opt/b3sum/bin/b3sum"));
-            if let Some(path) = std::env::var_os("PATH") {
-                candidates.extend(std::env::split_paths(&path).map(|d| d.join("b3sum")));
-            }
-            candidates.into_iter().find(|p| p.is_file() && is_modern_b3sum(p))
-        })
-        .as_deref()
+    super::expect::ci()
 }
 
 /// b3sum for a comparison test, or `None` after a loud warning (a failure under CI=true).
 pub fn upstream(test: &str) -> Option<&'static Path> {
-    let found = b3sum();
+    let found = super::b3sum();
     if found.is_none() {
         let msg = format!(
             "no b3sum 1.8+ found (set B3SUM, or install it at /opt/b3sum/bin/b3sum): \
@@ -62,48 +37,22 @@ pub fn upstream(test: &str) -> Option<&'static Path> {
     found
 }
 
-/// A scratch directory, removed when dropped.
-pub struct Dir(PathBuf);
-
-impl Dir {
-    pub fn new(name: &str) -> Dir {
-        let dir = std::env::temp_dir().join(format!("b3accel-cli-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Dir(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    pub fn write(&self, name: impl AsRef<Path>, data: &[u8]) -> PathBuf {
-        let p = self.0.join(name);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&p, data).unwrap();
-        p
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Deterministic pseudo-random bytes.
 pub fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
+    super::random_bytes(len, seed)
+}
+
+/// The calibration cache of the b3accel processes these tests start: a file in the temporary
+/// directory named after this test process.
+pub fn calibration_file() -> PathBuf {
+    std::env::temp_dir().join(format!("b3accel-cli-tests-{}-calibration.json", std::process::id()))
+}
+
+/// `b3accel` as a command, with this test run's calibration file.
+pub fn b3accel_command() -> Command {
+    let mut cmd = Command::new(B3ACCEL);
+    cmd.env("B3ACCEL_CALIBRATION", calibration_file());
+    cmd
 }
 
 /// Runs `bin` in `dir` with `args`, `stdin` on standard input, and a time limit.
@@ -113,56 +62,9 @@ pub fn run_in(bin: &Path, dir: &Path, args: &[&OsStr], stdin: &[u8]) -> Output {
 
 /// [`run_in`] with environment variables `env` set.
 pub fn run_env(bin: &Path, dir: &Path, env: &[(&str, &str)], args: &[&OsStr], stdin: &[u8]) -> Output {
-    let mut child = Command::new(bin)
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(dir)
-        .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // The program may exit without reading everything.
-        let _ = input.write_all(&stdin);
-    });
-    let out = wait_with_limit(child, Duration::from_secs(60));
-    let _ = writer.join();
-    out
-}
-
-pub fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(mut s) = stdout {
-            let _ = s.read_to_end(&mut v);
-        }
-        v
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(mut s) = stderr {
-            let _ = s.read_to_end(&mut v);
-        }
-        v
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("timed out after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
+    let mut cmd = if bin == Path::new(B3ACCEL) { b3accel_command() } else { Command::new(bin) };
+    cmd.args(args).envs(env.iter().copied()).current_dir(dir);
+    super::run_with_input(cmd, stdin, Duration::from_secs(60))
 }
 
 pub fn os<'a>(args: &'a [&'a str]) -> Vec<&'a OsStr> {

@@ -24,7 +24,7 @@ pub(crate) const PARAMS_STRIDE: u64 = 256;
 pub(crate) const PIECES_BYTES: u64 = layout::PIECES_BYTES as u64;
 
 /// One pass's parameters, laid out as the shader's `Params`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct Params {
     pub key: [u32; 8],
     pub counter: u64,
@@ -35,6 +35,20 @@ pub(crate) struct Params {
     /// Levels a workgroup reduces (`levels` in the shader; LOG_WORKGROUP + 1 in a segment's last
     /// pass).
     pub levels: u32,
+}
+
+/// Everything but the key words, which may be secret.
+impl std::fmt::Debug for Params {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Params")
+            .field("counter", &self.counter)
+            .field("n_items", &self.n_items)
+            .field("flags", &self.flags)
+            .field("piece_slot", &self.piece_slot)
+            .field("src_word", &self.src_word)
+            .field("levels", &self.levels)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Params {

@@ -6,6 +6,7 @@
 //! malformed line is reported on standard error and counted as a failure, and a checkfile that
 //! cannot be opened, or that is not UTF-8, ends the run (exit status 1, no closing WARNING).
 
+use crate::checkline::{parse_line, split_lines, CheckLine};
 use crate::hash::{finish, hash_input, parallel_ok, progress_for, HashArgs, Spec, Stop};
 use crate::inputs::Input;
 use crate::output::{self, Out};
@@ -15,114 +16,7 @@ use serde::Serialize;
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
-
-/// A well-formed checkfile line.
-#[derive(Debug, PartialEq, Eq)]
-pub struct CheckLine {
-    /// The name as the checkfile writes it (escaped, with the leading backslash if it had one):
-    /// what the `NAME: OK` line prints.
-    pub shown: String,
-    /// The file to hash.
-    pub path: PathBuf,
-    pub expected: [u8; OUT_LEN],
-}
-
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    }
-}
-
-/// Undoes b3sum's escaping of a name: `\\`, `\n` and `\r`; any other backslash is an error.
-fn unescape(s: &str) -> Result<String, &'static str> {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('\\') => out.push('\\'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            _ => return Err("Invalid backslash escape"),
-        }
-    }
-    Ok(out)
-}
-
-/// Parses one checkfile line (its terminator already removed), with b3sum's rules and messages.
-pub fn parse_line(line: &str) -> Result<CheckLine, &'static str> {
-    let Some(first) = line.chars().next() else {
-        return Err("Empty line");
-    };
-    let escaped = first == '\\';
-    let rest = if escaped { &line[1..] } else { line };
-    // `HASH  NAME`, split at the first double space (the name may contain one), else
-    // `BLAKE3 (NAME) = HASH`, split at the last ") = " (the name may contain one).
-    let (hash_hex, name) = if let Some((hash, name)) = rest.split_once("  ") {
-        (hash, name)
-    } else if let Some((name, hash)) = rest.strip_prefix("BLAKE3 (").and_then(|r| r.rsplit_once(") = ")) {
-        (hash, name)
-    } else {
-        return Err("Invalid check line format");
-    };
-    if hash_hex.len() != 2 * OUT_LEN {
-        return Err("Invalid hash length");
-    }
-    let mut expected = [0u8; OUT_LEN];
-    for (byte, pair) in expected.iter_mut().zip(hash_hex.as_bytes().chunks_exact(2)) {
-        match (hex_digit(pair[0]), hex_digit(pair[1])) {
-            (Some(hi), Some(lo)) => *byte = hi << 4 | lo,
-            _ => return Err("Invalid hex"),
-        }
-    }
-    let path = if escaped { unescape(name)? } else { name.to_string() };
-    if path.is_empty() {
-        return Err("empty file path");
-    }
-    if path.contains('\0') {
-        return Err("Null character in path");
-    }
-    // Invalid UTF-8 names are printed with U+FFFD, so such a line could match several files.
-    if path.contains('\u{FFFD}') {
-        return Err("Unicode replacement character in path");
-    }
-    // Windows: b3accel prints its separators as `/`, so a backslash can only come from a
-    // checkfile made elsewhere, where it is part of a name; b3sum refuses it rather than take it
-    // for a separator.
-    if cfg!(windows) && path.contains('\\') {
-        return Err("Backslash in path");
-    }
-    let shown = if escaped { format!("\\{name}") } else { name.to_string() };
-    Ok(CheckLine { shown, path: PathBuf::from(path), expected })
-}
-
-/// The lines of a checkfile as b3sum reads them: each ends at a newline (with `zero`, a NUL)
-/// and loses its trailing `\r`/`\n` characters. Reading stops at the first line that is not
-/// UTF-8; the error comes back with the lines before it.
-fn split_lines(bytes: &[u8], zero: bool) -> (Vec<&str>, Option<&'static str>) {
-    let sep = if zero { b'\0' } else { b'\n' };
-    let mut lines = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let end = rest.iter().position(|&b| b == sep);
-        let (line, next) = match end {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &rest[rest.len()..]),
-        };
-        rest = next;
-        let Ok(line) = std::str::from_utf8(line) else {
-            return (lines, Some("stream did not contain valid UTF-8"));
-        };
-        lines.push(if zero { line } else { line.trim_end_matches(['\r', '\n']) });
-    }
-    (lines, None)
-}
+use std::path::Path;
 
 /// What checking one line came to.
 enum Verdict {
@@ -331,6 +225,7 @@ fn check_file(
                 record.extend_from_slice(term);
             }
             out.write(&record)?;
+            crate::hash::note_failed_devices(global, out)?;
             progress.suspend(|| out.end_record())?;
             Ok(())
         },

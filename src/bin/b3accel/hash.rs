@@ -150,10 +150,11 @@ pub struct Devices {
 impl Devices {
     /// The backend for an input of `len` bytes (`None`: not known in advance, a stream).
     ///
-    /// With `--backend auto` an input of known size goes where `b3accel::auto::choose` sends it;
-    /// one under `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of
-    /// `choose`), without a choice per call for every small file. A stream goes to the Auto
-    /// backend, which chooses for each batch.
+    /// With `--backend auto` an input of known size goes where `b3accel::auto::choose` sends it
+    /// (through the Auto backend, which falls back to the CPU where a GPU fails); one under
+    /// `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of `choose`),
+    /// without a choice per call for every small file. A stream goes to the Auto backend, which
+    /// chooses for each batch.
     pub fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
         if self.asked != Device::Auto {
             return (self.backend.clone(), self.backend.info().device, None);
@@ -169,13 +170,16 @@ impl Devices {
                 // Choosing may list (and open) GPUs; with -v their drivers may speak.
                 let choose = || {
                     let choice = b3accel::auto::choose(n);
-                    (b3accel::backend(choice.device), choice)
+                    let _ = b3accel::backend(choice.device);
+                    choice
                 };
-                let (opened, choice) = if self.verbose { choose() } else { crate::without_driver_noise(choose) };
-                match opened {
-                    Ok(b) => (b, choice.device, Some(choice.reason)),
-                    Err(e) => (self.cpu.clone(), Device::Cpu, Some(format!("{} did not open ({e})", choice.device))),
+                let choice = if self.verbose { choose() } else { crate::without_driver_noise(choose) };
+                if choice.device == Device::Cpu {
+                    return (self.cpu.clone(), Device::Cpu, Some(choice.reason));
                 }
+                // The Auto backend hashes it: on the GPU it chose, and again on the CPU if that
+                // GPU fails (`hash_input` then names the CPU, and `-v` says so).
+                (self.backend.clone(), choice.device, Some(choice.reason))
             }
             None => (
                 self.backend.clone(),
@@ -184,6 +188,24 @@ impl Devices {
             ),
         }
     }
+}
+
+/// With `-v`: says once per device, on standard error, that a GPU `--backend auto` chose has
+/// failed and that its work went to the CPU instead. Called after each input.
+pub fn note_failed_devices(global: &Global, out: &mut Out) -> io::Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NOTED: AtomicUsize = AtomicUsize::new(0);
+    if global.verbose == 0 || global.backend != Device::Auto {
+        return Ok(());
+    }
+    let failed = b3accel::auto::failed_devices();
+    let before = NOTED.swap(failed.len(), Ordering::Relaxed);
+    for (device, error) in failed.iter().skip(before) {
+        out.error(format_args!(
+            "--backend auto: {device} failed ({error}); its work was done on the CPU, and the CPU takes its place from now on"
+        ))?;
+    }
+    Ok(())
 }
 
 /// Output requests that would pass byte 2^64 of the output stream within this many bytes are
@@ -207,6 +229,14 @@ pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result
         FileOptions { mmap: spec.mmap, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
     let (mut reader, bytes) = source.hash_with(backend, &spec.mode, &options)?;
     reader.set_position(spec.seek);
+    // A GPU that Auto chose and that failed on this input: the Auto backend hashed it again on
+    // the CPU.
+    let (device, why) = match b3accel::auto::failed_devices().iter().find(|(d, _)| *d == device) {
+        Some(_) if spec.devices.asked == Device::Auto => {
+            (Device::Cpu, why.map(|w| format!("{device} failed, so the CPU ({w})")))
+        }
+        _ => (device, why),
+    };
     Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64(), device, why })
 }
 
@@ -248,7 +278,7 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
         .take(KEY_LEN as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Fatal(format!("reading the key from stdin: {e}")))?;
-    match bytes.len() {
+    let key = match bytes.len() {
         n if n < KEY_LEN => Err(Fatal(format!("expected {KEY_LEN} key bytes from stdin, found {n}"))),
         n if n > KEY_LEN => Err(Fatal(format!("read more than {KEY_LEN} key bytes from stdin"))),
         _ => {
@@ -256,7 +286,10 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
             key.copy_from_slice(&bytes);
             Ok(key)
         }
-    }
+    };
+    // The key lives on in the `Mode` (which wipes it when dropped); this copy goes now.
+    zeroize::Zeroize::zeroize(&mut bytes);
+    key
 }
 
 /// Opens the `--backend` device (an error when it is not there), saying with `-v` what it is and
@@ -455,6 +488,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                 }
             }
             out.write(&line)?;
+            note_failed_devices(global, &mut out)?;
             progress.suspend(|| out.end_record())?;
             if cut {
                 return Err(Stop::Fatal(Fatal(

@@ -12,6 +12,7 @@ use std::fmt;
 use std::process::ExitCode;
 
 mod check;
+mod checkline;
 mod hash;
 mod inputs;
 mod ordered;

@@ -1,0 +1,22 @@
+//! libFuzzer target: the `--check` line reader and parser on any bytes never panic, and a line
+//! that parses names what it says (it is the binary's own module, included as it is).
+#![no_main]
+
+#[path = "../../src/bin/b3accel/checkline.rs"]
+#[allow(dead_code)]
+mod checkline;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: &[u8]| {
+    for zero in [false, true] {
+        let (lines, _) = checkline::split_lines(input, zero);
+        for line in lines {
+            if let Ok(parsed) = checkline::parse_line(line) {
+                // A parsed line has a name and says which file it names.
+                assert!(!parsed.path.as_os_str().is_empty());
+                assert!(!parsed.shown.is_empty());
+            }
+        }
+    }
+});

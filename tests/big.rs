@@ -1,0 +1,359 @@
+//! Big inputs, every result checked against upstream `blake3`.
+//!
+//! In CI: a sparse file of 4 GiB + 1025 bytes (data at its start, across byte 2^32 and at its
+//! end; holes elsewhere), hashed from its memory map on the CPU backend and on every GPU device
+//! found, and by the `b3accel` command.
+//!
+//! On the GPU machine (ignored here; `B3ACCEL_BIG_SCALE=N` divides every size by N so that a
+//! software GPU can show the tests work): 5 GiB and 2^32 + 1 bytes hashed from host memory on
+//! every GPU device and from device buffers on OpenCL and wgpu, in all modes; Merkle roots of
+//! 2^27 leaves and `hash_many` of 2^28 64-byte messages, from host memory and from device
+//! buffers; a device-buffer request larger than the device's memory is a clear error. Run them
+//! one at a time, in release:
+//!
+//! `cargo test --release --all-features --test big -- --ignored --test-threads=1 --nocapture`
+
+mod common;
+
+use b3accel::{Backend, Device, Mode};
+use rayon::prelude::*;
+use std::io::{Seek, SeekFrom, Write};
+
+const KEY: [u8; 32] = *b"big inputs key, 32 bytes exactly";
+
+fn modes() -> [Mode; 3] {
+    [Mode::Hash, Mode::Keyed(KEY), Mode::DeriveKey("b3accel big-input tests 2026-11-24".into())]
+}
+
+/// Upstream's first 64 output bytes for `data` in `mode`, on all cores.
+fn upstream(mode: &Mode, data: &[u8]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    common::upstream_hasher(mode).update_rayon(data).finalize_xof().fill(&mut out);
+    out
+}
+
+fn ours(backend: &dyn Backend, mode: &Mode, data: &[u8]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    b3accel::xof_reader_with(backend, mode, data)
+        .unwrap_or_else(|e| panic!("{}: {e}", backend.info().device))
+        .fill(&mut out);
+    out
+}
+
+/// A sparse file of 4 GiB + 1025 bytes in the temporary directory, removed when dropped.
+struct Sparse(std::path::PathBuf);
+
+impl Drop for Sparse {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn sparse_file(len: u64) -> Sparse {
+    let path = std::env::temp_dir().join(format!("b3accel-big-{}.sparse", std::process::id()));
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.set_len(len).unwrap();
+    for (at, n) in [(0u64, 100_000usize), ((1 << 32) - 5000, 10_000), (len - 3000, 3000)] {
+        f.seek(SeekFrom::Start(at)).unwrap();
+        f.write_all(&common::pattern(n)).unwrap();
+    }
+    Sparse(path)
+}
+
+/// The GPU devices of this build and machine (a failure under CI=true where a built GPU backend
+/// has none).
+fn gpus() -> Vec<Device> {
+    let mut out = Vec::new();
+    for status in b3accel::backend_status() {
+        for i in common::device_indices(status.backend) {
+            out.push(if status.backend == b3accel::BackendKind::OpenCl { Device::OpenCl(i) } else { Device::Wgpu(i) });
+        }
+    }
+    out
+}
+
+#[test]
+fn sparse_4_gib_plus_1025_on_every_backend() {
+    let len = (4u64 << 30) + 1025;
+    let file = sparse_file(len);
+    // SAFETY: a private file of this test, not changed while mapped.
+    let map = unsafe { memmap2::Mmap::map(&std::fs::File::open(&file.0).unwrap()) }.unwrap();
+    let want = upstream(&Mode::Hash, &map);
+    for device in std::iter::once(Device::Cpu).chain(gpus()) {
+        let start = std::time::Instant::now();
+        let backend = b3accel::backend(device).unwrap();
+        assert_eq!(ours(&*backend, &Mode::Hash, &map), want, "{device}: 4 GiB + 1025 bytes");
+        eprintln!("{device}: 4 GiB + 1025 bytes ok in {:.1} s", start.elapsed().as_secs_f64());
+    }
+    // The command, which maps the file itself.
+    let calibration = std::env::temp_dir().join(format!("b3accel-big-{}.json", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_b3accel"))
+        .arg(&file.0)
+        .env("B3ACCEL_CALIBRATION", &calibration)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&calibration);
+    let hex: String = want[..32].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{hex}  {}\n", file.0.display()));
+}
+
+/// `B3ACCEL_BIG_SCALE`: every size of the ignored tests divided by it (1, the real sizes, by
+/// default).
+fn scaled(size: u64) -> u64 {
+    let scale: u64 = std::env::var("B3ACCEL_BIG_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+    size / scale
+}
+
+/// `len` bytes of input, made on all cores.
+fn big_input(len: u64) -> Vec<u8> {
+    let mut v = vec![0u8; len as usize];
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| {
+        for (j, b) in c.iter_mut().enumerate() {
+            *b = ((i * 131 + j) % 251) as u8 ^ (i >> 8) as u8;
+        }
+    });
+    v
+}
+
+/// The sizes of the big host and device tests: 5 GiB and 2^32 + 1 bytes (scaled, each keeping
+/// its odd tail).
+fn big_sizes() -> [u64; 2] {
+    [scaled(5 << 30), scaled(1 << 32) + 1]
+}
+
+#[test]
+#[ignore = "GPU machine: 5 GiB and 2^32 + 1 bytes from host memory on every GPU (B3ACCEL_BIG_SCALE shrinks it)"]
+fn big_host_inputs_on_every_gpu() {
+    let gpus = gpus();
+    assert!(!gpus.is_empty(), "no GPU device");
+    for len in big_sizes() {
+        let data = big_input(len);
+        for mode in modes() {
+            let want = upstream(&mode, &data);
+            for &device in &gpus {
+                let start = std::time::Instant::now();
+                let backend = b3accel::backend(device).unwrap();
+                assert_eq!(ours(&*backend, &mode, &data), want, "{device}: {len} bytes, {mode:?}");
+                // The incremental hasher, in 1 GiB updates.
+                let mut h = b3accel::Hasher::with_backend(backend, &mode);
+                for piece in data.chunks(1 << 30) {
+                    h.update(piece).unwrap();
+                }
+                let mut out = [0u8; 64];
+                h.finalize_xof().unwrap().fill(&mut out);
+                assert_eq!(out, want, "{device}: Hasher, {len} bytes, {mode:?}");
+                eprintln!("{device}: {len} bytes {mode:?} ok ({:.1} s)", start.elapsed().as_secs_f64());
+            }
+        }
+    }
+}
+
+/// 2^27 leaves and 2^28 64-byte messages (scaled), with upstream's answers.
+struct Batches {
+    leaves: Vec<[u8; 32]>,
+    root: [u8; 32],
+    msgs: Vec<u8>,
+    hashes: Vec<[u8; 32]>,
+}
+
+fn merkle_and_many_inputs() -> Batches {
+    let leaves: Vec<[u8; 32]> =
+        (0..scaled(1 << 27)).into_par_iter().map(|i| *blake3::hash(&i.to_le_bytes()).as_bytes()).collect();
+    let root = common::merkle_root(&leaves);
+    let msgs = big_input(64 * scaled(1 << 28));
+    let hashes: Vec<[u8; 32]> = msgs.par_chunks(64).map(|m| *blake3::hash(m).as_bytes()).collect();
+    Batches { leaves, root, msgs, hashes }
+}
+
+#[test]
+#[ignore = "GPU machine: Merkle roots of 2^27 leaves and hash_many of 2^28 64-byte messages on every GPU"]
+fn merkle_2_27_leaves_and_hash_many_2_28_messages_from_host_memory() {
+    let gpus = gpus();
+    assert!(!gpus.is_empty(), "no GPU device");
+    let Batches { leaves, root, msgs, hashes } = merkle_and_many_inputs();
+    for device in gpus {
+        let start = std::time::Instant::now();
+        assert_eq!(
+            *b3accel::merkle_root(device, &leaves).unwrap().as_bytes(),
+            root,
+            "{device}: {} leaves",
+            leaves.len()
+        );
+        let got = b3accel::hash_many(device, &msgs, 64).unwrap();
+        assert_eq!(got.len(), hashes.len());
+        let bad = got.par_iter().zip(&hashes).position_any(|(g, w)| g.as_bytes() != w);
+        assert_eq!(bad, None, "{device}: hash_many of {} messages", hashes.len());
+        eprintln!("{device}: Merkle and hash_many ok ({:.1} s)", start.elapsed().as_secs_f64());
+    }
+}
+
+#[cfg(feature = "opencl")]
+mod opencl_buffers {
+    use super::*;
+    use b3accel::opencl::{MerkleInner, OpenClBackend};
+
+    fn upload(gpu: &OpenClBackend, data: &[u8]) -> ocl::Buffer<u8> {
+        let buf = ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(data.len()).build().unwrap();
+        for (i, piece) in data.chunks(1 << 30).enumerate() {
+            buf.write(piece).offset(i << 30).enq().unwrap();
+        }
+        buf
+    }
+
+    #[test]
+    #[ignore = "GPU machine: 5 GiB and 2^32 + 1 bytes, 2^27 leaves, 2^28 messages from OpenCL buffers"]
+    fn big_opencl_device_buffers() {
+        let devices = common::device_indices(b3accel::BackendKind::OpenCl);
+        assert!(!devices.is_empty(), "no OpenCL device");
+        for i in devices {
+            let gpu = OpenClBackend::open(i).unwrap();
+            for len in big_sizes() {
+                let data = big_input(len);
+                let buf = upload(&gpu, &data);
+                for mode in modes() {
+                    let want = upstream(&mode, &data);
+                    assert_eq!(
+                        gpu.hash_buffer(&buf, &mode).unwrap().as_bytes()[..],
+                        want[..32],
+                        "opencl:{i}: {len} bytes, {mode:?}"
+                    );
+                }
+                eprintln!("opencl:{i}: {len} bytes from a device buffer ok");
+            }
+            let Batches { leaves, root, msgs, hashes } = merkle_and_many_inputs();
+            let lbuf = upload(&gpu, leaves.as_flattened());
+            assert_eq!(*gpu.merkle_buffer(&lbuf, leaves.len(), MerkleInner::None).unwrap().as_bytes(), root);
+            drop(lbuf);
+            let mbuf = upload(&gpu, &msgs);
+            let out = ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(hashes.len() * 32).build().unwrap();
+            gpu.hash_many_buffer(&mbuf, 64, hashes.len(), &Mode::Hash, &out).unwrap();
+            let mut got = vec![0u8; hashes.len() * 32];
+            out.read(&mut got).enq().unwrap();
+            assert!(got == hashes.as_flattened(), "opencl:{i}: hash_many of {} messages", hashes.len());
+            eprintln!("opencl:{i}: {} leaves and {} messages from device buffers ok", leaves.len(), hashes.len());
+        }
+    }
+
+    /// A Merkle root over leaves in a device buffer, asked for once the rest of the device's
+    /// memory is taken (by buffers this test fills, so that the driver commits them): the
+    /// backend's own scratch for the levels cannot fit. A clear error (out of memory, or the
+    /// driver's device error), or where the driver pages memory the right root; never a panic
+    /// or a wrong root. `B3ACCEL_BIG_SCALE` divides the memory it assumes (so that a software
+    /// device's host memory is not all taken).
+    #[test]
+    #[ignore = "GPU machine: a request beyond the device's memory is a clear error"]
+    fn beyond_opencl_device_memory_is_a_clear_error() {
+        use ocl::enums::{DeviceInfo as Info, DeviceInfoResult as Answer};
+        for i in common::device_indices(b3accel::BackendKind::OpenCl) {
+            let gpu = OpenClBackend::open(i).unwrap();
+            let mem = match gpu.cl_device().info(Info::GlobalMemSize).unwrap() {
+                Answer::GlobalMemSize(n) => scaled(n),
+                other => panic!("global memory size: {other:?}"),
+            };
+            let max_alloc = match gpu.cl_device().info(Info::MaxMemAllocSize).unwrap() {
+                Answer::MaxMemAllocSize(n) => n,
+                other => panic!("largest allocation: {other:?}"),
+            };
+            // Leaves: an eighth of the memory; the reduction's first level needs half of that.
+            let count = (mem / 8).min(max_alloc) / 32;
+            let leaves: Vec<[u8; 32]> =
+                (0..count).into_par_iter().map(|k| *blake3::hash(&k.to_le_bytes()).as_bytes()).collect();
+            let lbuf = upload(&gpu, leaves.as_flattened());
+            // Ballast up to all but a sixteenth of the leaves' size.
+            let mut ballast = Vec::new();
+            let mut taken = count * 32;
+            while taken + count * 2 < mem {
+                let n = (mem - taken - count * 2).min(max_alloc) as usize;
+                let b = match ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(n).build() {
+                    Ok(b) => b,
+                    Err(e) => {
+                        eprintln!("opencl:{i}: ballast stops at {taken} of {mem} bytes: {e}");
+                        break;
+                    }
+                };
+                if let Err(e) = b.cmd().fill(0u8, None).enq().and_then(|()| gpu.queue().finish()) {
+                    eprintln!("opencl:{i}: ballast stops at {taken} of {mem} bytes (filling: {e})");
+                    break;
+                }
+                taken += n as u64;
+                ballast.push(b);
+            }
+            match gpu.merkle_buffer(&lbuf, leaves.len(), MerkleInner::None) {
+                Ok(root) => {
+                    assert_eq!(*root.as_bytes(), common::merkle_root(&leaves), "opencl:{i}: a wrong root");
+                    eprintln!("opencl:{i}: {} leaves with {taken} of {mem} bytes taken: the driver made room", count);
+                }
+                Err(e) => {
+                    assert!(matches!(e, b3accel::Error::OutOfMemory { .. } | b3accel::Error::Device { .. }), "{e:?}");
+                    eprintln!("opencl:{i}: {count} leaves with {taken} of {mem} bytes taken: {e}");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "wgpu")]
+mod wgpu_buffers {
+    use super::*;
+    use b3accel::wgpu::WgpuBackend;
+
+    /// A STORAGE buffer holding `data`, or `None` (said loudly) where the adapter's largest
+    /// buffer is smaller.
+    fn upload(gpu: &WgpuBackend, data: &[u8]) -> Option<wgpu::Buffer> {
+        let size = (data.len() as u64).next_multiple_of(4);
+        let max = gpu.device().limits().max_buffer_size;
+        if size > max {
+            eprintln!(
+                "\n*** {}: {size} bytes is more than this adapter's largest buffer ({max}): NOT tested ***\n",
+                gpu.info().device
+            );
+            return None;
+        }
+        let buf = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("big test input"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        for (i, piece) in data.chunks(1 << 28).enumerate() {
+            let mut piece = piece.to_vec();
+            piece.resize(piece.len().next_multiple_of(4), 0);
+            gpu.queue().write_buffer(&buf, (i as u64) << 28, &piece);
+            gpu.queue().submit([]);
+            gpu.device().poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+        }
+        Some(buf)
+    }
+
+    #[test]
+    #[ignore = "GPU machine: 5 GiB and 2^32 + 1 bytes, 2^27 leaves, 2^28 messages from wgpu buffers"]
+    fn big_wgpu_device_buffers() {
+        let _serial = common::one_at_a_time();
+        let adapters = common::device_indices(b3accel::BackendKind::Wgpu);
+        assert!(!adapters.is_empty(), "no wgpu adapter");
+        for i in adapters {
+            let gpu = WgpuBackend::open(i).unwrap();
+            for len in big_sizes() {
+                let data = big_input(len);
+                let Some(buf) = upload(&gpu, &data) else { continue };
+                for mode in modes() {
+                    let want = upstream(&mode, &data);
+                    let got = gpu.resident().hash(&buf, 0, len, &mode).unwrap();
+                    assert_eq!(got.as_bytes()[..], want[..32], "wgpu:{i}: {len} bytes, {mode:?}");
+                }
+                eprintln!("wgpu:{i}: {len} bytes from a device buffer ok");
+            }
+            let Batches { leaves, root, msgs, hashes } = merkle_and_many_inputs();
+            if let Some(lbuf) = upload(&gpu, leaves.as_flattened()) {
+                let got = gpu.resident().merkle_root(&lbuf, 0, leaves.len() as u64, None).unwrap();
+                assert_eq!(*got.as_bytes(), root, "wgpu:{i}: {} leaves", leaves.len());
+            }
+            if let Some(mbuf) = upload(&gpu, &msgs) {
+                let got = gpu.resident().hash_many(&mbuf, 0, hashes.len(), 64, &Mode::Hash).unwrap();
+                let bad = got.par_iter().zip(&hashes).position_any(|(g, w)| g.as_bytes() != w);
+                assert_eq!(bad, None, "wgpu:{i}: hash_many of {} messages", hashes.len());
+            }
+            eprintln!("wgpu:{i}: {} leaves and {} messages from device buffers ok", leaves.len(), hashes.len());
+        }
+    }
+}
