@@ -1,7 +1,8 @@
 //! Finding adapters (once per process, in a stable order) and opening a device on one of them with
-//! the adapter's real limits.
+//! the adapter's real limits; every driver call inside `stderr::quiet`.
 
 use super::pipelines::{WORKGROUP, WORKGROUP_BYTES};
+use crate::backends::stderr::quiet;
 use crate::tree::{BackendKind, Device, DeviceInfo, DeviceKind, Error, Result};
 use std::sync::OnceLock;
 
@@ -155,10 +156,11 @@ fn scan() -> Registry {
     Registry { adapters, skipped }
 }
 
-/// The process's adapters, found on first use.
+/// The process's adapters, found on first use (with the drivers' start-up chatter kept off
+/// stderr).
 pub(crate) fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(scan)
+    REGISTRY.get_or_init(|| quiet(scan))
 }
 
 /// The usable adapters' listings, or why there are none.
@@ -207,6 +209,6 @@ pub(crate) fn open_device(adapter: &::wgpu::Adapter, device: Device) -> Result<(
         memory_hints: ::wgpu::MemoryHints::Performance,
         trace: ::wgpu::Trace::Off,
     };
-    pollster::block_on(adapter.request_device(&desc))
+    quiet(|| pollster::block_on(adapter.request_device(&desc)))
         .map_err(|e| Error::Unavailable { device, reason: format!("the adapter refused to open a device: {e}") })
 }
