@@ -77,7 +77,8 @@ pub use crate::dispatch::auto;
 pub use crate::dispatch::spread;
 pub use crate::dispatch::{backend, backend_status, devices, BackendStatus};
 pub use crate::tree::{
-    subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, Mode, OutputReader, Result, Timings,
+    subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, FeaturePath, Mode, OutputReader,
+    Result, Timings,
 };
 pub use blake3::Hash;
 

@@ -824,9 +824,13 @@ fn explicit_wgpu_devices_keep_stderr_empty() {
         assert_eq!(quiet(&["--backend", &dev, "input"]), want_hash, "{dev}");
         let root = quiet(&["merkle", "--backend", &dev, "leaves"]);
         assert_eq!(root.as_bytes(), cpu_root.stdout, "{dev}: merkle root");
-        let listed = quiet(&["devices", "--backend", &dev]);
+        let listed = quiet(&["devices", "--backend", &dev, "-v"]);
         let line = listed.lines().nth(1).unwrap_or_default();
         assert!(line.starts_with(&format!("{dev} ")) && line.contains(" ok "), "{dev}:\n{listed}");
+        // -v: one line per optional feature, each saying which path the device takes.
+        for feature in ["timestamps: ", "pipeline cache: ", "subgroups: ", "64-bit atomics: "] {
+            assert!(listed.lines().any(|l| l.trim_start().starts_with(feature)), "{dev}: {feature}\n{listed}");
+        }
     }
     let all = quiet(&["devices"]);
     for i in &adapters {

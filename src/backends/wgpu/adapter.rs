@@ -2,6 +2,7 @@
 //! opening a device on one of them with the adapter's real limits; every driver call inside
 //! `stderr::quiet`.
 
+use super::paths::wanted_features;
 use super::pipelines::{WORKGROUP, WORKGROUP_BYTES};
 use crate::backends::stderr::quiet;
 use crate::tree::{BackendKind, Device, DeviceInfo, DeviceKind, Error, Result};
@@ -230,17 +231,13 @@ pub(crate) fn device_of(info: &::wgpu::AdapterInfo) -> Option<Device> {
     None
 }
 
-/// The optional features we use where the adapter has them.
-pub(crate) fn wanted_features(adapter: &::wgpu::Adapter) -> ::wgpu::Features {
-    adapter.features() & (::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
-}
-
 /// Opens a device on `adapter` with the adapter's real limits (not wgpu's conservative
-/// defaults): the largest buffers and bindings it allows decide the segment sizes.
+/// defaults): the largest buffers and bindings it allows decide the segment sizes. Only the
+/// optional features the code uses are requested (`paths.rs`).
 pub(crate) fn open_device(adapter: &::wgpu::Adapter, device: Device) -> Result<(::wgpu::Device, ::wgpu::Queue)> {
     let desc = ::wgpu::DeviceDescriptor {
         label: Some("b3accel"),
-        required_features: wanted_features(adapter),
+        required_features: wanted_features(adapter.features()),
         required_limits: adapter.limits(),
         experimental_features: ::wgpu::ExperimentalFeatures::default(),
         memory_hints: ::wgpu::MemoryHints::Performance,

@@ -6,7 +6,9 @@
 //! through headless EGL, for one); `backend_status()` says why when none is left. Each backend's
 //! driver is started only when a lookup reaches it: `Device::Wgpu(0)` on a Vulkan adapter never
 //! starts GL (EGL), and the drivers' start-up chatter is kept off standard error
-//! ([`stderr`](crate::stderr)).
+//! ([`stderr`](crate::stderr)). A device is opened with only the optional features the backend
+//! uses; [`Backend::feature_paths`](crate::Backend::feature_paths) says which path it takes where
+//! the adapter lacks one.
 //! A software adapter (llvmpipe, lavapipe) is listed as [`DeviceKind::Cpu`](crate::DeviceKind),
 //! works when asked for and is never what `Device::Auto` picks.
 //!
@@ -50,6 +52,7 @@ mod many;
 mod merkle;
 mod options;
 mod passes;
+mod paths;
 mod pipelines;
 mod resident;
 mod segment;
