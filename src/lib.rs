@@ -20,7 +20,9 @@
 //! flag, XOF output) are written once, in the crate's tree module; backends only turn runs of full
 //! chunks into the chaining values of complete subtrees.
 //!
-//! [`Device::Auto`] never fails; [`devices`] lists what this machine has.
+//! [`Device::Auto`] never fails; [`devices`] lists what this machine has. GPU drivers' start-up
+//! chatter is kept off standard error ([`stderr`] says how, and what a program that writes there
+//! should do).
 //!
 //! Files: [`hash_file_on`], [`Hasher::update_mmap`] and [`Hasher::update_reader`] (the [`file`](mod@file)
 //! module: memory-mapped with the pages brought in and out in parallel, or read in large
@@ -43,7 +45,8 @@
 //!    once per process;
 //! 2. `tree/`: BLAKE3's tree, the modes, the output, Merkle level math, the [`Backend`] trait,
 //!    [`Error`] and the device identity types;
-//! 3. `backends/`: `cpu/`, `opencl/`, `wgpu/`, and `gpu/` (what both GPU backends share);
+//! 3. `backends/`: `cpu/`, `opencl/`, `wgpu/`, `gpu/` (what both GPU backends share) and
+//!    [`stderr`];
 //! 4. `dispatch/`: the registry that opens a [`Device`]'s backend, and [`auto`];
 //! 5. this file and `api/`: the functions below, [`Hasher`], [`file`](mod@file), [`hazmat`] and the
 //!    [`merkle`] API;
@@ -65,6 +68,7 @@ pub use crate::api::merkle::{hash_each, hash_many, merkle_root, merkle_tree, Mer
 pub use crate::backends::cpu;
 #[cfg(feature = "opencl")]
 pub use crate::backends::opencl;
+pub use crate::backends::stderr;
 #[cfg(feature = "wgpu")]
 pub use crate::backends::wgpu;
 pub use crate::core::compress::Cv;
@@ -73,7 +77,8 @@ pub use crate::dispatch::auto;
 pub use crate::dispatch::spread;
 pub use crate::dispatch::{backend, backend_status, devices, BackendStatus};
 pub use crate::tree::{
-    subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, Mode, OutputReader, Result, Timings,
+    subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, FeaturePath, Mode, OutputReader,
+    Result, Timings,
 };
 pub use blake3::Hash;
 

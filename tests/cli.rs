@@ -814,6 +814,55 @@ fn devices_subcommand_lists_and_self_tests() {
     assert!(help.contains("(`b3accel -- devices`)"), "{help}");
 }
 
+/// Every wgpu adapter asked for by name hashes a file (as upstream does), builds a Merkle root
+/// (as the CPU does) and lists and self-tests itself in `devices`, each with nothing at all on
+/// standard error: the drivers' start-up chatter (on headless Linux, Mesa's Vulkan layer has
+/// libwayland write "XDG_RUNTIME_DIR is invalid or not set" while it lists devices) stays off it.
+#[test]
+fn explicit_wgpu_devices_keep_stderr_empty() {
+    let adapters = common::device_indices(b3accel::BackendKind::Wgpu);
+    if adapters.is_empty() {
+        // Not built, or no adapter (said loudly, and a failure under CI=true, by device_indices).
+        return;
+    }
+    let dir = Dir::new("quiet-wgpu");
+    // Several chunks and a partial last one, on the device.
+    let input = data((3 << 20) + 1234, 17);
+    dir.write("input", &input);
+    // 1000 leaves: not a power of two, several levels of the device's reduction.
+    dir.write("leaves", &data(32 * 1000, 18));
+    let want_hash = format!("{}  input\n", blake3::hash(&input).to_hex());
+    // The CPU's root (checked against upstream in tests/merkle_cli.rs) is the reference.
+    let cpu_root = b3accel(dir.path(), &["merkle", "--backend", "cpu", "leaves"], b"");
+    assert!(cpu_root.status.success(), "{}", String::from_utf8_lossy(&cpu_root.stderr));
+    assert_eq!(cpu_root.stdout.len(), 64 + "  leaves\n".len(), "{cpu_root:?}");
+    let quiet = |args: &[&str]| {
+        let out = b3accel(dir.path(), args, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?} failed: {stderr}");
+        assert!(stderr.is_empty(), "{args:?} wrote to stderr:\n{stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for i in &adapters {
+        let dev = format!("wgpu:{i}");
+        assert_eq!(quiet(&["--backend", &dev, "input"]), want_hash, "{dev}");
+        let root = quiet(&["merkle", "--backend", &dev, "leaves"]);
+        assert_eq!(root.as_bytes(), cpu_root.stdout, "{dev}: merkle root");
+        let listed = quiet(&["devices", "--backend", &dev, "-v"]);
+        let line = listed.lines().nth(1).unwrap_or_default();
+        assert!(line.starts_with(&format!("{dev} ")) && line.contains(" ok "), "{dev}:\n{listed}");
+        // -v: one line per optional feature, each saying which path the device takes.
+        for feature in ["timestamps: ", "pipeline cache: ", "subgroups: ", "64-bit atomics: "] {
+            assert!(listed.lines().any(|l| l.trim_start().starts_with(feature)), "{dev}: {feature}\n{listed}");
+        }
+    }
+    let all = quiet(&["devices"]);
+    for i in &adapters {
+        let dev = format!("wgpu:{i} ");
+        assert!(all.lines().any(|l| l.starts_with(&dev) && l.contains(" ok ")), "{dev}missing:\n{all}");
+    }
+}
+
 #[test]
 fn closed_stdout_is_not_a_panic() {
     let dir = Dir::new("pipe");

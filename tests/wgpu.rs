@@ -203,8 +203,12 @@ fn own_device(i: usize) -> Option<(wgpu::Device, wgpu::Queue)> {
     };
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
-    let instance = wgpu::Instance::new(desc);
-    let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+    // Our own instance, as a program would create it: its drivers' start-up chatter kept off
+    // stderr as the library keeps its own.
+    let adapters = b3accel::stderr::quiet(|| {
+        let instance = wgpu::Instance::new(desc);
+        pollster::block_on(instance.enumerate_adapters(backends))
+    });
     let api = |b: wgpu::Backend| match b {
         wgpu::Backend::Vulkan => "Vulkan",
         wgpu::Backend::Gl => "GL",

@@ -225,8 +225,11 @@ fn callers_device_with_small_bindings() {
         let info = gpu.device().adapter_info();
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = wgpu::Backends::all();
-        let instance = wgpu::Instance::new(desc);
-        let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        // Our own instance, its drivers' start-up chatter kept off stderr as the library's is.
+        let adapters = b3accel::stderr::quiet(|| {
+            let instance = wgpu::Instance::new(desc);
+            pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        });
         let adapter = adapters
             .into_iter()
             .find(|a| a.get_info() == info)

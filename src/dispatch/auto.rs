@@ -27,6 +27,7 @@
 
 use super::registry::{backend, cpu_backend, devices};
 use crate::backends::cpu::CpuBackend;
+use crate::backends::stderr;
 use crate::core::cache;
 use crate::core::compress::Cv;
 use crate::tree::{hash_all, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Error, Result};
@@ -312,6 +313,7 @@ fn measure(b: &dyn Backend, data: &[u8], verbose: bool) -> Vec<(u64, f64)> {
             best = best.min(t.elapsed().as_secs_f64());
         }
         if verbose {
+            let _held = stderr::lock();
             eprintln!("calibrate: {} at {} MiB: {:.1} GB/s", b.info().device, size >> 20, size as f64 / best / 1e9);
         }
         points.push((size, size as f64 / best));

@@ -4,7 +4,7 @@
 //! of one-block messages. Everything else (the partial last chunk, merging the few subtree CVs, the
 //! ROOT flag, XOF output) is the tree module's job, the same for every backend.
 
-use super::device::DeviceInfo;
+use super::device::{DeviceInfo, FeaturePath};
 use super::error::{Error, Result};
 use super::merkle;
 use crate::core::compress::Cv;
@@ -62,6 +62,21 @@ pub trait Backend: Send + Sync {
     /// ```
     fn batch_len(&self) -> usize {
         64 * 1024
+    }
+
+    /// Which way this device goes where an optional feature of its driver decides (timestamp
+    /// queries, subgroups, ...): one entry per feature the backend looks at, in the order
+    /// `b3accel devices -v` prints them. Empty for a backend that looks at none (the CPU's).
+    ///
+    /// ```
+    /// let cpu = b3accel::backend(b3accel::Device::Cpu).unwrap();
+    /// assert!(cpu.feature_paths().is_empty());
+    /// for p in b3accel::backend(b3accel::Device::Auto).unwrap().feature_paths() {
+    ///     println!("{p}");
+    /// }
+    /// ```
+    fn feature_paths(&self) -> Vec<FeaturePath> {
+        Vec::new()
     }
 
     /// Hashes `input`, a whole number `n >= 1` of full 1024-byte chunks whose first chunk has

@@ -1,5 +1,6 @@
 //! Device identity: naming a device (`Device`), and what is known of one (`DeviceInfo`,
-//! `DeviceKind`, `BackendKind`). Opening them is the dispatch layer's job.
+//! `DeviceKind`, `BackendKind`, and `FeaturePath`: which way an open device goes where an
+//! optional feature decides). Opening them is the dispatch layer's job.
 
 use super::error::{Error, Result};
 use std::fmt;
@@ -173,5 +174,38 @@ impl DeviceInfo {
     /// ```
     pub fn is_software_gpu(&self) -> bool {
         self.backend != BackendKind::Cpu && self.kind == DeviceKind::Cpu
+    }
+}
+
+/// Which way an open device goes where an optional feature of its driver decides: one line of
+/// `b3accel devices -v`, from [`Backend::feature_paths`](crate::Backend::feature_paths). A device
+/// without the feature still hashes, by the other path.
+///
+/// ```
+/// use b3accel::FeaturePath;
+/// let p = FeaturePath {
+///     feature: "timestamps",
+///     available: false,
+///     used: false,
+///     path: "the wall clock times each phase".into(),
+/// };
+/// assert_eq!(p.to_string(), "timestamps: no (the wall clock times each phase)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeaturePath {
+    /// The feature, as `b3accel devices -v` names it (`timestamps`, `subgroups`, ...).
+    pub feature: &'static str,
+    /// The device's driver offers it.
+    pub available: bool,
+    /// b3accel uses it on this device.
+    pub used: bool,
+    /// The path taken, in words.
+    pub path: String,
+}
+
+impl fmt::Display for FeaturePath {
+    /// `feature: yes (path)` or `feature: no (path)`, after whether the device offers it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} ({})", self.feature, if self.available { "yes" } else { "no" }, self.path)
     }
 }

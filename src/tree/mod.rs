@@ -17,7 +17,7 @@ pub(crate) mod subtree;
 pub(crate) use backend::capped_by_pieces;
 pub(crate) use backend::{check_blocks_args, check_subtree_args, subtree_sizes, MAX_SUBTREE};
 pub use backend::{subtree_count, Backend, Timings};
-pub use device::{BackendKind, Device, DeviceInfo, DeviceKind};
+pub use device::{BackendKind, Device, DeviceInfo, DeviceKind, FeaturePath};
 pub use error::{Error, Result};
 pub(crate) use mode::Domain;
 pub use mode::Mode;

@@ -1,6 +1,7 @@
 //! Finding OpenCL devices, describing them, and building the kernels for one of them.
 
 use super::backend::cl_err;
+use crate::backends::stderr::quiet;
 use crate::tree::{BackendKind, Device, DeviceInfo, DeviceKind, Error, Result};
 use ocl::core::{
     self, DeviceId, DeviceInfo as ClInfo, DeviceInfoResult as ClRes, DeviceType, PlatformId, PlatformInfo,
@@ -19,10 +20,12 @@ const PLATFORM_NOT_FOUND: i32 = -1001;
 ///
 /// Listed once per process: drivers initialise their devices on the first listing, and PoCL
 /// crashes when two threads do that at once (seen with PoCL 3.1). Devices do not come and go
-/// while a process runs.
+/// while a process runs. Their start-up chatter, if any, is kept off stderr.
 pub(crate) fn list() -> Result<Vec<(PlatformId, DeviceId)>> {
     static LIST: OnceLock<std::result::Result<Vec<(PlatformId, DeviceId)>, String>> = OnceLock::new();
-    LIST.get_or_init(list_uncached).clone().map_err(|reason| Error::Unavailable { device: Device::OpenCl(0), reason })
+    LIST.get_or_init(|| quiet(list_uncached))
+        .clone()
+        .map_err(|reason| Error::Unavailable { device: Device::OpenCl(0), reason })
 }
 
 fn list_uncached() -> std::result::Result<Vec<(PlatformId, DeviceId)>, String> {

@@ -12,8 +12,8 @@ use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::merkle::hash_many_on;
 use crate::tree::{
-    check_blocks_args, check_subtree_args, hash_resident, last_chunk_len, Backend, DeviceInfo, Domain, Mode, Result,
-    Timings, MAX_SUBTREE,
+    check_blocks_args, check_subtree_args, hash_resident, last_chunk_len, Backend, DeviceInfo, Domain, FeaturePath,
+    Mode, Result, Timings, MAX_SUBTREE,
 };
 use blake3::Hash;
 use std::sync::Arc;
@@ -47,6 +47,9 @@ const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// ```
 pub struct WgpuBackend {
     info: DeviceInfo,
+    /// The adapter's optional features and its wgpu backend, for `feature_paths`.
+    adapter_features: ::wgpu::Features,
+    adapter_backend: ::wgpu::Backend,
     gpu: Arc<Gpu>,
     segment_chunks: u64,
     streams: StreamPool,
@@ -113,6 +116,8 @@ impl WgpuBackend {
         let segment_chunks = prev_pow2(wanted).min(gpu.max_segment_chunks);
         Ok(WgpuBackend {
             info,
+            adapter_features: adapter.features(),
+            adapter_backend: adapter.get_info().backend,
             resident: ResidentHasher::from_gpu(gpu.clone()),
             streams: stream_pool(),
             gpu,
@@ -251,6 +256,21 @@ impl Backend for WgpuBackend {
     /// hides on a fast GPU; the hasher's memory stays bounded by it.
     fn batch_len(&self) -> usize {
         16 << 20
+    }
+
+    /// Timestamp queries (the device times itself, or the wall clock does), the pipeline cache,
+    /// subgroups and 64-bit atomics (what the adapter has; the shaders need none of them today).
+    ///
+    /// ```no_run
+    /// use b3accel::Backend;
+    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
+    /// for p in gpu.feature_paths() {
+    ///     println!("{p}"); // "timestamps: yes (the device times its own passes and copies ...)"
+    /// }
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    fn feature_paths(&self) -> Vec<FeaturePath> {
+        super::paths::feature_paths(self.adapter_features, self.adapter_backend, self.gpu.timestamps)
     }
 
     fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {

@@ -4,6 +4,7 @@
 use super::many::ManyScratch;
 use super::merkle::MerkleScratch;
 use super::options::{Loads, WgpuOptions, DEFAULT_MERKLE_LEVELS};
+use super::paths::has_timestamps;
 use super::pipelines::{self, Pipelines, LOG_WORKGROUP, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::Scratch;
 use super::wait::scoped;
@@ -100,9 +101,7 @@ impl Gpu {
                 reason: "buffer offset alignments above 256 bytes are not supported".into(),
             });
         }
-        let features = device.features();
-        let timestamps =
-            features.contains(::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
+        let timestamps = has_timestamps(device.features());
         let timestamp_period = queue.get_timestamp_period() as f64;
         let pipes =
             scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks))).map_err(|e| match e {

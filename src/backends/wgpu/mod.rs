@@ -1,8 +1,14 @@
 //! The WGSL compute-shader backend, through `wgpu` (Vulkan, Metal, DX12, GL), cargo feature `wgpu`.
 //!
 //! Adapters: every adapter wgpu finds on any backend it was built with (Vulkan, Metal, DX12,
-//! GL), in a stable order, except those that cannot run the shaders or cannot open a device
-//! (NVIDIA's GL through headless EGL, for one); `backend_status()` says why when none is left.
+//! GL), in a stable order (by backend in that order, then discrete before integrated before
+//! software), except those that cannot run the shaders or cannot open a device (NVIDIA's GL
+//! through headless EGL, for one); `backend_status()` says why when none is left. Each backend's
+//! driver is started only when a lookup reaches it: `Device::Wgpu(0)` on a Vulkan adapter never
+//! starts GL (EGL), and the drivers' start-up chatter is kept off standard error
+//! ([`stderr`](crate::stderr)). A device is opened with only the optional features the backend
+//! uses; [`Backend::feature_paths`](crate::Backend::feature_paths) says which path it takes where
+//! the adapter lacks one.
 //! A software adapter (llvmpipe, lavapipe) is listed as [`DeviceKind::Cpu`](crate::DeviceKind),
 //! works when asked for and is never what `Device::Auto` picks.
 //!
@@ -46,6 +52,7 @@ mod many;
 mod merkle;
 mod options;
 mod passes;
+mod paths;
 mod pipelines;
 mod resident;
 mod segment;

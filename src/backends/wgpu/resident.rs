@@ -125,12 +125,7 @@ impl ResidentHasher {
     pub fn new(device: &::wgpu::Device, queue: &::wgpu::Queue) -> Result<ResidentHasher> {
         // Name the device as `devices()` lists it where its adapter is one of ours.
         let info = device.adapter_info();
-        let id = super::adapter::registry()
-            .adapters
-            .iter()
-            .find(|(a, _)| a.get_info() == info)
-            .map(|(_, d)| d.device)
-            .unwrap_or(Device::Wgpu(usize::MAX));
+        let id = super::adapter::device_of(&info).unwrap_or(Device::Wgpu(usize::MAX));
         let gpu = Gpu::new(device.clone(), queue.clone(), id, &WgpuOptions::default(), None)?;
         Ok(ResidentHasher { gpu: Arc::new(gpu) })
     }

@@ -12,7 +12,9 @@ use std::process::ExitCode;
 /// units), or why it has none, and hashes official BLAKE3 test vectors on every device in all
 /// three modes. The exit status is 1 when any self-test fails. With `--backend DEVICE`, only
 /// that device is listed and tested (exit status 1 when it is not there). The names in the first
-/// column are what `--backend` takes.
+/// column are what `--backend` takes. With `-v`, each GPU device's optional features follow
+/// its line: whether its driver has each one (timestamp queries, pipeline cache, subgroups,
+/// 64-bit atomics) and which path b3accel takes on it; `--json` always has them.
 #[derive(clap::Args, Debug)]
 pub struct Args {}
 
@@ -176,6 +178,10 @@ pub fn run(_args: Args, global: &Global) -> Outcome {
         for info in devices {
             let test = self_test(info.device);
             failed |= test.is_err();
+            // The self-test opened the device (a device that does not open has none).
+            let paths = b3accel::backend(info.device)
+                .map(|b| b.feature_paths())
+                .unwrap_or_default();
             let memory = info.memory_bytes.or(if info.backend == BackendKind::Cpu {
                 system_memory()
             } else {
@@ -194,6 +200,9 @@ pub fn run(_args: Args, global: &Global) -> Outcome {
                     "software_gpu": info.is_software_gpu(),
                     "self_test": if test.is_ok() { "ok" } else { "FAILED" },
                     "self_test_error": test.as_ref().err(),
+                    "features": paths.iter().map(|p| serde_json::json!({
+                        "feature": p.feature, "available": p.available, "used": p.used, "path": p.path,
+                    })).collect::<Vec<_>>(),
                 });
                 text.push_str(&format!("{obj}\n"));
             } else {
@@ -217,6 +226,11 @@ pub fn run(_args: Args, global: &Global) -> Outcome {
                 ));
                 if let Err(e) = &test {
                     text.push_str(&format!("           self-test: {e}\n"));
+                }
+                if global.verbose > 0 {
+                    for p in &paths {
+                        text.push_str(&format!("           {p}\n"));
+                    }
                 }
             }
         }

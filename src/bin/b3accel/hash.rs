@@ -143,8 +143,6 @@ pub struct Devices {
     cpu: Arc<dyn Backend>,
     /// `-vv`: keep each input's reason.
     explain: bool,
-    /// `-v`: let drivers' messages through.
-    verbose: bool,
 }
 
 impl Devices {
@@ -167,13 +165,9 @@ impl Devices {
                 (self.cpu.clone(), Device::Cpu, why)
             }
             Some(n) => {
-                // Choosing may list (and open) GPUs; with -v their drivers may speak.
-                let choose = || {
-                    let choice = b3accel::auto::choose(n);
-                    let _ = b3accel::backend(choice.device);
-                    choice
-                };
-                let choice = if self.verbose { choose() } else { crate::without_driver_noise(choose) };
+                // Choosing may list (and open) GPUs: the library keeps their drivers' start-up
+                // chatter off stderr.
+                let choice = b3accel::auto::choose(n);
                 if choice.device == Device::Cpu {
                     return (self.cpu.clone(), Device::Cpu, Some(choice.reason));
                 }
@@ -322,7 +316,7 @@ pub fn open_device(global: &Global) -> Result<Arc<dyn Backend>, Fatal> {
 pub fn devices(global: &Global) -> Result<Devices, Fatal> {
     let backend = open_device(global)?;
     let cpu = if global.backend == Device::Auto { b3accel::backend(Device::Cpu)? } else { backend.clone() };
-    Ok(Devices { asked: global.backend, backend, cpu, explain: global.verbose > 1, verbose: global.verbose > 0 })
+    Ok(Devices { asked: global.backend, backend, cpu, explain: global.verbose > 1 })
 }
 
 /// One hashed input under `--json`.

@@ -163,7 +163,8 @@ pub struct Global {
     )]
     pub progress: ProgressWhen,
 
-    /// Say on standard error which device is used and why (-vv: for each input)
+    /// Say on standard error which device is used and why (-vv: for each input, and let GPU
+    /// drivers' own start-up messages through)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 }
@@ -194,68 +195,15 @@ impl From<std::io::Error> for Fatal {
     }
 }
 
-/// Held while b3accel writes to standard error, and while [`without_driver_noise`] has it
-/// pointed elsewhere.
-static STDERR: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Writes `b3accel: MSG` on standard error. Callers that also write standard output flush it
-/// first (see `output::Out::error`), so that the two streams keep their relative order.
+/// first (see `output::Out::error`), so that the two streams keep their relative order. It holds
+/// the library's stderr lock while it writes: a GPU driver starting on another thread (the
+/// library keeps its chatter off stderr by pointing descriptor 2 at /dev/null meanwhile) cannot
+/// swallow the message, and lines from different threads do not interleave.
 pub fn warn(msg: impl fmt::Display) {
     use std::io::Write;
-    let _gate = STDERR.lock().unwrap_or_else(|p| p.into_inner());
+    let _held = b3accel::stderr::lock();
     let _ = writeln!(std::io::stderr().lock(), "{NAME}: {msg}");
-}
-
-/// Runs `f` with standard error silenced. `--backend auto` lists the machine's GPUs the first
-/// time an input is large enough for one, and some drivers write to stderr while they start
-/// (Mesa's EGL: "XDG_RUNTIME_DIR is invalid or not set"); a drop-in for b3sum must not add that
-/// to its standard error. b3accel's own messages wait for the gate meanwhile. Where stderr cannot
-/// be silenced (see [`stderr_to_null`]), `f` just runs.
-pub fn without_driver_noise<T>(f: impl FnOnce() -> T) -> T {
-    let _gate = STDERR.lock().unwrap_or_else(|p| p.into_inner());
-    let _restore = stderr_to_null();
-    f()
-}
-
-/// Points file descriptor 2 at /dev/null until the returned guard is dropped (even by a panic),
-/// which points it back; `None`, changing nothing, if /dev/null cannot be opened.
-#[cfg(unix)]
-fn stderr_to_null() -> Option<impl Drop> {
-    struct Restore(libc::c_int);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            // SAFETY: `self.0` is the descriptor `dup` returned below, still open; dup2 and
-            // close take plain integers.
-            unsafe {
-                libc::dup2(self.0, 2);
-                libc::close(self.0);
-            }
-        }
-    }
-    // SAFETY: plain descriptor calls on integers; every descriptor opened here is closed or
-    // handed to `Restore`, which closes it.
-    unsafe {
-        let saved = libc::dup(2);
-        if saved < 0 {
-            return None;
-        }
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if null < 0 {
-            libc::close(saved);
-            return None;
-        }
-        libc::dup2(null, 2);
-        libc::close(null);
-        Some(Restore(saved))
-    }
-}
-
-/// Elsewhere standard error stays as it is, and a driver's start-up chatter, if any, shows: the
-/// noise this hides was met with Mesa on Linux, and redirecting Windows' standard handles could
-/// not be tested where b3accel is built.
-#[cfg(not(unix))]
-fn stderr_to_null() -> Option<()> {
-    None
 }
 
 /// Reports a `B3ACCEL_CPU` that names no CPU kernel, or a level this CPU lacks, as a warning on
@@ -300,6 +248,8 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     check_cpu_env();
+    // -vv: let GPU drivers' own messages through (the library keeps them off stderr otherwise).
+    b3accel::stderr::show_driver_messages(cli.global.verbose > 1);
     let outcome = match cli.command {
         Some(command) => command.run(&cli.global),
         None => hash::run(cli.hash, &cli.global),

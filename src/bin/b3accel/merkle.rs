@@ -44,13 +44,13 @@ pub fn run(args: &MerkleArgs) -> ExitCode {
     let line = match root_line(args) {
         Ok(line) => line,
         Err(msg) => {
-            eprintln!("b3accel: {msg}");
+            crate::warn(msg);
             return ExitCode::FAILURE;
         }
     };
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
-        eprintln!("b3accel: writing to standard output: {e}");
+        crate::warn(format_args!("writing to standard output: {e}"));
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS

@@ -99,7 +99,9 @@ impl Progress {
 struct StderrTerm;
 
 impl StderrTerm {
+    /// Holds the library's stderr lock while it writes, as `warn` does.
     fn put(&self, s: &str) -> io::Result<()> {
+        let _held = b3accel::stderr::lock();
         io::stderr().lock().write_all(s.as_bytes())
     }
 }
