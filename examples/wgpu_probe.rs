@@ -10,11 +10,12 @@
 //! - `many [--trusted]`: `hash_many_into` of 2^24 64-byte messages, 10 calls;
 //! - `resident [--trusted]`: `hash_breakdown` of 1 MiB, 64 MiB and 1 GiB, 20 calls each;
 //! - `placement [--order leaves-first|extras-first] [--extra N] [--fill write|mapped|none]
-//!   [--leaves wgpu|dedicated] [--hints perf|usage]`: where 2^25 Merkle leaves and the other
-//!   1 GiB buffers land (the allocator's blocks, the Vulkan heaps' usage) and what it costs: the
-//!   Merkle root, a resident hash and a device copy of the same 1 GiB buffer. `dedicated`
-//!   allocates the leaves itself (one `VkDeviceMemory` of a DEVICE_LOCAL-only type, marked
-//!   dedicated) and hands them to wgpu;
+//!   [--leaves wgpu|dedicated] [--hints perf|usage] [--warm-ms N]`: where 2^25 Merkle leaves
+//!   and the other 1 GiB buffers land (the allocator's blocks, the Vulkan heaps' usage) and what
+//!   it costs: the Merkle root, a resident hash and a device copy of the same 1 GiB buffer.
+//!   `dedicated` allocates the leaves itself (one `VkDeviceMemory` of a DEVICE_LOCAL-only type,
+//!   marked dedicated) and hands them to wgpu; `--warm-ms` keeps the device busy that long
+//!   before measuring; the phases carry Unix times to line them up with `nvidia-smi` samples;
 //! - `many-host`: `hash_many` of 2^24 64-byte messages back to host memory, beside the raw
 //!   device-to-host rate of the same 512 MiB (copy into a mapped buffer, and that plus a memcpy).
 //!
@@ -311,6 +312,11 @@ fn report_allocator(device: &wgpu::Device) {
     }
 }
 
+/// Seconds since the Unix epoch, to line the probe's phases up with `nvidia-smi` samples.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
 fn placement(args: &[String]) {
     let extra: usize = value(args, "--extra").map_or(6, |v| v.parse().expect("--extra N"));
     let extras_first = value(args, "--order") == Some("extras-first");
@@ -373,6 +379,17 @@ fn placement(args: &[String]) {
     queue.submit([]);
     device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
     let expected = b3accel::merkle_root(b3accel::Device::Cpu, leaves.as_chunks::<32>().0).unwrap();
+    let want = blake3::hash(&leaves);
+    // With --warm-ms: keep the device busy for that long first (resident hashes of the leaves).
+    let warm =
+        std::time::Duration::from_millis(value(args, "--warm-ms").map_or(0, |v| v.parse().expect("--warm-ms N")));
+    let t0 = std::time::Instant::now();
+    let mut warm_calls = 0;
+    while t0.elapsed() < warm {
+        hasher.hash(&buf, 0, bytes, &Mode::Hash).unwrap();
+        warm_calls += 1;
+    }
+    println!("{:.6} measuring (after {warm_calls} warm-up calls)", unix_now());
     let mut merkle = Vec::new();
     for _ in 0..10 {
         let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap();
@@ -380,7 +397,6 @@ fn placement(args: &[String]) {
         merkle.push(t.kernel);
     }
     let mut hashes = Vec::new();
-    let want = blake3::hash(&leaves);
     for _ in 0..5 {
         let (h, t) = hasher.hash_timed(&buf, 0, bytes, &Mode::Hash).unwrap();
         assert_eq!(h, want);
@@ -401,6 +417,7 @@ fn placement(args: &[String]) {
         device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
         copies.push(t.elapsed());
     }
+    println!("{:.6} measured", unix_now());
     report_allocator(&device);
     for (i, (u, b)) in heap_usage(&device).iter().enumerate() {
         println!("heap {i}: {u} MiB used of a {b} MiB budget");

@@ -193,6 +193,34 @@ fn hash_many_matches_cpu_and_upstream_in_every_mode() {
     }
 }
 
+/// Host-bound batches in many small rounds (8 KiB segments make 8 KiB rounds: 256 messages of
+/// one chunk, or 256 of several), the device filling one set of buffers while the host copies
+/// out of the other: every round, the last (partial) one included, lands in its place.
+#[test]
+fn hash_many_in_many_rounds_matches_upstream() {
+    let _serial = common::one_at_a_time();
+    for i in common::device_indices(BackendKind::Wgpu) {
+        let gpu = WgpuBackend::open_with(i, WgpuOptions { segment_bytes: Some(8 << 10), ..Default::default() })
+            .unwrap_or_else(|e| panic!("wgpu:{i}: {e}"));
+        // 1000 x 64 B: 4 rounds of 256 (the last 232); 700 x 2 KiB and 300 x 1040 B: 3 and 2 rounds.
+        for (len, count) in [(64usize, 1000usize), (2048, 700), (1040, 300), (1, 513)] {
+            let data = random_bytes(len * count, 7 + len as u64);
+            for mode in modes() {
+                let got = hash_many_with(&gpu, &mode, &data, len).unwrap();
+                assert_eq!(got.len(), count);
+                for (k, msg) in data.chunks_exact(len).enumerate() {
+                    assert_eq!(
+                        got[k],
+                        upstream(&mode, msg),
+                        "{}: message {k} of {count} x {len} B, {mode:?}",
+                        name(&gpu)
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn resident_messages_match() {
     let _serial = common::one_at_a_time();

@@ -1,7 +1,7 @@
 //! One wgpu device made ready to hash: its limits checked, the pipelines built, its kept buffers,
 //! and what its callbacks report.
 
-use super::many::ManyScratch;
+use super::many::{ManyScratch, MANY_ROUND_BYTES};
 use super::merkle::MerkleScratch;
 use super::options::{Loads, WgpuOptions, DEFAULT_MERKLE_LEVELS};
 use super::paths::has_timestamps;
@@ -40,6 +40,8 @@ pub(crate) struct Gpu {
     pub(super) scratch: Pool<Scratch>,
     /// Levels per Merkle dispatch.
     pub(super) merkle_span: u32,
+    /// Bytes of results one host-bound `hash_many` round brings back (`many.rs`).
+    pub(super) many_round_bytes: u64,
     /// Kept Merkle and hash_many buffers (`merkle.rs`, `many.rs`).
     pub(super) merkle_pool: Pool<MerkleScratch>,
     pub(super) many_pool: Pool<ManyScratch>,
@@ -121,6 +123,10 @@ impl Gpu {
             // Segment scratch, kept for the next call: up to 16 sets, the largest.
             scratch: Pool::new(usize::MAX, 16, |s| s.cap * s.segs),
             merkle_span: opts.merkle_levels.unwrap_or(DEFAULT_MERKLE_LEVELS).clamp(1, LOG_WORKGROUP + 1),
+            // Small segments (tests) make small hash_many rounds too.
+            many_round_bytes: opts
+                .segment_bytes
+                .map_or(MANY_ROUND_BYTES, |s| (s as u64).clamp(1 << 10, MANY_ROUND_BYTES)),
             // Merkle and hash_many buffers kept per device: the largest sets serve every smaller
             // call too.
             merkle_pool: Pool::new(usize::MAX, 2, |s| s.size_a + s.size_b),

@@ -42,23 +42,25 @@ fn chunks_of(msg_len: u64) -> u64 {
 }
 
 /// What a `hash_many` call needs on the device besides the messages, kept per device between
-/// calls: parameters, timestamps, and for results that go back to the host an output buffer and
-/// its readback of `cap` bytes.
+/// calls: parameters, timestamps, and for results that go back to the host one or two sets of an
+/// output buffer and its readback of `cap` bytes (two let the device fill one while the host
+/// copies out of the other).
 pub(crate) struct ManyScratch {
     pub(super) cap: u64,
     params_cap: u64,
     params: ::wgpu::Buffer,
     params_shadow: Vec<u8>,
-    /// (the hashes or chunk CVs on the device, their host-visible copy), `cap` bytes each.
-    out: Option<(::wgpu::Buffer, ::wgpu::Buffer)>,
-    /// The pass timer and its 16-byte readback.
+    /// (the hashes or chunk CVs on the device, their host-visible copy with the pass's 16 bytes
+    /// of timestamps at byte `cap`).
+    out: Vec<(::wgpu::Buffer, ::wgpu::Buffer)>,
+    /// The pass timer and, for `hash_many_into`, its 16-byte readback.
     timer: Option<(PassTimer, ::wgpu::Buffer)>,
     /// Stands in for the messages when they are empty (a binding needs a size).
     empty: Option<::wgpu::Buffer>,
 }
 
 impl ManyScratch {
-    fn new(gpu: &Gpu, cap: u64, params_cap: u64) -> ManyScratch {
+    fn new(gpu: &Gpu, cap: u64, sets: usize, params_cap: u64) -> ManyScratch {
         let params_cap = params_cap.max(8);
         ManyScratch {
             cap,
@@ -70,27 +72,41 @@ impl ManyScratch {
                 mapped_at_creation: false,
             }),
             params_shadow: Vec::new(),
-            out: (cap > 0).then(|| {
-                (
-                    gpu.storage_buffer("b3accel many out", cap, ::wgpu::BufferUsages::COPY_SRC),
-                    read_buffer(gpu, "b3accel many readback", cap),
-                )
-            }),
+            out: (0..sets)
+                .map(|_| {
+                    (
+                        gpu.storage_buffer("b3accel many out", cap, ::wgpu::BufferUsages::COPY_SRC),
+                        read_buffer(gpu, "b3accel many readback", cap + 16),
+                    )
+                })
+                .collect(),
             timer: None,
             empty: None,
         }
     }
 }
 
-/// Runs `f` with `hash_many` scratch of `cap` output bytes and room for `params_cap` dispatches,
-/// from the device's pool (kept for the next call when `f` succeeds) or new.
-fn with_many<R>(gpu: &Gpu, cap: u64, params_cap: u64, f: impl FnOnce(&mut ManyScratch) -> Result<R>) -> Result<R> {
-    gpu.many_pool.with(|s| s.cap >= cap && s.params_cap >= params_cap, || Ok(ManyScratch::new(gpu, cap, params_cap)), f)
+/// Runs `f` with `hash_many` scratch of `sets` output sets of `cap` bytes and room for
+/// `params_cap` dispatches, from the device's pool (kept for the next call when `f` succeeds)
+/// or new.
+fn with_many<R>(
+    gpu: &Gpu,
+    cap: u64,
+    sets: usize,
+    params_cap: u64,
+    f: impl FnOnce(&mut ManyScratch) -> Result<R>,
+) -> Result<R> {
+    gpu.many_pool.with(
+        |s| s.cap >= cap && s.out.len() >= sets && s.params_cap >= params_cap,
+        || Ok(ManyScratch::new(gpu, cap, sets, params_cap)),
+        f,
+    )
 }
 
-/// Bytes of chunk CVs (or hashes) one host-bound `hash_many` round brings back; larger batches
-/// take several rounds through the same kept buffers.
-const MANY_ROUND_BYTES: u64 = 64 << 20;
+/// Bytes of chunk CVs (or hashes) one host-bound `hash_many` round brings back by default;
+/// larger batches take several rounds through two sets of kept buffers, the device filling one
+/// while the host copies out of the other.
+pub(super) const MANY_ROUND_BYTES: u64 = 64 << 20;
 
 /// Hashes the `out.len()` messages of `msg_len` bytes each that lie end to end in `data` from
 /// byte `offset`, in `domain`, into host memory.
@@ -117,20 +133,13 @@ pub(crate) fn hash_many(
     gpu.check_health()?;
     scoped(&gpu.device, gpu.id, || {
         let mut t = Timings::default();
-        // Messages per round: whole dispatches, within the round's output bytes.
-        // (a multiple of 256, so every round's messages start aligned).
-        let rounds = (MANY_ROUND_BYTES / (chunks * 32) / 256 * 256).max(256).min(count.next_multiple_of(256));
-        let cap = rounds * chunks * 32;
-        with_many(gpu, cap, rounds.div_ceil(per), |scr| {
-            let mut first = 0u64;
-            while first < count {
-                let m = rounds.min(count - first);
-                let part = &mut out[first as usize..(first + m) as usize];
-                let at = offset + first * msg_len;
-                many_round(gpu, scr, data, at, msg_len, chunks, per, domain, part, &mut t, timings.is_some())?;
-                first += m;
-            }
-            Ok(())
+        // Messages per round: whole dispatches within the round's output bytes, a multiple of
+        // 256 (so that every round's messages start aligned).
+        let round = (gpu.many_round_bytes / (chunks * 32) / 256 * 256).max(256).min(count.next_multiple_of(256));
+        let sets = if count > round { 2 } else { 1 };
+        with_many(gpu, round * chunks * 32, sets, round.div_ceil(per), |scr| {
+            let job = Many { data, offset, msg_len, chunks, per, domain, timed: timings.is_some() && gpu.timestamps };
+            many_rounds(gpu, scr, &job, out, round as usize, &mut t)
         })?;
         if let Some(timings) = timings {
             timings.kernel += t.kernel;
@@ -177,7 +186,7 @@ pub(crate) fn hash_many_into(
     gpu.check_health()?;
     scoped(&gpu.device, gpu.id, || {
         let timed = timings.is_some() && gpu.timestamps;
-        let kernel = with_many(gpu, 0, count.div_ceil(per), |scr| {
+        let kernel = with_many(gpu, 0, 0, count.div_ceil(per), |scr| {
             let label = Some("b3accel many");
             let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label });
             encode_many(gpu, scr, &mut enc, data, offset, msg_len, 1, per, domain, count, out, out_offset, timed)?;
@@ -288,60 +297,109 @@ fn encode_many(
     Ok(())
 }
 
-/// One submission of host-bound `hash_many`: `out.len()` messages, `per` per dispatch, through
-/// the kept output and readback buffers of `scr`.
-#[allow(clippy::too_many_arguments)]
-fn many_round(
-    gpu: &Gpu,
-    scr: &mut ManyScratch,
-    data: &::wgpu::Buffer,
+/// A host-bound `hash_many` call: where the messages are and how they are hashed.
+struct Many<'a> {
+    data: &'a ::wgpu::Buffer,
     offset: u64,
     msg_len: u64,
     chunks: u64,
+    /// Messages per dispatch.
     per: u64,
     domain: Domain,
-    out: &mut [Cv],
-    t: &mut Timings,
+    /// Time the passes (the device has timestamps and the caller asked).
     timed: bool,
+}
+
+/// A submitted round: the output set it fills, the results' place, its submission and mapping.
+struct Round<'o> {
+    set: usize,
+    out: &'o mut [Cv],
+    index: ::wgpu::SubmissionIndex,
+    ticket: MapTicket,
+}
+
+/// Host-bound `hash_many` of `out.len()` messages in rounds of `round` messages: round k + 1 is
+/// submitted before round k is copied out, so the device works while the host copies.
+fn many_rounds(
+    gpu: &Gpu,
+    scr: &mut ManyScratch,
+    job: &Many,
+    out: &mut [Cv],
+    round: usize,
+    t: &mut Timings,
 ) -> Result<()> {
-    let count = out.len() as u64;
-    let out_bytes = count * chunks * 32;
-    let timed = timed && gpu.timestamps;
-    let (cvs, readback) = scr.out.clone().ok_or_else(|| internal("hash_many scratch without output buffers"))?;
+    let mut pending: Option<Round> = None;
+    let mut first = 0u64;
+    for (k, part) in out.chunks_mut(round).enumerate() {
+        let set = k % scr.out.len();
+        let m = part.len() as u64;
+        let (index, ticket) = submit_round(gpu, scr, job, set, job.offset + first * job.msg_len, m)?;
+        if let Some(done) = pending.take() {
+            finish_round(gpu, scr, job, done, t)?;
+        }
+        pending = Some(Round { set, out: part, index, ticket });
+        first += m;
+    }
+    match pending {
+        Some(done) => finish_round(gpu, scr, job, done, t),
+        None => Ok(()),
+    }
+}
+
+/// Encodes and submits one round of `count` messages from byte `offset` into output set `set`,
+/// and asks for its readback to be mapped.
+fn submit_round(
+    gpu: &Gpu,
+    scr: &mut ManyScratch,
+    job: &Many,
+    set: usize,
+    offset: u64,
+    count: u64,
+) -> Result<(::wgpu::SubmissionIndex, MapTicket)> {
+    let out_bytes = count * job.chunks * 32;
+    let (cvs, readback) =
+        scr.out.get(set).cloned().ok_or_else(|| internal("hash_many scratch without output buffers"))?;
     if out_bytes > scr.cap {
         return Err(internal("hash_many round larger than its scratch"));
     }
     let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel many") });
-    encode_many(gpu, scr, &mut enc, data, offset, msg_len, chunks, per, domain, count, &cvs, 0, timed)?;
+    let (msg_len, chunks, per, domain) = (job.msg_len, job.chunks, job.per, job.domain);
+    encode_many(gpu, scr, &mut enc, job.data, offset, msg_len, chunks, per, domain, count, &cvs, 0, job.timed)?;
     enc.copy_buffer_to_buffer(&cvs, 0, &readback, 0, out_bytes);
-    let times = scr.timer.as_ref().filter(|_| timed);
-    if let Some((timer, times)) = times {
-        timer.finish(&mut enc, times, 0);
+    if let Some((timer, _)) = scr.timer.as_ref().filter(|_| job.timed) {
+        timer.finish(&mut enc, &readback, scr.cap);
     }
-    let mut maps = vec![&readback];
-    maps.extend(times.map(|t| &t.1));
-    submit_and_map(gpu, enc, &maps)?;
+    let index = gpu.queue.submit([enc.finish()]);
+    Ok((index, MapTicket::begin(&readback, ::wgpu::MapMode::Read)))
+}
+
+/// Waits for a submitted round and copies its results out (in parallel where there are many).
+fn finish_round(gpu: &Gpu, scr: &ManyScratch, job: &Many, round: Round, t: &mut Timings) -> Result<()> {
+    use rayon::prelude::*;
+    /// Hashes per parallel piece of the copy out.
+    const PIECE: usize = 8 << 10;
+    let readback = &scr.out[round.set].1;
+    gpu.wait(&round.index, &round.ticket)?;
     let t_read = Instant::now();
-    let view = readback
-        .slice(..out_bytes)
-        .get_mapped_range()
-        .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
-    let got = view.as_chunks::<32>().0;
+    let view = mapped(gpu, readback)?;
+    let chunks = job.chunks as usize;
+    let got = view[..round.out.len() * chunks * 32].as_chunks::<32>().0;
     if chunks == 1 {
-        out.copy_from_slice(got);
+        round.out.par_chunks_mut(PIECE).zip(got.par_chunks(PIECE)).for_each(|(o, g)| o.copy_from_slice(g));
     } else {
-        for (hash, cvs) in out.iter_mut().zip(got.chunks_exact(chunks as usize)) {
-            *hash = root_from_chunk_cvs(cvs, domain).root_hash();
-        }
+        round
+            .out
+            .par_iter_mut()
+            .zip(got.par_chunks_exact(chunks))
+            .with_min_len(PIECE / chunks)
+            .for_each(|(hash, cvs)| *hash = root_from_chunk_cvs(cvs, job.domain).root_hash());
+    }
+    if job.timed {
+        let at = scr.cap as usize;
+        t.kernel += PassTimer::duration(gpu, &view[at..at + 16]);
     }
     drop(view);
     readback.unmap();
-    if let Some((_, times)) = times {
-        let view = mapped(gpu, times)?;
-        t.kernel += PassTimer::duration(gpu, &view);
-        drop(view);
-        times.unmap();
-    }
     t.download += t_read.elapsed();
     Ok(())
 }
