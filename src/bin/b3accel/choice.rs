@@ -262,8 +262,9 @@ struct Shared {
 /// One input's use of the run's `Spread`, which also adds up how many bytes each device hashed
 /// (for `-vv`).
 ///
-/// The calls that spread are made one at a time across inputs: each uses every device anyway,
-/// the shares `Spread::last_shares` gives after one are then that call's, and a call in progress
+/// The calls that may spread (all of [`TURNS_FROM`] bytes or more) are made one at a time across
+/// inputs: each uses every device anyway, the shares `Spread::last_shares` gives after one are
+/// then that call's, and a call in progress
 /// needs the rayon pool, so the pool's threads must not all be inside such calls at once. A call
 /// parks its thread until every device is done, while the GPU backends' own threads copy input
 /// with the pool: when several inputs are hashed in parallel, every pool thread could be parked
@@ -281,6 +282,11 @@ struct Counted {
     /// Whether any call spread.
     spread: bool,
 }
+
+/// Calls of this many bytes or more on a list's `Spread` take turns (see [`Tally`]): far below
+/// the size it spreads from, and large enough that small files, hashed many at a time on the
+/// first device, never wait.
+const TURNS_FROM: usize = 1 << 20;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -306,11 +312,13 @@ impl Tally {
         }
     }
 
-    /// Runs one call of `len` bytes on the `Spread` and counts who hashed them.
+    /// Runs one call of `len` bytes on the `Spread` and counts who hashed them. Calls of
+    /// [`TURNS_FROM`] bytes or more take turns, whatever size the `Spread` spreads from: a call
+    /// that did not spread leaves `last_shares` as it was, and its bytes are the first device's.
     fn count(&self, len: usize, call: impl FnOnce(&Spread) -> b3accel::Result<()>) -> b3accel::Result<()> {
         let spread = self.spread();
         let first = spread.devices()[0];
-        if (len as u64) < SPREAD_MIN_BYTES || spread.devices().len() < 2 {
+        if len < TURNS_FROM || spread.devices().len() < 2 {
             call(spread)?;
             self.add(&[(first, len as u64)], false);
             return Ok(());
@@ -320,7 +328,6 @@ impl Tally {
         call(spread)?;
         let after = spread.last_shares();
         if after == before {
-            // Not spread after all (every other device has failed): the first device hashed it.
             self.add(&[(first, len as u64)], false);
         } else {
             self.add(&after, true);
@@ -347,7 +354,7 @@ impl Tally {
             return format!("one device: {first}");
         }
         if !c.spread {
-            return format!("under {} MiB, on {first} alone", SPREAD_MIN_BYTES >> 20);
+            return format!("not spread (too small), on {first} alone");
         }
         let total: u64 = c.shares.iter().map(|s| s.1).sum::<u64>().max(1);
         let each: Vec<String> = self

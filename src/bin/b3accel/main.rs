@@ -125,10 +125,10 @@ pub struct Global {
     ///
     /// `auto` chooses per input: inputs under 4 MiB are hashed on the CPU, larger ones on the
     /// device measured fastest at their size (a hardware GPU, never a software one); `-vv` shows
-    /// each choice. A list hashes each input of 64 MiB or more on all its devices at once (smaller
-    /// ones on its first device); `all` is the list of every hardware device (the CPU and every
-    /// GPU that is not a software one). `b3accel devices` lists the devices of this machine. A
-    /// device that is not there is an error (exit status 1).
+    /// each choice. A list hashes each large input on all its devices at once (smaller ones on
+    /// its first device; `-v` says from what size); `all` is the list of every hardware device
+    /// (the CPU and every GPU that is not a software one). `b3accel devices` lists the devices of
+    /// this machine. A device that is not there is an error (exit status 1).
     #[arg(long, value_name = "DEVICE", default_value = "auto", global = true)]
     pub backend: choice::Choice,
 
