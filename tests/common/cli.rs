@@ -79,3 +79,71 @@ pub fn assert_no_panic(args: &[impl std::fmt::Debug], out: &Output) {
         out.status
     );
 }
+
+/// Runs b3accel and b3sum in `dir` with the same `args` and standard input, and asserts the same
+/// standard output, the same exit status, and standard error written by both or by neither (the
+/// error lines named after each program); `ours`, options b3sum does not have (such as
+/// `--backend cpu`), go to b3accel only, before `args`. Returns b3accel's output (`None`, after
+/// [`upstream`]'s warning, where there is no b3sum).
+pub fn same_ext(dir: &Path, ours: &[&str], args: &[&OsStr], stdin: &[u8]) -> Option<Output> {
+    same_env(dir, &[], ours, args, stdin)
+}
+
+/// As [`same_ext`], with environment variables `env` set for both programs.
+pub fn same_env(dir: &Path, env: &[(&str, &str)], ours: &[&str], args: &[&OsStr], stdin: &[u8]) -> Option<Output> {
+    let mut our_args: Vec<&OsStr> = ours.iter().map(OsStr::new).collect();
+    our_args.extend(args);
+    let args = &our_args[ours.len()..];
+    let ours = run_env(Path::new(B3ACCEL), dir, env, &our_args, stdin);
+    assert_no_panic(args, &ours);
+    let Some(upstream) = upstream(&format!("{args:?}")) else {
+        compare_with_model(dir, args, stdin, &ours);
+        return Some(ours);
+    };
+    let theirs = run_env(upstream, dir, env, args, stdin);
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stdout),
+        String::from_utf8_lossy(&theirs.stdout),
+        "stdout differs for {args:?}\nb3accel stderr: {}\nb3sum stderr: {}",
+        String::from_utf8_lossy(&ours.stderr),
+        String::from_utf8_lossy(&theirs.stderr),
+    );
+    assert_eq!(ours.stdout, theirs.stdout, "stdout bytes differ for {args:?}");
+    assert_eq!(
+        ours.status.code(),
+        theirs.status.code(),
+        "exit status differs for {args:?}\nb3accel stderr: {}\nb3sum stderr: {}",
+        String::from_utf8_lossy(&ours.stderr),
+        String::from_utf8_lossy(&theirs.stderr),
+    );
+    assert_eq!(
+        ours.stderr.is_empty(),
+        theirs.stderr.is_empty(),
+        "only one of them wrote to stderr for {args:?}\nb3accel: {}\nb3sum: {}",
+        String::from_utf8_lossy(&ours.stderr),
+        String::from_utf8_lossy(&theirs.stderr),
+    );
+    // Error lines carry our name where b3sum's carry its own.
+    if theirs.stderr.starts_with(b"b3sum: ") {
+        assert!(ours.stderr.starts_with(b"b3accel: "), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
+    }
+    Some(ours)
+}
+
+/// Without b3sum: b3accel's output against the model of b3sum (`super::oracle`), where it covers
+/// `args`; a loud note where it does not.
+pub fn compare_with_model(dir: &Path, args: &[&OsStr], stdin: &[u8], ours: &Output) {
+    match super::oracle::b3sum(dir, args, stdin) {
+        Some(want) => {
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                String::from_utf8_lossy(&want.stdout),
+                "stdout differs from the model of b3sum for {args:?}\nb3accel stderr: {}",
+                String::from_utf8_lossy(&ours.stderr)
+            );
+            assert_eq!(ours.stdout, want.stdout, "stdout bytes differ from the model for {args:?}");
+            assert_eq!(ours.status.code(), Some(want.code), "exit status differs from the model for {args:?}");
+        }
+        None => eprintln!("*** {args:?}: beyond the model of b3sum; only checked for panics ***"),
+    }
+}

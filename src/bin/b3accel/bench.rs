@@ -2,15 +2,16 @@
 //!
 //! For each input size it measures upstream (`hash` on one thread, `update_rayon` on all), the
 //! CPU backend (all threads and one; and `hash_file_on` on a page-cached temporary file of the
-//! same bytes, interleaved with the in-memory hash), `Device::Auto`, and each GPU device end to
-//! end from host memory (with upload, kernel and download apart) and from a device buffer. Then Merkle roots
-//! and `hash_many`. It prints tables, and writes every figure to `--json FILE` and a log-log
-//! throughput plot to `--plot FILE.svg`.
+//! same bytes, interleaved with the in-memory hash), `Device::Auto`, device lists (`all`, and
+//! others: several devices hashing one input together, see `b3accel::spread`) with each device's
+//! share, and each GPU device end to end from host memory (with upload, kernel and download apart)
+//! and from a device buffer. Then Merkle roots and `hash_many`. It prints tables, and writes
+//! every figure to `--json FILE` and a log-log throughput plot to `--plot FILE.svg`.
 
+use crate::choice::list_name;
 use crate::{Fatal, Global, Outcome};
-use b3accel::{Backend, Device, DeviceInfo};
-#[cfg(any(feature = "opencl", feature = "wgpu"))]
-use b3accel::Mode;
+use b3accel::spread::Spread;
+use b3accel::{Backend, Device, DeviceInfo, Mode};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -22,7 +23,8 @@ use std::time::{Duration, Instant};
 /// go to standard error. GPU rows: "host" is end to end
 /// from host memory, "resident" hashes a buffer already on the device; the breakdown table gives
 /// upload, kernel and download time. Software GPUs (PoCL, llvmpipe, lavapipe) are measured up to
-/// 16 MiB only.
+/// 16 MiB only. Device lists ("all", "list ...") hash host memory on several devices at once,
+/// spreading inputs from 1 MiB; a table gives each device's share.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Also measure 4 GiB (needs that much free memory, and on a GPU, device memory)
@@ -65,6 +67,11 @@ fn parse_size(s: &str) -> Result<u64, String> {
 /// Inputs larger than this are not given to software GPUs: minutes of CPU time for nothing.
 const SOFTWARE_GPU_MAX: u64 = 16 << 20;
 
+/// The device lists spread inputs from this size (the library's default starts at
+/// `spread::SPREAD_MIN_BYTES`), so that the table shows what spreading costs and gains at each
+/// size measured from there; smaller inputs go to the list's first device alone.
+const SPREAD_FROM: u64 = 1 << 20;
+
 /// One figure.
 #[derive(Clone, Debug)]
 struct Row {
@@ -80,9 +87,16 @@ struct Row {
     seconds: f64,
     /// Upload, kernel and download seconds (GPU host rows that report them).
     parts: Option<[f64; 3]>,
+    /// Bytes each device hashed in the last call (device-list rows that spread).
+    shares: Option<Vec<(Device, u64)>>,
 }
 
 impl Row {
+    /// A figure with no parts and no shares.
+    fn new(test: &'static str, series: String, bytes: u64, label: String, seconds: f64) -> Row {
+        Row { test, series, bytes, label, seconds, parts: None, shares: None }
+    }
+
     fn gbps(&self) -> f64 {
         self.bytes as f64 / self.seconds / 1e9
     }
@@ -233,7 +247,51 @@ fn open_gpus() -> Vec<Gpu> {
     gpus
 }
 
-fn machine(gpus: &[Gpu]) -> serde_json::Value {
+/// A device list measured from host memory.
+struct List {
+    /// The series: "all (cpu+opencl:1)", "list cpu+wgpu:0", ...
+    series: String,
+    /// What the row is, for the legend under the table.
+    about: String,
+    spread: Spread,
+}
+
+/// The device lists to measure: `all` (every hardware device); the CPU with each hardware GPU,
+/// where there are several; on a machine without a hardware GPU, where `all` is the CPU alone,
+/// every device found, software GPUs included, so that the spreading itself is measured. Their
+/// GPUs are open already (`open_gpus`), so they take part from the first call.
+fn device_lists(gpus: &[Gpu]) -> Vec<List> {
+    let all = b3accel::spread::hardware_devices();
+    let mut lists =
+        vec![(format!("all ({})", list_name(&all)), "every hardware device (--backend all)".to_string(), all.clone())];
+    let hardware: Vec<Device> = all.iter().copied().filter(|&d| d != Device::Cpu).collect();
+    if hardware.len() > 1 {
+        for &g in &hardware {
+            let list = [Device::Cpu, g];
+            lists.push((format!("list {}", list_name(&list)), format!("the CPU with {g} alone"), list.to_vec()));
+        }
+    }
+    if hardware.is_empty() && !gpus.is_empty() {
+        let every: Vec<Device> = std::iter::once(Device::Cpu).chain(gpus.iter().map(|g| g.info.device)).collect();
+        lists.push((
+            format!("list {}", list_name(&every)),
+            "every device found, software GPUs included (no hardware GPU here)".to_string(),
+            every,
+        ));
+    }
+    lists
+        .into_iter()
+        .filter_map(|(series, about, devices)| match Spread::new(&devices) {
+            Ok(s) => Some(List { series, about, spread: s.with_min_bytes(SPREAD_FROM) }),
+            Err(e) => {
+                eprintln!("bench: {}: {e}", list_name(&devices));
+                None
+            }
+        })
+        .collect()
+}
+
+fn machine(gpus: &[Gpu], lists: &[List]) -> serde_json::Value {
     let cpu = b3accel::cpu::CpuBackend::new();
     serde_json::json!({
         "cpu": cpu.info().name,
@@ -247,6 +305,12 @@ fn machine(gpus: &[Gpu]) -> serde_json::Value {
             "driver": g.info.driver,
             "memory_bytes": g.info.memory_bytes,
             "software": g.info.is_software_gpu(),
+        })).collect::<Vec<_>>(),
+        "lists": lists.iter().map(|l| serde_json::json!({
+            "series": l.series,
+            "devices": l.spread.devices().iter().map(Device::to_string).collect::<Vec<_>>(),
+            "about": l.about,
+            "spread_from_bytes": SPREAD_FROM,
         })).collect::<Vec<_>>(),
         "version": env!("CARGO_PKG_VERSION"),
     })
@@ -268,12 +332,14 @@ pub fn run(args: Args, global: &Global) -> Outcome {
     }
     let budget = Duration::from_millis(if args.quick { 100 } else { 400 });
     let max = args.max_size.unwrap_or(if args.large { 4 << 30 } else { 1 << 30 });
-    let sizes: Vec<u64> = [64u64, 1 << 10, 16 << 10, 256 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30]
-        .into_iter()
-        .filter(|&s| s <= max)
-        .collect();
+    let sizes: Vec<u64> =
+        [64u64, 1 << 10, 16 << 10, 256 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30]
+            .into_iter()
+            .filter(|&s| s <= max)
+            .collect();
     let gpus = open_gpus();
-    let machine = machine(&gpus);
+    let lists = device_lists(&gpus);
+    let machine = machine(&gpus, &lists);
     eprintln!("bench: {}", describe(&machine));
     let data = input_data(*sizes.last().unwrap_or(&64) as usize);
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| Fatal(e.to_string()))?;
@@ -281,9 +347,9 @@ pub fn run(args: Args, global: &Global) -> Outcome {
 
     for &size in &sizes {
         let input = &data[..size as usize];
-        let mut add = |series: String, r: Result<f64, String>, parts: Option<[f64; 3]>| match r {
+        let mut add = |series: String, r: Result<f64, String>, parts: Option<[f64; 3]>, shares| match r {
             Ok(seconds) => {
-                let row = Row { test: "hash", series, bytes: size, label: size_label(size), seconds, parts };
+                let row = Row { parts, shares, ..Row::new("hash", series, size, size_label(size), seconds) };
                 eprintln!("bench: {:<28} {:>8}  {:>9.2} GB/s", row.series, row.label, row.gbps());
                 rows.push(row);
             }
@@ -305,24 +371,35 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             Ok(()) => b3accel::hash_file_on(Device::Cpu, &file).map(drop).map_err(|e| e.to_string()),
             Err(e) => Err(e.clone()),
         };
-        let [rayon, cpu, auto, from_file] = time_interleaved(
-            budget,
-            &mut [
-                &mut || ok(blake3::Hasher::new().update_rayon(input).finalize()),
-                &mut || hash(Device::Cpu),
-                &mut || hash(Device::Auto),
-                &mut || hash_file(),
-            ],
-        )
-        .try_into()
-        .expect("four series");
+        // The device lists in the same turns: each against `cpu`.
+        let spread_hash = |s: &Spread| {
+            let mut out = [0u8; 32];
+            b3accel::xof_reader_with(s, &Mode::Hash, input).map(|mut r| r.fill(&mut out)).map_err(|e| e.to_string())
+        };
+        let (mut rayon_f, mut cpu_f, mut auto_f, mut file_f) = (
+            || ok(blake3::Hasher::new().update_rayon(input).finalize()),
+            || hash(Device::Cpu),
+            || hash(Device::Auto),
+            || hash_file(),
+        );
+        let mut list_fs: Vec<_> = lists.iter().map(|l| move || spread_hash(&l.spread)).collect();
+        let mut series: Vec<&mut dyn FnMut() -> Result<(), String>> =
+            vec![&mut rayon_f, &mut cpu_f, &mut auto_f, &mut file_f];
+        series.extend(list_fs.iter_mut().map(|f| f as &mut dyn FnMut() -> Result<(), String>));
+        let mut results = time_interleaved(budget, &mut series).into_iter();
+        let mut next = || results.next().expect("one result per series");
+        let (rayon, cpu, auto, from_file) = (next(), next(), next(), next());
         let _ = std::fs::remove_file(&file);
-        add("upstream hash (1 thread)".into(), up, None);
-        add("upstream update_rayon".into(), rayon, None);
-        add("cpu (1 thread)".into(), cpu1, None);
-        add("cpu".into(), cpu, None);
-        add("cpu hash_file_on (cached)".into(), from_file, None);
-        add("auto".into(), auto, None);
+        add("upstream hash (1 thread)".into(), up, None, None);
+        add("upstream update_rayon".into(), rayon, None, None);
+        add("cpu (1 thread)".into(), cpu1, None, None);
+        add("cpu".into(), cpu, None, None);
+        add("cpu hash_file_on (cached)".into(), from_file, None, None);
+        add("auto".into(), auto, None, None);
+        for l in &lists {
+            let spread = size >= SPREAD_FROM && l.spread.devices().len() > 1;
+            add(l.series.clone(), next(), None, spread.then(|| l.spread.last_shares()));
+        }
         for g in &gpus {
             if g.info.is_software_gpu() && size > SOFTWARE_GPU_MAX {
                 continue;
@@ -330,9 +407,9 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             let dev = g.info.device;
             let host = time(budget, || hash(dev));
             let parts = g.extra.as_ref().and_then(|x| x.timed(input).ok());
-            add(format!("{dev} host"), host, parts);
+            add(format!("{dev} host"), host, parts, None);
             if let Some(x) = &g.extra {
-                add(format!("{dev} resident"), x.resident(input, budget), None);
+                add(format!("{dev} resident"), x.resident(input, budget), None, None);
             }
         }
     }
@@ -351,6 +428,9 @@ pub fn run(args: Args, global: &Global) -> Outcome {
                 "seconds": r.seconds, "gb_per_s": r.gbps(),
                 "upload_s": r.parts.map(|p| p[0]), "kernel_s": r.parts.map(|p| p[1]),
                 "download_s": r.parts.map(|p| p[2]),
+                "shares": r.shares.as_ref().map(|s| s.iter().map(|(d, bytes)| serde_json::json!({
+                    "device": d.to_string(), "bytes": bytes,
+                })).collect::<Vec<_>>()),
             })).collect::<Vec<_>>(),
         });
         println!("{json:#}");
@@ -397,7 +477,7 @@ fn bench_merkle(rows: &mut Vec<Row>, gpus: &[Gpu], budget: Duration, large: bool
         let mut push = |series: String, r: Result<f64, String>| match r {
             Ok(seconds) => {
                 eprintln!("bench: merkle {series:<20} {label:>13}  {:>9.3} ms", seconds * 1e3);
-                rows.push(Row { test: "merkle", series, bytes, label: label.clone(), seconds, parts: None });
+                rows.push(Row::new("merkle", series, bytes, label.clone(), seconds));
             }
             Err(e) => eprintln!("bench: merkle {series} at {label}: {e}"),
         };
@@ -429,7 +509,7 @@ fn bench_merkle(rows: &mut Vec<Row>, gpus: &[Gpu], budget: Duration, large: bool
         let mut push = |series: String, r: Result<f64, String>| match r {
             Ok(seconds) => {
                 eprintln!("bench: hash_many {series:<17} {label:>13}  {:>9.3} ms", seconds * 1e3);
-                rows.push(Row { test: "hash_many", series, bytes, label: label.clone(), seconds, parts: None });
+                rows.push(Row::new("hash_many", series, bytes, label.clone(), seconds));
             }
             Err(e) => eprintln!("bench: hash_many {series} at {label}: {e}"),
         };
@@ -464,22 +544,16 @@ fn many(device: Device, data: &[u8], msg_len: usize) -> Result<(), String> {
 fn render(machine: &serde_json::Value, rows: &[Row]) -> String {
     let mut s = format!("b3accel bench on {}\n\n", describe(machine));
     let hash: Vec<&Row> = rows.iter().filter(|r| r.test == "hash").collect();
-    let mut sizes: Vec<(u64, String)> = hash.iter().map(|r| (r.bytes, r.label.clone())).collect();
-    sizes.sort();
-    sizes.dedup();
-    let mut series: Vec<&str> = Vec::new();
-    for r in &hash {
-        if !series.contains(&r.series.as_str()) {
-            series.push(&r.series);
-        }
-    }
-    let _ = write!(s, "Hashing throughput, GB/s (median of repeated calls)\n{:<26}", "series");
+    let sizes = size_columns(&hash);
+    let series = series_names(&hash);
+    let width = series.iter().map(|n| n.len() + 2).max().unwrap_or(0).max(26);
+    let _ = write!(s, "Hashing throughput, GB/s (median of repeated calls)\n{:<width$}", "series");
     for (_, l) in &sizes {
         let _ = write!(s, "{l:>9}");
     }
     s.push('\n');
     for name in &series {
-        let _ = write!(s, "{name:<26}");
+        let _ = write!(s, "{name:<width$}");
         for (b, _) in &sizes {
             match hash.iter().find(|r| r.series == *name && r.bytes == *b) {
                 Some(r) => {
@@ -489,6 +563,30 @@ fn render(machine: &serde_json::Value, rows: &[Row]) -> String {
             }
         }
         s.push('\n');
+    }
+    for l in machine["lists"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "  {}: {}, from host memory; inputs of {} or more are spread over its devices",
+            l["series"].as_str().unwrap_or("?"),
+            l["about"].as_str().unwrap_or("?"),
+            size_label(l["spread_from_bytes"].as_u64().unwrap_or(0)),
+        );
+    }
+    let spread: Vec<&&Row> = hash.iter().filter(|r| r.shares.is_some()).collect();
+    if !spread.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nDevice lists: each device's share of the bytes of the last call\n{:<width$}{:>9}   shares",
+            "series", "size"
+        );
+        for r in spread {
+            let shares = r.shares.as_deref().unwrap_or_default();
+            let total = shares.iter().map(|x| x.1).sum::<u64>().max(1) as f64;
+            let each: Vec<String> =
+                shares.iter().map(|(d, b)| format!("{d} {:.1}%", 100.0 * *b as f64 / total)).collect();
+            let _ = writeln!(s, "{:<width$}{:>9}   {}", r.series, r.label, each.join(", "));
+        }
     }
     let parts: Vec<&&Row> = hash.iter().filter(|r| r.parts.is_some()).collect();
     if !parts.is_empty() {
@@ -533,23 +631,85 @@ fn render(machine: &serde_json::Value, rows: &[Row]) -> String {
     s
 }
 
-/// Throughput against size, log-log, one polyline per series, as a standalone SVG.
+/// The sizes of `rows`, smallest first, with their labels: the table's and the plot's columns.
+fn size_columns(rows: &[&Row]) -> Vec<(u64, String)> {
+    let mut sizes: Vec<(u64, String)> = rows.iter().map(|r| (r.bytes, r.label.clone())).collect();
+    sizes.sort();
+    sizes.dedup();
+    sizes
+}
+
+/// The series of `rows`, in the order first measured.
+fn series_names<'a>(rows: &[&'a Row]) -> Vec<&'a str> {
+    let mut series: Vec<&str> = Vec::new();
+    for r in rows {
+        if !series.contains(&r.series.as_str()) {
+            series.push(&r.series);
+        }
+    }
+    series
+}
+
+/// Line colours and dash patterns: series `i` gets colour `i % 10` and pattern `i / 10`, so
+/// every one of the first 40 series has a style of its own (the legend shows each).
+const COLORS: [&str; 10] =
+    ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+const DASHES: [&str; 4] = ["", "8 4", "2 3", "10 3 2 3"];
+
+fn line_style(i: usize) -> (&'static str, String) {
+    let dash = DASHES[(i / COLORS.len()) % DASHES.len()];
+    (COLORS[i % COLORS.len()], if dash.is_empty() { String::new() } else { format!(" stroke-dasharray=\"{dash}\"") })
+}
+
+/// `text` cut at spaces into lines of at most `max` characters (a longer word gets a line of
+/// its own).
+fn wrap(text: &str, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= max => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// Throughput against size, log-log, one polyline per series, as a standalone SVG. The title
+/// (the machine) is wrapped to the picture's width; the legend shows each series' line.
 fn plot(machine: &serde_json::Value, rows: &[Row]) -> String {
     let hash: Vec<&Row> = rows.iter().filter(|r| r.test == "hash").collect();
-    let (w, h, left, right, top, bottom) = (960.0, 600.0, 80.0, 250.0, 50.0, 60.0);
+    let series = series_names(&hash);
+    let w = 1000.0;
+    // About 6.5 px per character at 11 px: the machine's description in lines that fit.
+    let title = wrap(&describe(machine), ((w - 40.0) / 6.5) as usize);
+    let (left, right, bottom) = (80.0, 290.0, 60.0);
+    let top = 44.0 + 14.0 * title.len() as f64;
+    let legend_end = top + 16.0 * series.len() as f64 + 10.0;
+    let h = (top + 480.0 + bottom).max(legend_end + bottom);
     let xs: Vec<f64> = hash.iter().map(|r| (r.bytes as f64).log2()).collect();
     let ys: Vec<f64> = hash.iter().map(|r| r.gbps().max(1e-3).log10()).collect();
     let (x0, x1) = (xs.iter().cloned().fold(f64::MAX, f64::min), xs.iter().cloned().fold(f64::MIN, f64::max));
-    let (y0, y1) = (ys.iter().cloned().fold(f64::MAX, f64::min).floor(), ys.iter().cloned().fold(f64::MIN, f64::max).ceil());
+    let (y0, y1) =
+        (ys.iter().cloned().fold(f64::MAX, f64::min).floor(), ys.iter().cloned().fold(f64::MIN, f64::max).ceil());
     let (x1, y1) = (if x1 > x0 { x1 } else { x0 + 1.0 }, if y1 > y0 { y1 } else { y0 + 1.0 });
     let px = |x: f64| left + (x - x0) / (x1 - x0) * (w - left - right);
     let py = |y: f64| h - bottom - (y - y0) / (y1 - y0) * (h - top - bottom);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{left}\" y=\"20\" font-size=\"14\">BLAKE3 throughput (GB/s) by input size: {}</text>\n",
-        xml(&describe(machine))
+         <text x=\"20\" y=\"22\" font-size=\"15\">BLAKE3 throughput (GB/s) by input size</text>\n"
     );
+    for (i, line) in title.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<text x=\"20\" y=\"{:.1}\" font-size=\"11\" fill=\"#444\">{}</text>",
+            40.0 + 14.0 * i as f64,
+            xml(line)
+        );
+    }
     let mut e = y0;
     while e <= y1 {
         let y = py(e);
@@ -563,10 +723,7 @@ fn plot(machine: &serde_json::Value, rows: &[Row]) -> String {
         );
         e += 1.0;
     }
-    let mut sizes: Vec<(u64, String)> = hash.iter().map(|r| (r.bytes, r.label.clone())).collect();
-    sizes.sort();
-    sizes.dedup();
-    for (b, l) in &sizes {
+    for (b, l) in &size_columns(&hash) {
         let x = px((*b as f64).log2());
         let _ = writeln!(
             s,
@@ -576,31 +733,32 @@ fn plot(machine: &serde_json::Value, rows: &[Row]) -> String {
             xml(l)
         );
     }
-    let colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
-    let mut series: Vec<&str> = Vec::new();
-    for r in &hash {
-        if !series.contains(&r.series.as_str()) {
-            series.push(&r.series);
-        }
-    }
     for (i, name) in series.iter().enumerate() {
-        let color = colors[i % colors.len()];
-        let dash = if i >= colors.len() { " stroke-dasharray=\"6 3\"" } else { "" };
+        let (color, dash) = line_style(i);
         let pts: Vec<String> = hash
             .iter()
             .filter(|r| r.series == *name)
             .map(|r| format!("{:.1},{:.1}", px((r.bytes as f64).log2()), py(r.gbps().max(1e-3).log10())))
             .collect();
+        let (lx, ly) = (w - right + 10.0, top + 16.0 * i as f64 + 6.0);
         let _ = writeln!(
             s,
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\">{}</text>",
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n\
+             <line x1=\"{lx:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>\n\
+             <text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
             pts.join(" "),
-            w - right + 10.0,
-            top + 16.0 * i as f64 + 10.0,
+            lx + 28.0,
+            lx + 34.0,
+            ly + 4.0,
             xml(name)
         );
     }
-    let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">input size (log scale)</text>", left + (w - left - right) / 2.0, h - 15.0);
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">input size (log scale)</text>",
+        left + (w - left - right) / 2.0,
+        h - 15.0
+    );
     s.push_str("</svg>\n");
     s
 }

@@ -1,9 +1,11 @@
 //! `b3accel devices`: every backend compiled in, every device each one finds, and a self-test of
 //! each device against the official BLAKE3 test vectors.
 
+use crate::choice::{list_name, Choice};
 use crate::output::Out;
 use crate::{Fatal, Global, Outcome};
-use b3accel::{BackendKind, Device, DeviceInfo};
+use b3accel::spread::Spread;
+use b3accel::{Backend, BackendKind, Device, DeviceInfo, Mode};
 use std::process::ExitCode;
 
 /// List every device this build can hash on, with a self-test of each
@@ -11,10 +13,11 @@ use std::process::ExitCode;
 /// Prints each backend compiled into this build and each device it finds (kind, memory, compute
 /// units), or why it has none, and hashes official BLAKE3 test vectors on every device in all
 /// three modes. The exit status is 1 when any self-test fails. With `--backend DEVICE`, only
-/// that device is listed and tested (exit status 1 when it is not there). The names in the first
-/// column are what `--backend` takes. With `-v`, each GPU device's optional features follow
-/// its line: whether its driver has each one (timestamp queries, pipeline cache, subgroups,
-/// 64-bit atomics) and which path b3accel takes on it; `--json` always has them.
+/// that device is listed and tested (exit status 1 when it is not there); with a list or `all`,
+/// each of its devices, then all of them at once, the vectors cut into pieces they share. The
+/// names in the first column are what `--backend` takes. With `-v`, each GPU device's optional
+/// features follow its line: whether its driver has each one (timestamp queries, pipeline cache,
+/// subgroups, 64-bit atomics) and which path b3accel takes on it; `--json` always has them.
 #[derive(clap::Args, Debug)]
 pub struct Args {}
 
@@ -44,37 +47,40 @@ const VECTORS: [(usize, &str, &str, &str); 2] = [
     ),
 ];
 
-/// Hashes the vectors on `device`; the first mismatch or error, if any.
-fn self_test(device: Device) -> Result<(), String> {
+/// Hashes the vectors on `backend`; the first mismatch or error, if any.
+fn self_test(backend: &dyn Backend) -> Result<(), String> {
     for (len, hash, keyed, derived) in VECTORS {
         let input = pattern(len);
-        let results = [
-            ("hash", b3accel::hash_on(device, &input), hash),
-            (
-                "keyed_hash",
-                b3accel::keyed_hash_on(device, VECTOR_KEY, &input),
-                keyed,
-            ),
-            (
-                "derive_key",
-                b3accel::derive_key_on(device, VECTOR_CONTEXT, &input),
-                derived,
-            ),
-        ];
-        for (mode, got, expected) in results {
-            match got {
-                Ok(h) if h.to_hex().as_str() == expected => {}
-                Ok(h) => {
-                    return Err(format!(
-                        "{mode} of the {len}-byte vector: expected {expected}, got {}",
-                        h.to_hex()
-                    ))
-                }
-                Err(e) => return Err(format!("{mode} of the {len}-byte vector: {e}")),
+        for (mode, name, expected) in [
+            (Mode::Hash, "hash", hash),
+            (Mode::Keyed(*VECTOR_KEY), "keyed_hash", keyed),
+            (Mode::DeriveKey(VECTOR_CONTEXT.into()), "derive_key", derived),
+        ] {
+            let mut got = [0u8; 32];
+            match b3accel::xof_reader_with(backend, &mode, &input) {
+                Ok(mut reader) => reader.fill(&mut got),
+                Err(e) => return Err(format!("{name} of the {len}-byte vector: {e}")),
+            }
+            let got = blake3::Hash::from_bytes(got);
+            if got.to_hex().as_str() != expected {
+                return Err(format!("{name} of the {len}-byte vector: expected {expected}, got {}", got.to_hex()));
             }
         }
     }
     Ok(())
+}
+
+/// [`self_test`] on `device`, opened (or why it does not open).
+fn self_test_device(device: Device) -> Result<(), String> {
+    let backend = b3accel::backend(device).map_err(|e| e.to_string())?;
+    self_test(&*backend)
+}
+
+/// [`self_test`] on `devices` at once: every input spread over them, in pieces of 1 to 4 chunks,
+/// so that each device hashes some of the 100-chunk vector.
+fn self_test_together(devices: &[Device]) -> Result<(), String> {
+    let spread = Spread::new(devices).map_err(|e| e.to_string())?;
+    self_test(&spread.with_min_bytes(0).with_pieces(4 << 10, 1 << 10))
 }
 
 /// The machine's memory, for the CPU backend (which does not report any): Linux's
@@ -107,25 +113,19 @@ struct BackendReport {
     devices: Result<Vec<DeviceInfo>, String>,
 }
 
-/// The one device `--backend` names.
-fn report_for(device: Device) -> Result<Vec<BackendReport>, Fatal> {
-    let backend = b3accel::backend(device)?;
-    let info = backend.info().clone();
-    Ok(vec![BackendReport {
-        backend: info.backend,
-        devices: Ok(vec![info]),
-    }])
+/// The devices `--backend` names, each opened.
+fn report_for(devices: &[Device]) -> Result<Vec<BackendReport>, Fatal> {
+    let mut out = Vec::new();
+    for &device in devices {
+        let info = b3accel::backend(device)?.info().clone();
+        out.push(BackendReport { backend: info.backend, devices: Ok(vec![info]) });
+    }
+    Ok(out)
 }
 
 fn reports() -> Vec<BackendReport> {
-    let cpu = b3accel::devices()
-        .into_iter()
-        .filter(|d| d.backend == BackendKind::Cpu)
-        .collect();
-    let mut out = vec![BackendReport {
-        backend: BackendKind::Cpu,
-        devices: Ok(cpu),
-    }];
+    let cpu = b3accel::devices().into_iter().filter(|d| d.backend == BackendKind::Cpu).collect();
+    let mut out = vec![BackendReport { backend: BackendKind::Cpu, devices: Ok(cpu) }];
     let statuses = b3accel::backend_status();
     for (kind, feature) in [(BackendKind::OpenCl, "opencl"), (BackendKind::Wgpu, "wgpu")] {
         let devices = match statuses.iter().find(|s| s.backend == kind) {
@@ -134,16 +134,36 @@ fn reports() -> Vec<BackendReport> {
                 Ok(list) => Ok(list.clone()),
                 Err(e) => Err(e.to_string()),
             },
-            None => Err(format!(
-                "not built into this binary (rebuild with `--features {feature}`)"
-            )),
+            None => Err(format!("not built into this binary (rebuild with `--features {feature}`)")),
         };
-        out.push(BackendReport {
-            backend: kind,
-            devices,
-        });
+        out.push(BackendReport { backend: kind, devices });
     }
     out
+}
+
+/// One tested row: with `json`, `obj` and the self-test's outcome as one JSON line; otherwise the
+/// columns (device, kind, memory, units), the outcome and `name`, and a failure's reason on a
+/// line of its own.
+fn push_tested(
+    text: &mut String,
+    json: bool,
+    mut obj: serde_json::Value,
+    columns: [String; 4],
+    name: &str,
+    test: &Result<(), String>,
+) {
+    let verdict = if test.is_ok() { "ok" } else { "FAILED" };
+    if json {
+        obj["self_test"] = verdict.into();
+        obj["self_test_error"] = test.clone().err().into();
+        text.push_str(&format!("{obj}\n"));
+        return;
+    }
+    let [device, kind, memory, units] = columns;
+    text.push_str(&format!("{device:<10} {kind:<15} {memory:>10} {units:>6}  {verdict:<10} {name}\n"));
+    if let Err(e) = test {
+        text.push_str(&format!("           self-test: {e}\n"));
+    }
 }
 
 pub fn run(_args: Args, global: &Global) -> Outcome {
@@ -156,9 +176,12 @@ pub fn run(_args: Args, global: &Global) -> Outcome {
             "DEVICE", "KIND", "MEMORY", "UNITS", "SELF-TEST", "NAME (API, DRIVER)"
         ));
     }
-    let reports = match global.backend {
-        Device::Auto => reports(),
-        device => report_for(device)?,
+    // A list's devices (all of them tested together after each alone).
+    let list = global.backend.devices()?;
+    let reports = match (&global.backend, &list) {
+        (Choice::One(Device::Auto), _) => reports(),
+        (Choice::One(device), _) => report_for(&[*device])?,
+        (_, list) => report_for(list.as_deref().unwrap_or_default())?,
     };
     for report in reports {
         let devices = match report.devices {
@@ -176,75 +199,58 @@ pub fn run(_args: Args, global: &Global) -> Outcome {
             }
         };
         for info in devices {
-            let test = self_test(info.device);
+            let test = self_test_device(info.device);
             failed |= test.is_err();
             // The self-test opened the device (a device that does not open has none).
-            let paths = b3accel::backend(info.device)
-                .map(|b| b.feature_paths())
-                .unwrap_or_default();
-            let memory = info.memory_bytes.or(if info.backend == BackendKind::Cpu {
-                system_memory()
-            } else {
-                None
+            let paths = b3accel::backend(info.device).map(|b| b.feature_paths()).unwrap_or_default();
+            let memory = info.memory_bytes.or(if info.backend == BackendKind::Cpu { system_memory() } else { None });
+            let obj = serde_json::json!({
+                "device": info.device.to_string(),
+                "backend": info.backend.to_string(),
+                "kind": info.kind.to_string(),
+                "name": info.name,
+                "api": info.api,
+                "driver": info.driver,
+                "memory_bytes": memory,
+                "compute_units": info.compute_units,
+                "software_gpu": info.is_software_gpu(),
+                "features": paths.iter().map(|p| serde_json::json!({
+                    "feature": p.feature, "available": p.available, "used": p.used, "path": p.path,
+                })).collect::<Vec<_>>(),
             });
-            if global.json {
-                let obj = serde_json::json!({
-                    "device": info.device.to_string(),
-                    "backend": info.backend.to_string(),
-                    "kind": info.kind.to_string(),
-                    "name": info.name,
-                    "api": info.api,
-                    "driver": info.driver,
-                    "memory_bytes": memory,
-                    "compute_units": info.compute_units,
-                    "software_gpu": info.is_software_gpu(),
-                    "self_test": if test.is_ok() { "ok" } else { "FAILED" },
-                    "self_test_error": test.as_ref().err(),
-                    "features": paths.iter().map(|p| serde_json::json!({
-                        "feature": p.feature, "available": p.available, "used": p.used, "path": p.path,
-                    })).collect::<Vec<_>>(),
-                });
-                text.push_str(&format!("{obj}\n"));
-            } else {
-                text.push_str(&format!(
-                    "{:<10} {:<15} {:>10} {:>6}  {:<10} {} ({}, {}){}\n",
-                    info.device.to_string(),
-                    info.kind.to_string(),
-                    memory.map(human_bytes).unwrap_or_else(|| "-".into()),
-                    info.compute_units
-                        .map(|u| u.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                    if test.is_ok() { "ok" } else { "FAILED" },
-                    info.name,
-                    info.api,
-                    info.driver,
-                    if info.is_software_gpu() {
-                        " [software: never picked by auto]"
-                    } else {
-                        ""
-                    },
-                ));
-                if let Err(e) = &test {
-                    text.push_str(&format!("           self-test: {e}\n"));
-                }
-                if global.verbose > 0 {
-                    for p in &paths {
-                        text.push_str(&format!("           {p}\n"));
-                    }
+            let columns = [
+                info.device.to_string(),
+                info.kind.to_string(),
+                memory.map(human_bytes).unwrap_or_else(|| "-".into()),
+                info.compute_units.map(|u| u.to_string()).unwrap_or_else(|| "-".into()),
+            ];
+            let software = if info.is_software_gpu() { " [software: never picked by auto]" } else { "" };
+            let name = format!("{} ({}, {}){software}", info.name, info.api, info.driver);
+            push_tested(&mut text, global.json, obj, columns, &name, &test);
+            if global.verbose > 0 && !global.json {
+                for p in &paths {
+                    text.push_str(&format!("           {p}\n"));
                 }
             }
         }
     }
+    if let Some(list) = list.filter(|l| l.len() > 1) {
+        let test = self_test_together(&list);
+        failed |= test.is_err();
+        let name = list_name(&list);
+        let obj = serde_json::json!({
+            "device": name,
+            "devices": list.iter().map(Device::to_string).collect::<Vec<_>>(),
+            "together": true,
+        });
+        let columns = [name, "together".into(), "-".into(), "-".into()];
+        let what = "all of them at once (b3accel::spread), in pieces of 1 to 4 KiB";
+        push_tested(&mut text, global.json, obj, columns, what, &test);
+    }
     let written = out.write(text.as_bytes()).and_then(|()| out.flush());
     match written {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(Fatal(format!("write error: {e}")))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(Fatal(format!("write error: {e}"))),
         _ => {}
     }
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

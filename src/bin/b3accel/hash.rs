@@ -1,18 +1,18 @@
 //! The default command: hash inputs and print one line each, exactly as b3sum does (or, with
 //! `--check`, hand over to the check module).
 
+use crate::choice::{Choice, Devices};
 use crate::inputs::{self, Input, Listing};
 use crate::output::{self, display_name, Out};
 use crate::progress::Progress;
 use crate::{ordered, Fatal, Global, Outcome};
 use b3accel::file::{self, FileOptions};
-use b3accel::{Backend, Device, Mode, OutputReader, KEY_LEN};
+use b3accel::{Device, Mode, OutputReader, KEY_LEN};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// The hashing options: b3sum's, then b3accel's own.
@@ -131,57 +131,10 @@ pub struct Hashed {
     pub reader: OutputReader,
     pub bytes: u64,
     pub seconds: f64,
-    /// The device that hashed it, and (with `--backend auto -vv`) why.
-    pub device: Device,
+    /// What hashed it (`cpu`, `opencl:0`, `cpu+opencl:1`), and (with `-vv`) why, or each
+    /// device's share.
+    pub device: String,
     pub why: Option<String>,
-}
-
-/// The `--backend` device, opened once; with `auto`, the device is chosen per input.
-pub struct Devices {
-    asked: Device,
-    backend: Arc<dyn Backend>,
-    cpu: Arc<dyn Backend>,
-    /// `-vv`: keep each input's reason.
-    explain: bool,
-}
-
-impl Devices {
-    /// The backend for an input of `len` bytes (`None`: not known in advance, a stream).
-    ///
-    /// With `--backend auto` an input of known size goes where `b3accel::auto::choose` sends it
-    /// (through the Auto backend, which falls back to the CPU where a GPU fails); one under
-    /// `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of `choose`),
-    /// without a choice per call for every small file. A stream goes to the Auto backend, which
-    /// chooses for each batch.
-    pub fn pick(&self, len: Option<u64>) -> (Arc<dyn Backend>, Device, Option<String>) {
-        if self.asked != Device::Auto {
-            return (self.backend.clone(), self.backend.info().device, None);
-        }
-        match len {
-            Some(n) if n < b3accel::auto::GPU_MIN_BYTES => {
-                let why = self
-                    .explain
-                    .then(|| format!("under {} MiB, small inputs stay on the CPU", b3accel::auto::GPU_MIN_BYTES >> 20));
-                (self.cpu.clone(), Device::Cpu, why)
-            }
-            Some(n) => {
-                // Choosing may list (and open) GPUs: the library keeps their drivers' start-up
-                // chatter off stderr.
-                let choice = b3accel::auto::choose(n);
-                if choice.device == Device::Cpu {
-                    return (self.cpu.clone(), Device::Cpu, Some(choice.reason));
-                }
-                // The Auto backend hashes it: on the GPU it chose, and again on the CPU if that
-                // GPU fails (`hash_input` then names the CPU, and `-v` says so).
-                (self.backend.clone(), choice.device, Some(choice.reason))
-            }
-            None => (
-                self.backend.clone(),
-                Device::Auto,
-                self.explain.then(|| "a stream: the device is chosen for each batch".to_string()),
-            ),
-        }
-    }
 }
 
 /// With `-v`: says once per device, on standard error, that a GPU `--backend auto` chose has
@@ -189,7 +142,7 @@ impl Devices {
 pub fn note_failed_devices(global: &Global, out: &mut Out) -> io::Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NOTED: AtomicUsize = AtomicUsize::new(0);
-    if global.verbose == 0 || global.backend != Device::Auto {
+    if global.verbose == 0 || global.backend != Choice::One(Device::Auto) {
         return Ok(());
     }
     let failed = b3accel::auto::failed_devices();
@@ -217,21 +170,22 @@ pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result
         Input::Stdin => file::Input::from_reader(io::stdin().lock()),
         Input::Path(path) => file::Input::open(path)?,
     };
-    let (backend, device, why) = spec.devices.pick(source.size());
+    let picked = spec.devices.pick(source.size());
     let tell = |n| progress.inc(n);
     let options =
         FileOptions { mmap: spec.mmap, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
-    let (mut reader, bytes) = source.hash_with(backend, &spec.mode, &options)?;
+    let (mut reader, bytes) = source.hash_with(picked.backend.clone(), &spec.mode, &options)?;
     reader.set_position(spec.seek);
+    let seconds = start.elapsed().as_secs_f64();
     // A GPU that Auto chose and that failed on this input: the Auto backend hashed it again on
     // the CPU.
-    let (device, why) = match b3accel::auto::failed_devices().iter().find(|(d, _)| *d == device) {
-        Some(_) if spec.devices.asked == Device::Auto => {
-            (Device::Cpu, why.map(|w| format!("{device} failed, so the CPU ({w})")))
+    let (device, why) = match picked.auto_gpu {
+        Some(gpu) if b3accel::auto::failed_devices().iter().any(|(d, _)| *d == gpu) => {
+            ("cpu".to_string(), picked.why().map(|w| format!("{gpu} failed, so the CPU ({w})")))
         }
-        _ => (device, why),
+        _ => (picked.name.clone(), picked.why()),
     };
-    Ok(Hashed { reader, bytes, seconds: start.elapsed().as_secs_f64(), device, why })
+    Ok(Hashed { reader, bytes, seconds, why, device })
 }
 
 /// The mode options of the subcommands that hash in a mode (`subtree`, `merge`), as the default
@@ -284,39 +238,6 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
     // The key lives on in the `Mode` (which wipes it when dropped); this copy goes now.
     zeroize::Zeroize::zeroize(&mut bytes);
     key
-}
-
-/// Opens the `--backend` device (an error when it is not there), saying with `-v` what it is and
-/// why.
-pub fn open_device(global: &Global) -> Result<Arc<dyn Backend>, Fatal> {
-    let backend = b3accel::backend(global.backend)?;
-    if global.verbose > 0 {
-        let info = backend.info();
-        let threads = rayon::current_num_threads();
-        if global.backend == Device::Auto {
-            crate::warn(format_args!(
-                "--backend auto: inputs under {} MiB are hashed on the CPU ({}, {}), larger ones on \
-                 the device measured fastest at their size; {threads} thread(s){}",
-                b3accel::auto::GPU_MIN_BYTES >> 20,
-                info.name,
-                b3accel::cpu::CpuBackend::new().kernel(),
-                if global.verbose > 1 { "" } else { " (-vv names each input's device)" },
-            ));
-        } else {
-            crate::warn(format_args!(
-                "hashing on {} ({}, {}), as --backend asks; {threads} thread(s)",
-                info.device, info.name, info.api
-            ));
-        }
-    }
-    Ok(backend)
-}
-
-/// The devices for a run: the `--backend` one, and the CPU for `auto`'s small inputs.
-pub fn devices(global: &Global) -> Result<Devices, Fatal> {
-    let backend = open_device(global)?;
-    let cpu = if global.backend == Device::Auto { b3accel::backend(Device::Cpu)? } else { backend.clone() };
-    Ok(Devices { asked: global.backend, backend, cpu, explain: global.verbose > 1 })
 }
 
 /// One hashed input under `--json`.
@@ -399,7 +320,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
             args.seek, args.length
         )));
     }
-    let devices = devices(global)?;
+    let devices = crate::choice::open(global)?;
     let inputs = inputs::expand(&Listing {
         files: &args.file,
         files_from: args.files_from.as_deref(),
@@ -448,7 +369,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                             path: path.to_string_lossy(),
                             hash: output::HexOutput::new(&mut h.reader, length),
                             bytes: h.bytes,
-                            backend: h.device.to_string(),
+                            backend: h.device,
                             seconds: h.seconds,
                         };
                         out.json(&record)?;

@@ -6,13 +6,13 @@
 //! Each subcommand is a module with a clap `Args` struct and a `run(args, &Global) -> Outcome`
 //! function, declared by one line in the `subcommands!` list below.
 
-use b3accel::Device;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::fmt;
 use std::process::ExitCode;
 
 mod check;
 mod checkline;
+mod choice;
 mod hash;
 mod inputs;
 mod ordered;
@@ -44,8 +44,8 @@ macro_rules! subcommands {
 
 // To add a subcommand, add its line here and write src/bin/b3accel/NAME.rs with a
 // `#[derive(clap::Args)]` struct (its doc comment is the help) and
-// `pub fn run(args: Args, global: &Global) -> Outcome`. Helpers to share: `hash::open_device`
-// (the `--backend` device, with the `-v` note), `output::Out` (buffered stdout), `warn`, and
+// `pub fn run(args: Args, global: &Global) -> Outcome`. Helpers to share: `choice::open` (what
+// `--backend` names, opened, with the `-v` note; `pick` gives each input's backend), `output::Out` (buffered stdout), `warn`, and
 // `Fatal` for errors that end the command. `--backend`, `--num-threads`, `--json`, `--progress`
 // and `-v` are global (in `Global`); the rayon pool is already sized by `--num-threads` when
 // `run` is called. A subcommand may define its own option of the same name: it then shadows the
@@ -122,14 +122,16 @@ pub enum ProgressWhen {
 /// Options that every command takes.
 #[derive(clap::Args, Clone, Debug)]
 pub struct Global {
-    /// The device to hash on: auto, cpu, opencl[:N] or wgpu[:N]
+    /// The device to hash on: auto, cpu, opencl[:N], wgpu[:N], a list such as cpu,opencl:1, or all
     ///
     /// `auto` chooses per input: inputs under 4 MiB are hashed on the CPU, larger ones on the
     /// device measured fastest at their size (a hardware GPU, never a software one); `-vv` shows
-    /// each choice. `b3accel devices` lists the devices of this machine. A device that is not
-    /// there is an error (exit status 1).
+    /// each choice. A list hashes each large input on all its devices at once (smaller ones on
+    /// its first device; `-v` says from what size); `all` is the list of every hardware device
+    /// (the CPU and every GPU that is not a software one). `b3accel devices` lists the devices of
+    /// this machine. A device that is not there is an error (exit status 1).
     #[arg(long, value_name = "DEVICE", default_value = "auto", global = true)]
-    pub backend: Device,
+    pub backend: choice::Choice,
 
     /// The maximum number of threads to use
     ///

@@ -10,8 +10,10 @@
 //! multiple of 32, or a FILE that cannot be read is an error: a message `b3accel: ...` on
 //! standard error, exit status 1, nothing on standard output.
 
+use crate::choice::Choice;
 use b3accel::file::Input;
-use b3accel::{merkle_root, merkle_tree, Device};
+use b3accel::merkle::merkle_root_with;
+use b3accel::MerkleTree;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,9 +27,9 @@ use std::process::ExitCode;
 /// to the root.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MerkleArgs {
-    /// Device to hash on: auto, cpu, opencl[:N] or wgpu[:N].
+    /// Device to hash on: auto, cpu, opencl[:N], wgpu[:N], a list (its first device) or all.
     #[arg(long, short = 'b', value_name = "B", default_value = "auto")]
-    pub backend: Device,
+    pub backend: Choice,
 
     /// Also write all inner nodes to OUT: raw 32-byte nodes, level by level from the leaves'
     /// parents up to the root (the last 32 bytes).
@@ -80,9 +82,7 @@ pub fn root_line(args: &MerkleArgs) -> Result<String, String> {
 fn root_of(args: &MerkleArgs, bytes: &[u8]) -> Result<String, String> {
     let name = args.file.display();
     if bytes.is_empty() {
-        return Err(format!(
-            "{name}: empty file: a Merkle tree needs at least one 32-byte leaf"
-        ));
+        return Err(format!("{name}: empty file: a Merkle tree needs at least one 32-byte leaf"));
     }
     let (leaves, rest) = bytes.as_chunks::<32>();
     if !rest.is_empty() {
@@ -92,16 +92,15 @@ fn root_of(args: &MerkleArgs, bytes: &[u8]) -> Result<String, String> {
             rest.len()
         ));
     }
+    // A list's (or all's) Spread hands Merkle work to its first device.
+    let backend = args.backend.backend().map_err(|e| e.to_string())?;
     let root = match &args.tree {
-        None => merkle_root(args.backend, leaves).map_err(|e| e.to_string())?,
+        None => merkle_root_with(&*backend, leaves).map_err(|e| e.to_string())?,
         Some(out) => {
             if same_file(out, &args.file) {
-                return Err(format!(
-                    "--tree {}: refusing to overwrite the input file",
-                    out.display()
-                ));
+                return Err(format!("--tree {}: refusing to overwrite the input file", out.display()));
             }
-            let tree = merkle_tree(args.backend, leaves).map_err(|e| e.to_string())?;
+            let tree = MerkleTree::build_with(&*backend, leaves).map_err(|e| e.to_string())?;
             let root = tree.root();
             write_nodes(out, tree.inner_nodes().as_flattened())?;
             root

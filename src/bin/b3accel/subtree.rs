@@ -2,7 +2,7 @@
 //! that many machines can hash one input: each hashes its pieces, and `b3accel merge` turns the
 //! pieces' lines into the input's hash.
 
-use crate::hash::{devices, finish, ModeArgs};
+use crate::hash::{finish, ModeArgs};
 use crate::output::{display_name, push_hex, Out};
 use crate::progress::Progress;
 use crate::{usage_error, Fatal, Global, Outcome};
@@ -63,25 +63,26 @@ pub fn run(args: Args, global: &Global) -> Outcome {
     check_subtree(args.offset, args.length)
         .map_err(|e| Fatal(format!("--offset {} --length {}: {e}", args.offset, args.length)))?;
     let mode = args.mode.mode()?;
-    let devices = devices(global)?;
+    let devices = crate::choice::open(global)?;
     let start = Instant::now();
     let name = args.file.to_string_lossy();
     let in_file = |e: b3accel::Error| Fatal(format!("{name}: {e}"));
-    let input = if stdin { Input::from_reader(io::stdin().lock()) } else { Input::open(&args.file).map_err(in_file)? };
+    let input =
+        if stdin { Input::from_reader(io::stdin().lock()) } else { Input::open(&args.file).map_err(in_file)? };
     let input = input.range(args.offset, args.length).map_err(in_file)?;
-    let (backend, device, why) = devices.pick(Some(args.length));
-    if let Some(why) = why.filter(|_| global.verbose > 1) {
-        crate::warn(format_args!("{name}: hashed on {device}: {why}"));
-    }
+    let picked = devices.pick(Some(args.length));
     let progress = Progress::new(global.progress, args.length);
     let tell = |n| progress.inc(n);
     let options = FileOptions { mmap: true, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
-    let mut hasher = Hasher::with_backend(backend, &mode);
+    let mut hasher = Hasher::with_backend(picked.backend.clone(), &mode);
     hasher.set_input_offset(args.offset)?;
     let fed = input.update(&mut hasher, &options);
     progress.finish();
     fed.map_err(in_file)?;
     let cv = hasher.finalize_non_root()?;
+    if let Some(why) = picked.why().filter(|_| global.verbose > 1) {
+        crate::warn(format_args!("{name}: hashed on {}: {why}", picked.name));
+    }
     let mut hex = Vec::with_capacity(64);
     push_hex(&mut hex, &cv);
     let hex = String::from_utf8(hex).map_err(|e| Fatal(e.to_string()))?;
@@ -93,7 +94,7 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             offset: args.offset,
             length: args.length,
             cv: hex,
-            backend: device.to_string(),
+            backend: picked.name,
             seconds: start.elapsed().as_secs_f64(),
         })
     } else {

@@ -1,0 +1,445 @@
+//! The `--backend` option: what it names (`auto`, one device, a device list or `all`), opening
+//! that once for the run, and which backend hashes each input (with `-v` and `-vv`, why).
+
+use crate::{Fatal, Global};
+use b3accel::spread::{Spread, SPREAD_MIN_BYTES};
+use b3accel::{Backend, Cv, Device, DeviceInfo};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// What `--backend` names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// One device, or `auto` (a device chosen for each input).
+    One(Device),
+    /// Several devices hashing each input together (`cpu,opencl:1`), each named once, in the
+    /// order given.
+    List(Vec<Device>),
+    /// Every hardware device: the CPU and every GPU that is not a software one.
+    All,
+}
+
+impl FromStr for Choice {
+    type Err = String;
+
+    /// `all`, a device, or devices separated by commas. A list with an empty name (`cpu,,wgpu`),
+    /// `auto` or `all` in it is refused; a device named twice is used once.
+    fn from_str(s: &str) -> Result<Choice, String> {
+        if s.trim().eq_ignore_ascii_case("all") {
+            return Ok(Choice::All);
+        }
+        if !s.contains(',') {
+            return s.parse().map(Choice::One).map_err(|e: b3accel::Error| e.to_string());
+        }
+        let mut list = Vec::new();
+        for name in s.split(',').map(str::trim) {
+            if name.is_empty() {
+                return Err(format!("'{s}' has an empty device name (a list is written cpu,opencl:1)"));
+            }
+            if name.eq_ignore_ascii_case("all") {
+                return Err(format!("'{s}': all stands alone (it names every hardware device)"));
+            }
+            let device: Device = name.parse().map_err(|e: b3accel::Error| e.to_string())?;
+            if device == Device::Auto {
+                return Err(format!("'{s}': auto chooses one device for each input, so it cannot be in a list"));
+            }
+            if !list.contains(&device) {
+                list.push(device);
+            }
+        }
+        Ok(Choice::List(list))
+    }
+}
+
+/// A list's name in `--json` and in messages: `cpu+opencl:1`.
+pub fn list_name(devices: &[Device]) -> String {
+    devices.iter().map(Device::to_string).collect::<Vec<_>>().join("+")
+}
+
+impl Choice {
+    /// The devices a list or `all` names on this machine (`None` for one device or `auto`). A
+    /// device of the list that this machine or build lacks is its error, as `--backend DEVICE`
+    /// gives it. Listing GPUs starts their drivers' listings (not the devices); the library keeps
+    /// their start-up chatter off standard error.
+    pub fn devices(&self) -> Result<Option<Vec<Device>>, Fatal> {
+        let list = match self {
+            Choice::One(_) => return Ok(None),
+            Choice::All => b3accel::spread::hardware_devices(),
+            Choice::List(list) if list.iter().all(|&d| d == Device::Cpu) => list.clone(),
+            Choice::List(list) => {
+                let found: Vec<DeviceInfo> = b3accel::devices();
+                for &d in list {
+                    if !found.iter().any(|info| info.device == d) {
+                        // The library's own words for a device that is not there.
+                        b3accel::backend(d)?;
+                    }
+                }
+                list.clone()
+            }
+        };
+        Ok(Some(list))
+    }
+
+    /// The backend for the whole choice: `auto`'s, one device's, or one `Spread` over a list's
+    /// devices (whose Merkle trees and batches of messages go to its first device).
+    pub fn backend(&self) -> Result<Arc<dyn Backend>, Fatal> {
+        match self {
+            Choice::One(d) => Ok(b3accel::backend(*d)?),
+            _ => Ok(Arc::new(Spread::new(&self.devices()?.unwrap_or_default())?)),
+        }
+    }
+}
+
+/// The `--backend` choice, opened for the run.
+pub struct Devices {
+    how: How,
+    /// `-vv`: keep each input's reason.
+    explain: bool,
+}
+
+enum How {
+    /// `auto`: small inputs go to the CPU backend, others where `auto::choose` sends them.
+    Auto { auto: Arc<dyn Backend>, cpu: Arc<dyn Backend> },
+    /// One device.
+    One(Arc<dyn Backend>),
+    /// A list or `all`: one `Spread` for the run, which each input uses through a [`Tally`].
+    Spread(Arc<Shared>),
+}
+
+/// What hashes one input.
+pub struct Picked {
+    pub backend: Arc<dyn Backend>,
+    /// What hashed it, as `--json`'s `backend` names it: `cpu`, `opencl:0`, `cpu+opencl:1`.
+    pub name: String,
+    why: Option<String>,
+    /// `-vv`.
+    explain: bool,
+    /// A list's bytes on each device.
+    tally: Option<Arc<Tally>>,
+    /// The GPU `auto` chose for this input (the Auto backend hashes it there, and on the CPU if
+    /// that GPU fails).
+    pub auto_gpu: Option<Device>,
+}
+
+impl Picked {
+    /// With `-vv`, why the input went where it did; for a device list, once it is hashed, how
+    /// many bytes each device hashed.
+    pub fn why(&self) -> Option<String> {
+        match &self.tally {
+            Some(t) if self.explain => Some(t.describe()),
+            _ => self.why.clone(),
+        }
+    }
+}
+
+impl Devices {
+    /// What hashes an input of `len` bytes (`None`: not known in advance, a stream).
+    ///
+    /// With `--backend auto` an input of known size goes where `b3accel::auto::choose` sends it
+    /// (through the Auto backend, which falls back to the CPU where a GPU fails); one under
+    /// `auto::GPU_MIN_BYTES` goes straight to the CPU backend (the first rule of `choose`),
+    /// without a choice per call for every small file. A stream goes to the Auto
+    /// backend, which chooses for each batch.
+    pub fn pick(&self, len: Option<u64>) -> Picked {
+        let explain = self.explain;
+        let picked = |backend: Arc<dyn Backend>, device: Device, why| Picked {
+            backend,
+            name: device.to_string(),
+            why,
+            explain,
+            tally: None,
+            auto_gpu: None,
+        };
+        let (auto, cpu) = match &self.how {
+            How::One(b) => return picked(b.clone(), b.info().device, None),
+            How::Spread(shared) => {
+                let name = list_name(shared.spread.devices());
+                let tally = Arc::new(Tally { shared: shared.clone(), counted: Mutex::new(Counted::default()) });
+                return Picked { backend: tally.clone(), name, why: None, explain, tally: Some(tally), auto_gpu: None };
+            }
+            How::Auto { auto, cpu } => (auto, cpu),
+        };
+        match len {
+            Some(n) if n < b3accel::auto::GPU_MIN_BYTES => {
+                let why = self
+                    .explain
+                    .then(|| format!("under {} MiB, small inputs stay on the CPU", b3accel::auto::GPU_MIN_BYTES >> 20));
+                picked(cpu.clone(), Device::Cpu, why)
+            }
+            Some(n) => {
+                // Choosing may list (and open) GPUs: the library keeps their drivers' start-up
+                // chatter off stderr.
+                let choice = b3accel::auto::choose(n);
+                if choice.device == Device::Cpu {
+                    return picked(cpu.clone(), Device::Cpu, Some(choice.reason));
+                }
+                // The Auto backend hashes it: on the GPU it chose, and again on the CPU if that
+                // GPU fails (`hash_input` then names the CPU, and `-v` says so).
+                Picked { auto_gpu: Some(choice.device), ..picked(auto.clone(), choice.device, Some(choice.reason)) }
+            }
+            None => picked(
+                auto.clone(),
+                Device::Auto,
+                self.explain.then(|| "a stream: the device is chosen for each batch".to_string()),
+            ),
+        }
+    }
+}
+
+/// Opens what `--backend` names (an error when a device is not there), saying with `-v` what it
+/// is and why.
+pub fn open(global: &Global) -> Result<Devices, Fatal> {
+    let verbose = global.verbose > 0;
+    let threads = rayon::current_num_threads();
+    let how = match (&global.backend, global.backend.devices()?) {
+        (Choice::One(Device::Auto), _) => {
+            let auto = b3accel::backend(Device::Auto)?;
+            if verbose {
+                crate::warn(format_args!(
+                    "--backend auto: inputs under {} MiB are hashed on the CPU ({}, {}), larger ones on \
+                     the device measured fastest at their size; {threads} thread(s){}",
+                    b3accel::auto::GPU_MIN_BYTES >> 20,
+                    auto.info().name,
+                    b3accel::cpu::CpuBackend::new().kernel(),
+                    if global.verbose > 1 { "" } else { " (-vv names each input's device)" },
+                ));
+            }
+            How::Auto { auto, cpu: b3accel::backend(Device::Cpu)? }
+        }
+        (Choice::One(d), _) => {
+            let backend = b3accel::backend(*d)?;
+            if verbose {
+                let info = backend.info();
+                crate::warn(format_args!(
+                    "hashing on {} ({}, {}), as --backend asks; {threads} thread(s)",
+                    info.device, info.name, info.api
+                ));
+            }
+            How::One(backend)
+        }
+        (choice, list) => {
+            let list = list.unwrap_or_default();
+            let spread = Spread::new(&list)?;
+            if verbose {
+                crate::warn(spread_note(choice, &spread, threads, global.verbose > 1));
+            }
+            How::Spread(Arc::new(Shared { spread, gate: Mutex::new(()) }))
+        }
+    };
+    Ok(Devices { how, explain: global.verbose > 1 })
+}
+
+/// The `-v` note for a list or `all`.
+fn spread_note(choice: &Choice, spread: &Spread, threads: usize, each: bool) -> String {
+    let devices = spread.devices();
+    let first = spread.devices()[0];
+    let asked = if *choice == Choice::All { "--backend all (every hardware device)" } else { "--backend asks" };
+    if devices.len() == 1 {
+        let note = if *choice == Choice::All { "; no hardware GPU here, so the CPU alone" } else { "" };
+        return format!("hashing on {first} ({}), as {asked}{note}; {threads} thread(s)", spread.info().name);
+    }
+    format!(
+        "hashing on {} together, as {asked}: inputs of {} MiB or more are cut into pieces that \
+         each device takes from one queue as it is ready (GPUs join once they have opened), \
+         smaller ones go to {first} alone; {threads} thread(s){}",
+        devices.iter().map(Device::to_string).collect::<Vec<_>>().join(", "),
+        SPREAD_MIN_BYTES >> 20,
+        if each { "" } else { " (-vv gives each input's shares)" },
+    )
+}
+
+/// A list's `Spread`, shared by the run's inputs, and the turn that its calls that spread take.
+struct Shared {
+    spread: Spread,
+    gate: Mutex<()>,
+}
+
+/// One input's use of the run's `Spread`, which also adds up how many bytes each device hashed
+/// (for `-vv`).
+///
+/// The calls that may spread (all of [`TURNS_FROM`] bytes or more) are made one at a time across
+/// inputs: each uses every device anyway, the shares `Spread::last_shares` gives after one are
+/// then that call's, and a call in progress
+/// needs the rayon pool, so the pool's threads must not all be inside such calls at once. A call
+/// parks its thread until every device is done, while the GPU backends' own threads copy input
+/// with the pool: when several inputs are hashed in parallel, every pool thread could be parked
+/// in a call with nobody left to run those copies. Waiting for its turn, a pool thread runs the
+/// pool's pending work instead (see [`Tally::take_turn`]).
+struct Tally {
+    shared: Arc<Shared>,
+    counted: Mutex<Counted>,
+}
+
+#[derive(Default)]
+struct Counted {
+    /// Bytes of full chunks on each device.
+    shares: Vec<(Device, u64)>,
+    /// Whether any call spread.
+    spread: bool,
+}
+
+/// Calls of this many bytes or more on a list's `Spread` take turns (see [`Tally`]): far below
+/// the size it spreads from, and large enough that small files, hashed many at a time on the
+/// first device, never wait.
+const TURNS_FROM: usize = 1 << 20;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Tally {
+    fn spread(&self) -> &Spread {
+        &self.shared.spread
+    }
+
+    /// Waits for the turn to make a call that spreads; a thread of the rayon pool runs the
+    /// pool's pending work meanwhile.
+    fn take_turn(&self) -> MutexGuard<'_, ()> {
+        loop {
+            match self.shared.gate.try_lock() {
+                Ok(turn) => return turn,
+                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+    }
+
+    /// Runs one call of `len` bytes on the `Spread` and counts who hashed them. Calls of
+    /// [`TURNS_FROM`] bytes or more take turns, whatever size the `Spread` spreads from: a call
+    /// that did not spread leaves `last_shares` as it was, and its bytes are the first device's.
+    fn count(&self, len: usize, call: impl FnOnce(&Spread) -> b3accel::Result<()>) -> b3accel::Result<()> {
+        let spread = self.spread();
+        let first = spread.devices()[0];
+        if len < TURNS_FROM || spread.devices().len() < 2 {
+            call(spread)?;
+            self.add(&[(first, len as u64)], false);
+            return Ok(());
+        }
+        let _turn = self.take_turn();
+        let before = spread.last_shares();
+        call(spread)?;
+        let after = spread.last_shares();
+        if after == before {
+            self.add(&[(first, len as u64)], false);
+        } else {
+            self.add(&after, true);
+        }
+        Ok(())
+    }
+
+    fn add(&self, shares: &[(Device, u64)], spread: bool) {
+        let mut c = lock(&self.counted);
+        c.spread |= spread;
+        for &(d, bytes) in shares {
+            match c.shares.iter_mut().find(|s| s.0 == d) {
+                Some(s) => s.1 += bytes,
+                None => c.shares.push((d, bytes)),
+            }
+        }
+    }
+
+    /// `-vv`'s line: each device's share of the input, or why it was not spread.
+    fn describe(&self) -> String {
+        let c = lock(&self.counted);
+        let first = self.spread().devices()[0];
+        if self.spread().devices().len() < 2 {
+            return format!("one device: {first}");
+        }
+        if !c.spread {
+            return format!("not spread (too small), on {first} alone");
+        }
+        let total: u64 = c.shares.iter().map(|s| s.1).sum::<u64>().max(1);
+        let each: Vec<String> = self
+            .spread()
+            .devices()
+            .iter()
+            .map(|d| {
+                let bytes = c.shares.iter().find(|s| s.0 == *d).map_or(0, |s| s.1);
+                format!("{d} {:.1}% ({:.1} MiB)", 100.0 * bytes as f64 / total as f64, bytes as f64 / (1 << 20) as f64)
+            })
+            .collect();
+        format!("shares {}", each.join(", "))
+    }
+}
+
+impl Backend for Tally {
+    fn info(&self) -> &DeviceInfo {
+        self.spread().info()
+    }
+
+    fn batch_len(&self) -> usize {
+        self.spread().batch_len()
+    }
+
+    fn chunk_subtrees(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> b3accel::Result<()> {
+        self.count(input.len(), |s| s.chunk_subtrees(input, first_chunk, key, flags, out))
+    }
+
+    fn chunk_subtrees_capped(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> b3accel::Result<()> {
+        self.count(input.len(), |s| s.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out))
+    }
+
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> b3accel::Result<()> {
+        self.spread().hash_blocks(blocks, out)
+    }
+
+    fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> b3accel::Result<Cv> {
+        self.spread().merkle(leaves, inner)
+    }
+
+    fn hash_many(
+        &self,
+        data: &[u8],
+        msg_len: usize,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> b3accel::Result<()> {
+        self.spread().hash_many(data, msg_len, key, flags, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_devices_lists_and_all() {
+        assert_eq!("auto".parse(), Ok(Choice::One(Device::Auto)));
+        assert_eq!("opencl:1".parse(), Ok(Choice::One(Device::OpenCl(1))));
+        assert_eq!("ALL".parse(), Ok(Choice::All));
+        assert_eq!(" all ".parse(), Ok(Choice::All));
+        assert_eq!("cpu,opencl:1".parse(), Ok(Choice::List(vec![Device::Cpu, Device::OpenCl(1)])));
+        assert_eq!(
+            "wgpu, cpu,wgpu:0,OPENCL".parse(),
+            Ok(Choice::List(vec![Device::Wgpu(0), Device::Cpu, Device::OpenCl(0)]))
+        );
+        // A one-device list is still a list (hashed through a Spread of one).
+        assert_eq!("cpu,cpu".parse(), Ok(Choice::List(vec![Device::Cpu])));
+        for bad in
+            ["cpu,,wgpu", "cpu,", ",cpu", ",", "auto,cpu", "cpu,auto", "cpu,all", "all,cpu", "cpu,tpu", "cpu,opencl:x"]
+        {
+            let e = bad.parse::<Choice>().expect_err(bad);
+            assert!(e.contains(bad) || e.contains("invalid device"), "{bad}: {e}");
+        }
+        assert_eq!(list_name(&[Device::Cpu, Device::OpenCl(1)]), "cpu+opencl:1");
+    }
+}
