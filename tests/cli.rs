@@ -377,9 +377,10 @@ fn unknown_cpu_kernel_is_a_warning_not_a_failure() {
     assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// Writes b3sum-style checkfiles for the check tests.
-fn check_fixture() -> Dir {
-    let dir = Dir::new("check");
+/// Writes b3sum-style checkfiles for the check tests, in a directory of the test's own (`name`):
+/// tests run in parallel, and one that shared another's directory would see it removed.
+fn check_fixture(name: &str) -> Dir {
+    let dir = Dir::new(name);
     dir.write("a", b"abc");
     dir.write("b", &data(70_000, 3));
     dir.write("back\\slash", b"x");
@@ -418,7 +419,7 @@ fn check_fixture() -> Dir {
 
 #[test]
 fn check_outcomes_match_b3sum() {
-    let dir = check_fixture();
+    let dir = check_fixture("check-outcomes");
     for case in [
         &["-c", "good.b3"][..],
         &["--check", "tagged.b3"],
@@ -473,7 +474,7 @@ fn check_outcomes_match_b3sum() {
 
 #[test]
 fn gnu_check_options() {
-    let dir = check_fixture();
+    let dir = check_fixture("check-gnu");
     let ha = blake3::hash(b"abc").to_hex().to_string();
     dir.write("some-missing.b3", format!("{ha}  a\n{ha}  gone\n").as_bytes());
     dir.write("all-missing.b3", format!("{ha}  gone\n{ha}  gone2\n").as_bytes());

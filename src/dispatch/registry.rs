@@ -131,6 +131,10 @@ pub(crate) fn start_opening(device: Device) {
         map.insert(device, None);
     }
     let spawned = std::thread::Builder::new().name(format!("b3accel open {device}")).spawn(move || {
+        // One device opens at a time: NVIDIA's OpenCL and Vulkan drivers starting side by side
+        // in one process have hung (and crashed) on the GPU machine.
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _one = lock(&ONE_AT_A_TIME);
         let outcome = backend(device);
         let mut map = lock(starting());
         match outcome {
@@ -146,6 +150,24 @@ pub(crate) fn start_opening(device: Device) {
 /// Whether `device` is being opened in the background right now.
 pub(crate) fn opening(device: Device) -> bool {
     matches!(lock(starting()).get(&device), Some(None))
+}
+
+/// Waits until no device is being opened in the background (see
+/// [`Spread`](crate::spread::Spread), which opens its GPUs that way), and returns at once when
+/// none is. Call it before a program ends: a process that exits while a GPU driver is still
+/// starting on another thread runs the driver's exit handlers under it, which crashed NVIDIA's
+/// drivers on the GPU machine (`b3accel --backend cpu,opencl:1,wgpu:0` on a small file, which the
+/// CPU hashes before the GPUs are up, died of SIGSEGV there).
+///
+/// ```
+/// let s = b3accel::spread::Spread::new(&[b3accel::Device::Cpu])?;
+/// b3accel::settle();
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+pub fn settle() {
+    while lock(starting()).values().any(Option::is_none) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// The CPU backend, opened once and found without a lock or a map: every `hash_on(Device::Cpu, ..)`

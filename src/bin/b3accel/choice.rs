@@ -15,7 +15,7 @@ pub enum Choice {
     /// Several devices hashing each input together (`cpu,opencl:1`), each named once, in the
     /// order given.
     List(Vec<Device>),
-    /// Every hardware device: the CPU and every GPU that is not a software one.
+    /// Every hardware device: the CPU and every GPU that is not a software one, each once.
     All,
 }
 

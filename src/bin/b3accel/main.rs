@@ -128,7 +128,7 @@ pub struct Global {
     /// device measured fastest at their size (a hardware GPU, never a software one); `-vv` shows
     /// each choice. A list hashes each large input on all its devices at once (smaller ones on
     /// its first device; `-v` says from what size); `all` is the list of every hardware device
-    /// (the CPU and every GPU that is not a software one). `b3accel devices` lists the devices of
+    /// (the CPU and every GPU that is not a software one, each once). `b3accel devices` lists the devices of
     /// this machine. A device that is not there is an error (exit status 1).
     #[arg(long, value_name = "DEVICE", default_value = "auto", global = true)]
     pub backend: choice::Choice,
@@ -256,6 +256,9 @@ fn main() -> ExitCode {
         Some(command) => command.run(&cli.global),
         None => hash::run(cli.hash, &cli.global),
     };
+    // A device list opens its GPUs in the background; one still starting when the process
+    // exits can crash in its driver's exit handlers (see `b3accel::settle`).
+    b3accel::settle();
     match outcome {
         Ok(code) => code,
         Err(e) => {
