@@ -3,19 +3,48 @@
 //! directory, renamed over the old one), so that a reader sees a whole old file or a whole new
 //! one, never a torn one, however many processes write at once and wherever one of them stops.
 //!
-//! Every cache of the crate goes through here: the calibration of `Device::Auto`, and later the
-//! GPU backends' compiled programs. A reader must still treat what it reads as untrusted (a file
-//! from another version, or garbage): `read` only bounds its size.
+//! Every cache of the crate goes through here: the calibration of `Device::Auto` and the GPU
+//! backends' compiled programs (OpenCL program binaries, Vulkan pipeline caches).
+//! `B3ACCEL_CACHE_DIR` moves the directory, `B3ACCEL_CACHE=off` turns every cache off.
+//!
+//! A reader must treat what it reads as untrusted (a file from another version, another
+//! machine, or garbage): `read` only bounds its size; [`seal`] and [`unseal`] frame a binary
+//! payload with its key, its length and its BLAKE3 hash, so that bytes handed to a driver are
+//! exactly the bytes that were written for that key.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The crate's directory in the operating system's cache directory: `$XDG_CACHE_HOME/b3accel`
-/// or `~/.cache/b3accel` on Linux and other Unix systems, `~/Library/Caches/b3accel` on macOS,
-/// `%LOCALAPPDATA%\b3accel` on Windows. `None` where none of those is set.
+/// The environment variable naming the cache directory in place of the system's.
+pub(crate) const DIR_ENV: &str = "B3ACCEL_CACHE_DIR";
+/// The environment variable that turns every cache off when set to `off`.
+pub(crate) const SWITCH_ENV: &str = "B3ACCEL_CACHE";
+
+/// False when `B3ACCEL_CACHE` is `off` (any case): nothing is then read from or written to a
+/// cache file.
+pub(crate) fn enabled() -> bool {
+    switched_on(std::env::var(SWITCH_ENV).ok().as_deref())
+}
+
+/// Whether the value of `B3ACCEL_CACHE` (if set) leaves caches on.
+fn switched_on(value: Option<&str>) -> bool {
+    !value.is_some_and(|v| v.trim().eq_ignore_ascii_case("off"))
+}
+
+/// The crate's cache directory: `$B3ACCEL_CACHE_DIR` if set, else `b3accel` in the operating
+/// system's cache directory: `$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux and other
+/// Unix systems, `~/Library/Caches/b3accel` on macOS, `%LOCALAPPDATA%\b3accel` on Windows.
+/// `None` where none of those is set.
 pub(crate) fn dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    dir_from(&|name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from))
+}
+
+/// [`dir`] with the environment as `var` answers (unset or empty variables are `None`).
+fn dir_from(var: &dyn Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(d) = var(DIR_ENV) {
+        return Some(d);
+    }
     let base = if cfg!(windows) {
         var("LOCALAPPDATA")
     } else if cfg!(target_os = "macos") {
@@ -27,12 +56,18 @@ pub(crate) fn dir() -> Option<PathBuf> {
 }
 
 /// The path of the cache file `name`: the path in the environment variable `env` if it is set,
-/// else `name` in [`dir`].
+/// else `name` in [`dir`]. `None` when caches are off ([`enabled`]) or there is no directory.
 pub(crate) fn path(env: &str, name: &str) -> Option<PathBuf> {
     match std::env::var_os(env).filter(|v| !v.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)),
-        None => dir().map(|d| d.join(name)),
+        Some(p) => enabled().then(|| PathBuf::from(p)),
+        None => file(name),
     }
+}
+
+/// The path of the cache file `name` in [`dir`]; `None` when caches are off ([`enabled`]) or
+/// there is no directory.
+pub(crate) fn file(name: &str) -> Option<PathBuf> {
+    enabled().then(dir).flatten().map(|d| d.join(name))
 }
 
 /// Reads a cache file of at most `max_len` bytes; `None` if it is missing, unreadable or larger
@@ -72,6 +107,67 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// The first bytes of every sealed cache file.
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+const MAGIC: &[u8; 8] = b"B3ACACHE";
+/// The version of the sealed layout; a file of another version is stale.
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+const SEAL_VERSION: u32 = 1;
+/// Keys longer than this are not keys (a garbage length field).
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+const MAX_KEY: usize = 1 << 16;
+
+/// `payload` framed for a cache file made for `key` (any text naming what the payload was made
+/// from and for): the magic bytes, the layout's version, the key's length and the key, the
+/// payload's length and BLAKE3 hash (upstream `blake3`: an integrity check, not the crate's
+/// hashing), then the payload.
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+pub(crate) fn seal(key: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + 4 + 4 + key.len() + 8 + 32 + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&SEAL_VERSION.to_le_bytes());
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(blake3::hash(payload).as_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The payload of a file [`seal`] made for exactly `key`, or why `bytes` is not one: not a
+/// cache file, another layout version, another key (a stale or foreign file), a length that
+/// does not match (truncated or extended), or a payload whose hash does not match (corrupt).
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+pub(crate) fn unseal<'a>(bytes: &'a [u8], key: &str) -> Result<&'a [u8], &'static str> {
+    fn take<const N: usize>(rest: &mut &[u8]) -> Result<[u8; N], &'static str> {
+        let (head, tail) = rest.split_first_chunk::<N>().ok_or("truncated header")?;
+        *rest = tail;
+        Ok(*head)
+    }
+    let mut rest = bytes;
+    if take::<8>(&mut rest)? != *MAGIC {
+        return Err("not a b3accel cache file");
+    }
+    if u32::from_le_bytes(take(&mut rest)?) != SEAL_VERSION {
+        return Err("another layout version");
+    }
+    let key_len = u32::from_le_bytes(take(&mut rest)?) as usize;
+    let stored_key = rest.get(..key_len).filter(|_| key_len <= MAX_KEY).ok_or("truncated header")?;
+    if stored_key != key.as_bytes() {
+        return Err("made for another key (stale or foreign)");
+    }
+    rest = &rest[key_len..];
+    let len = u64::from_le_bytes(take(&mut rest)?);
+    let hash: [u8; 32] = take(&mut rest)?;
+    if rest.len() as u64 != len {
+        return Err("the payload's length does not match (truncated or extended)");
+    }
+    if *blake3::hash(rest).as_bytes() != hash {
+        return Err("the payload's hash does not match (corrupt)");
+    }
+    Ok(rest)
 }
 
 #[cfg(test)]
@@ -122,10 +218,57 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    #[cfg(any(feature = "opencl", feature = "wgpu"))]
+    #[test]
+    fn a_sealed_payload_comes_back_only_whole_and_for_its_key() {
+        let payload: Vec<u8> = (0..1025u32).map(|i| (i % 251) as u8).collect();
+        let sealed = seal("device A | options", &payload);
+        assert_eq!(unseal(&sealed, "device A | options").unwrap(), payload);
+        assert_eq!(unseal(&seal("k", &[]), "k").unwrap(), b"");
+        // Stale or foreign: another key, even one that is a prefix or an extension.
+        assert!(unseal(&sealed, "device B | options").is_err());
+        assert!(unseal(&sealed, "device A").is_err());
+        assert!(unseal(&sealed, "device A | options!").is_err());
+        // Truncated anywhere, header or payload, or extended.
+        for cut in [0, 1, 7, 8, 12, 16, 20, sealed.len() - payload.len() - 1, sealed.len() - 1] {
+            assert!(unseal(&sealed[..cut], "device A | options").is_err(), "cut at {cut}");
+        }
+        let mut longer = sealed.clone();
+        longer.push(0);
+        assert!(unseal(&longer, "device A | options").is_err());
+        // Any single flipped bit: header fields, key, length, hash or payload.
+        for at in (0..sealed.len()).step_by(7).chain([sealed.len() - 1]) {
+            let mut bad = sealed.clone();
+            bad[at] ^= 0x10;
+            assert!(unseal(&bad, "device A | options").is_err(), "flip at {at}");
+        }
+        // Garbage of every small length, and a key length larger than the file.
+        for n in 0..64 {
+            assert!(unseal(&vec![0xA5; n], "k").is_err());
+        }
+        let mut huge_key = sealed.clone();
+        huge_key[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(unseal(&huge_key, "device A | options").is_err());
+    }
+
     #[test]
     fn the_environment_variable_comes_first() {
         // An unset variable (no test sets this one) falls back to the cache directory.
         let p = path("B3ACCEL_TEST_UNSET_CACHE_VARIABLE", "x.json");
-        assert_eq!(p, dir().map(|d| d.join("x.json")));
+        assert_eq!(p, dir().filter(|_| enabled()).map(|d| d.join("x.json")));
+    }
+
+    #[test]
+    fn the_cache_directory_variable_comes_before_the_systems_and_off_turns_caches_off() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| PathBuf::from(v))
+        };
+        let ours = env(&[(DIR_ENV, "/scratch/c"), ("HOME", "/home/u"), ("LOCALAPPDATA", "C:/u")]);
+        assert_eq!(dir_from(&ours), Some(PathBuf::from("/scratch/c")));
+        let system = dir_from(&env(&[("HOME", "/home/u"), ("LOCALAPPDATA", "C:/u")])).unwrap();
+        assert!(system.ends_with("b3accel") && system != Path::new("/scratch/c"), "{system:?}");
+        assert_eq!(dir_from(&env(&[])), None);
+        assert!(switched_on(None) && switched_on(Some("on")) && switched_on(Some("")));
+        assert!(!switched_on(Some("off")) && !switched_on(Some("OFF")) && !switched_on(Some(" off\n")));
     }
 }

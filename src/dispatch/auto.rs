@@ -12,9 +12,10 @@
 //!
 //! The calibration (and the list of hardware GPUs, so that later processes need not even list
 //! devices) is cached in a small JSON file, made on first use or by `b3accel bench --calibrate`:
-//! `$B3ACCEL_CALIBRATION` if set, else `calibration.json` in the system's cache directory
-//! (`$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux, `~/Library/Caches/b3accel` on
-//! macOS, `%LOCALAPPDATA%\b3accel` on Windows). Delete it after changing hardware or drivers; a
+//! `$B3ACCEL_CALIBRATION` if set, else `calibration.json` in the crate's cache directory
+//! (`$B3ACCEL_CACHE_DIR`, else `$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux,
+//! `~/Library/Caches/b3accel` on macOS, `%LOCALAPPDATA%\b3accel` on Windows); with
+//! `B3ACCEL_CACHE=off` nothing is read or written and each process calibrates. Delete it after changing hardware or drivers; a
 //! cache made by another version of this crate or on another CPU is ignored, and so is a file
 //! that is not a calibration at all. It is written to a temporary file and renamed, so processes
 //! that calibrate at once leave one whole file, never a mixture.
@@ -216,8 +217,8 @@ const CACHE_FORMAT: u64 = 1;
 /// A calibration file is a few hundred bytes; anything much larger is not one.
 const CACHE_MAX_BYTES: u64 = 1 << 20;
 
-/// The cache file's location, where this machine has one: `$B3ACCEL_CALIBRATION`, else
-/// `calibration.json` in the system's cache directory (see the module's introduction).
+/// The cache file's location, where this machine has one and caches are on: `$B3ACCEL_CALIBRATION`,
+/// else `calibration.json` in the crate's cache directory (see the module's introduction).
 ///
 /// ```
 /// if let Some(p) = b3accel::auto::cache_file() {

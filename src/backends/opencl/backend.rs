@@ -141,7 +141,7 @@ impl OpenClBackend {
             || options.parent_work_group.is_some()
             || options.merkle_work_group.is_some();
         let (program, build_log) = loop {
-            let (program, log) = context::build(device, context.as_core(), device_id, &config)?;
+            let (program, log) = context::build(device, context.as_core(), platform, device_id, &config)?;
             // The compiler may allow fewer work-items per group than the device (registers).
             let fits = |name: &str, wg: usize| -> Result<bool> {
                 let k = core::create_kernel(&program, name).map_err(|e| cl_err(device, "creating a kernel", e))?;

@@ -1,6 +1,8 @@
-//! Finding OpenCL devices, describing them, and building the kernels for one of them.
+//! Finding OpenCL devices, describing them, and building the kernels for one of them (or loading
+//! the program binary cached when they were last built).
 
 use super::backend::cl_err;
+use super::binaries;
 use crate::backends::stderr::quiet;
 use crate::tree::{BackendKind, Device, DeviceInfo, DeviceKind, Error, Result};
 use ocl::core::{
@@ -195,30 +197,61 @@ impl BuildConfig {
     }
 }
 
-/// Compiles the kernels for `d`. A compiler error comes back with the driver's build log.
+/// Compiles the kernels for `d` on platform `p`, or loads the program binary the same driver
+/// built from the same source and options last time (`binaries.rs`). A compiler error comes back
+/// with the driver's build log.
 pub(crate) fn build(
     device: Device,
     context: &core::Context,
+    p: PlatformId,
     d: DeviceId,
     config: &BuildConfig,
 ) -> Result<(core::Program, String)> {
+    let text = config.options();
+    let options = CString::new(text.as_str())
+        .map_err(|_| Error::InvalidInput("OpenCL build options must not contain NUL bytes".into()))?;
+    let cache = binaries::cache_file(&driver_key(p, d), &text);
+    if let Some(built) = cache.as_ref().and_then(|c| binaries::load(c, device, context, d, &options)) {
+        return Ok(built);
+    }
     let source = CString::new(SOURCE)
         .map_err(|_| Error::KernelBuild { device, log: "the kernel source contains a NUL byte".into() })?;
-    let options = CString::new(config.options())
-        .map_err(|_| Error::InvalidInput("OpenCL build options must not contain NUL bytes".into()))?;
     let program = core::create_program_with_source(context, &[source])
         .map_err(|e| cl_err(device, "creating the kernel program", e))?;
-    let built = core::build_program(&program, Some(&[d]), &options, None, None);
-    let log = match core::get_program_build_info(&program, d, core::ProgramBuildInfo::BuildLog) {
+    let log = compile(device, &program, d, &options)?;
+    if let Some(c) = &cache {
+        binaries::store(c, &program, &log);
+    }
+    Ok((program, log))
+}
+
+/// What a compiled program depends on besides its source and options: the platform and its
+/// version, the device, its OpenCL version and the driver's version.
+fn driver_key(p: PlatformId, d: DeviceId) -> String {
+    format!(
+        "platform: {} {} | device: {} | {} | driver: {}",
+        platform_string(p, PlatformInfo::Name),
+        platform_string(p, PlatformInfo::Version),
+        device_string(d, core::ffi::CL_DEVICE_NAME),
+        device_string(d, core::ffi::CL_DEVICE_VERSION),
+        device_string(d, core::ffi::CL_DRIVER_VERSION),
+    )
+}
+
+/// Builds `program` (from source or from a binary) for `d` with `options`: the build log, or
+/// the error with the log.
+pub(super) fn compile(device: Device, program: &core::Program, d: DeviceId, options: &CString) -> Result<String> {
+    let built = core::build_program(program, Some(&[d]), options, None, None);
+    let log = match core::get_program_build_info(program, d, core::ProgramBuildInfo::BuildLog) {
         Ok(core::ProgramBuildInfoResult::BuildLog(log)) => log.trim_end_matches('\0').to_string(),
         _ => String::new(),
     };
     let status_ok = matches!(
-        core::get_program_build_info(&program, d, core::ProgramBuildInfo::BuildStatus),
+        core::get_program_build_info(program, d, core::ProgramBuildInfo::BuildStatus),
         Ok(core::ProgramBuildInfoResult::BuildStatus(core::ProgramBuildStatus::Success))
     );
     match built {
-        Ok(()) if status_ok => Ok((program, log)),
+        Ok(()) if status_ok => Ok(log),
         Ok(()) => Err(Error::KernelBuild {
             device,
             log: if log.is_empty() { "the driver reports the build as failed and gave no log".into() } else { log },

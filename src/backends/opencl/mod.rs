@@ -44,6 +44,7 @@
 //! ```
 
 mod backend;
+mod binaries;
 mod context;
 mod many;
 mod merkle;

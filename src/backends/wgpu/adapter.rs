@@ -233,11 +233,12 @@ pub(crate) fn device_of(info: &::wgpu::AdapterInfo) -> Option<Device> {
 
 /// Opens a device on `adapter` with the adapter's real limits (not wgpu's conservative
 /// defaults): the largest buffers and bindings it allows decide the segment sizes. Only the
-/// optional features the code uses are requested (`paths.rs`).
+/// optional features the code uses are requested (`paths.rs`); the pipeline cache only while
+/// caches are on.
 pub(crate) fn open_device(adapter: &::wgpu::Adapter, device: Device) -> Result<(::wgpu::Device, ::wgpu::Queue)> {
     let desc = ::wgpu::DeviceDescriptor {
         label: Some("b3accel"),
-        required_features: wanted_features(adapter.features()),
+        required_features: wanted_features(adapter.features(), super::pipeline_cache::wanted()),
         required_limits: adapter.limits(),
         experimental_features: ::wgpu::ExperimentalFeatures::default(),
         memory_hints: ::wgpu::MemoryHints::Performance,

@@ -258,8 +258,9 @@ impl Backend for WgpuBackend {
         16 << 20
     }
 
-    /// Timestamp queries (the device times itself, or the wall clock does), the pipeline cache,
-    /// subgroups and 64-bit atomics (what the adapter has; the shaders need none of them today).
+    /// Timestamp queries (the device times itself, or the wall clock does), the pipeline cache
+    /// (used where the device has one: its file, kept between processes), subgroups and 64-bit
+    /// atomics (what the adapter has; the shaders need neither today).
     ///
     /// ```no_run
     /// use b3accel::Backend;
@@ -270,7 +271,12 @@ impl Backend for WgpuBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     fn feature_paths(&self) -> Vec<FeaturePath> {
-        super::paths::feature_paths(self.adapter_features, self.adapter_backend, self.gpu.timestamps)
+        super::paths::feature_paths(
+            self.adapter_features,
+            self.adapter_backend,
+            self.gpu.timestamps,
+            self.gpu.pipeline_cache.as_deref(),
+        )
     }
 
     fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {

@@ -5,12 +5,14 @@ use super::many::{ManyScratch, MANY_ROUND_BYTES};
 use super::merkle::MerkleScratch;
 use super::options::{Loads, WgpuOptions, DEFAULT_MERKLE_LEVELS};
 use super::paths::has_timestamps;
+use super::pipeline_cache::DiskCache;
 use super::pipelines::{self, Pipelines, LOG_WORKGROUP, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::Scratch;
 use super::wait::scoped;
 use crate::backends::gpu::pool::Pool;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{Device, Error, Result};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// What the device's callbacks reported (our own device only): they only record, never panic.
@@ -36,6 +38,8 @@ pub(crate) struct Gpu {
     pub(super) timestamps: bool,
     /// Nanoseconds per timestamp tick.
     pub(super) timestamp_period: f64,
+    /// The file the device's pipeline cache is kept in, where it has one (`pipeline_cache.rs`).
+    pub(super) pipeline_cache: Option<PathBuf>,
     pub(super) health: Option<Arc<Health>>,
     pub(super) scratch: Pool<Scratch>,
     /// Levels per Merkle dispatch.
@@ -105,11 +109,17 @@ impl Gpu {
         }
         let timestamps = has_timestamps(device.features());
         let timestamp_period = queue.get_timestamp_period() as f64;
-        let pipes =
-            scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks))).map_err(|e| match e {
+        let disk = DiskCache::open(&device);
+        let cache = disk.as_ref().map(DiskCache::cache);
+        let pipes = scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks, cache))).map_err(
+            |e| match e {
                 Error::Device { device, detail } => Error::KernelBuild { device, log: detail },
                 other => other,
-            })?;
+            },
+        )?;
+        if let Some(d) = &disk {
+            d.save();
+        }
         Ok(Gpu {
             device,
             queue,
@@ -119,6 +129,7 @@ impl Gpu {
             storage_align,
             timestamps,
             timestamp_period,
+            pipeline_cache: disk.map(|d| d.path().to_path_buf()),
             health,
             // Segment scratch, kept for the next call: up to 16 sets, the largest.
             scratch: Pool::new(usize::MAX, 16, |s| s.cap * s.segs),

@@ -8,7 +8,8 @@
 //! starts GL (EGL), and the drivers' start-up chatter is kept off standard error
 //! ([`stderr`](crate::stderr)). A device is opened with only the optional features the backend
 //! uses; [`Backend::feature_paths`](crate::Backend::feature_paths) says which path it takes where
-//! the adapter lacks one.
+//! the adapter lacks one. Where the device has a pipeline cache (Vulkan), the compiled pipelines
+//! are kept in the crate's cache directory and the next process starts from them.
 //! A software adapter (llvmpipe, lavapipe) is listed as [`DeviceKind::Cpu`](crate::DeviceKind),
 //! works when asked for and is never what `Device::Auto` picks.
 //!
@@ -53,6 +54,7 @@ mod merkle;
 mod options;
 mod passes;
 mod paths;
+mod pipeline_cache;
 mod pipelines;
 mod resident;
 mod segment;

@@ -2,6 +2,7 @@
 //! and which path the backend takes on an adapter that has or lacks each (`devices -v`).
 
 use crate::tree::FeaturePath;
+use std::path::Path;
 
 /// Timestamp queries in compute passes and in command encoders: the code writes both (pass
 /// timestamps around the hashing passes, encoder timestamps around copies), so it asks for them
@@ -10,14 +11,18 @@ fn timestamps() -> ::wgpu::Features {
     ::wgpu::Features::TIMESTAMP_QUERY | ::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
 }
 
-/// The features a device is opened with: only those the code uses, where the adapter has them.
-/// Today that is the timestamp pair; the shaders need nothing beyond core WGSL.
-pub(super) fn wanted_features(adapter: ::wgpu::Features) -> ::wgpu::Features {
+/// The features a device is opened with: only those the code uses, where the adapter has them:
+/// the timestamp pair, and the pipeline cache when `cache` (caches are on and have a directory).
+/// The shaders need nothing beyond core WGSL.
+pub(super) fn wanted_features(adapter: ::wgpu::Features, cache: bool) -> ::wgpu::Features {
+    let mut wanted = ::wgpu::Features::empty();
     if adapter.contains(timestamps()) {
-        timestamps()
-    } else {
-        ::wgpu::Features::empty()
+        wanted |= timestamps();
     }
+    if cache {
+        wanted |= adapter & ::wgpu::Features::PIPELINE_CACHE;
+    }
+    wanted
 }
 
 /// True when a device opened with `features` times its own work.
@@ -26,8 +31,14 @@ pub(super) fn has_timestamps(features: ::wgpu::Features) -> bool {
 }
 
 /// Which path a device on an adapter with `adapter` features, on `backend`, takes for each
-/// optional feature the backend looks at; `timed`: the device was opened with timestamps.
-pub(super) fn feature_paths(adapter: ::wgpu::Features, backend: ::wgpu::Backend, timed: bool) -> Vec<FeaturePath> {
+/// optional feature the backend looks at; `timed`: the device was opened with timestamps;
+/// `cache_file`: the file its pipeline cache is kept in, where it has one.
+pub(super) fn feature_paths(
+    adapter: ::wgpu::Features,
+    backend: ::wgpu::Backend,
+    timed: bool,
+    cache_file: Option<&Path>,
+) -> Vec<FeaturePath> {
     use ::wgpu::Features as F;
     let timestamp_path = if timed {
         "the device times its own passes and copies"
@@ -36,10 +47,15 @@ pub(super) fn feature_paths(adapter: ::wgpu::Features, backend: ::wgpu::Backend,
     } else {
         "the wall clock times each phase"
     };
-    let cache_path = match (adapter.contains(F::PIPELINE_CACHE), backend) {
-        (true, _) => "not used: the shaders are compiled each time a device opens",
-        (false, ::wgpu::Backend::Vulkan) => "the driver has none: the shaders are compiled each time a device opens",
-        (false, _) => "Vulkan only: the shaders are compiled each time a device opens",
+    let cache_path = match (cache_file, adapter.contains(F::PIPELINE_CACHE), backend) {
+        (Some(file), _, _) => format!("used: the compiled pipelines are kept in {}", file.display()),
+        (None, true, _) => "not used (B3ACCEL_CACHE=off, or no cache directory): the shaders are compiled each \
+                            time a device opens"
+            .into(),
+        (None, false, ::wgpu::Backend::Vulkan) => {
+            "the driver has none: the shaders are compiled each time a device opens".into()
+        }
+        (None, false, _) => "Vulkan only: the shaders are compiled each time a device opens".into(),
     };
     let atomics = F::SHADER_INT64_ATOMIC_MIN_MAX | F::SHADER_INT64_ATOMIC_ALL_OPS;
     vec![
@@ -52,8 +68,8 @@ pub(super) fn feature_paths(adapter: ::wgpu::Features, backend: ::wgpu::Backend,
         FeaturePath {
             feature: "pipeline cache",
             available: adapter.contains(F::PIPELINE_CACHE),
-            used: false,
-            path: cache_path.into(),
+            used: cache_file.is_some(),
+            path: cache_path,
         },
         FeaturePath {
             feature: "subgroups",
@@ -77,26 +93,32 @@ mod tests {
 
     #[test]
     fn only_used_features_are_requested() {
-        assert_eq!(wanted_features(F::all()), timestamps());
-        assert_eq!(wanted_features(F::TIMESTAMP_QUERY | F::SUBGROUP), F::empty());
-        assert_eq!(wanted_features(F::empty()), F::empty());
-        assert!(has_timestamps(wanted_features(F::all())));
+        assert_eq!(wanted_features(F::all(), false), timestamps());
+        assert_eq!(wanted_features(F::all(), true), timestamps() | F::PIPELINE_CACHE);
+        assert_eq!(wanted_features(F::TIMESTAMP_QUERY | F::SUBGROUP, true), F::empty());
+        assert_eq!(wanted_features(F::PIPELINE_CACHE, true), F::PIPELINE_CACHE);
+        assert_eq!(wanted_features(F::empty(), true), F::empty());
+        assert!(has_timestamps(wanted_features(F::all(), true)));
         assert!(!has_timestamps(F::TIMESTAMP_QUERY));
     }
 
     #[test]
     fn every_adapter_gets_a_path_for_each_feature() {
         let names = |ps: &[FeaturePath]| ps.iter().map(|p| p.feature).collect::<Vec<_>>();
-        let full = feature_paths(F::all(), ::wgpu::Backend::Vulkan, true);
-        let bare = feature_paths(F::empty(), ::wgpu::Backend::Gl, false);
+        let file = Path::new("/cache/b3accel/wgpu-0123456789abcdef.bin");
+        let full = feature_paths(F::all(), ::wgpu::Backend::Vulkan, true, Some(file));
+        let bare = feature_paths(F::empty(), ::wgpu::Backend::Gl, false, None);
         assert_eq!(names(&full), names(&bare));
         assert!(full.iter().all(|p| p.available));
+        assert!(full[1].used && full[1].path.contains(&file.display().to_string()), "{}", full[1]);
         assert!(bare.iter().all(|p| !p.available && !p.used));
+        let off = feature_paths(F::PIPELINE_CACHE, ::wgpu::Backend::Vulkan, false, None);
+        assert!(off[1].available && !off[1].used && off[1].path.contains("B3ACCEL_CACHE=off"));
         assert_eq!(full[0].to_string(), format!("timestamps: yes ({})", full[0].path));
         assert!(bare[0].path.contains("wall clock"));
         assert!(bare[1].path.starts_with("Vulkan only"));
-        let lavapipe_like = feature_paths(F::TIMESTAMP_QUERY, ::wgpu::Backend::Vulkan, false);
-        assert!(lavapipe_like[0].path.contains("passes only"));
-        assert!(lavapipe_like[1].path.contains("the driver has none"));
+        let partial = feature_paths(F::TIMESTAMP_QUERY, ::wgpu::Backend::Vulkan, false, None);
+        assert!(partial[0].path.contains("passes only"));
+        assert!(partial[1].path.contains("the driver has none"));
     }
 }

@@ -135,9 +135,15 @@ fn uniform_entry(binding: u32) -> ::wgpu::BindGroupLayoutEntry {
 }
 
 impl Pipelines {
-    /// Compiles the shader and builds the pipelines on `device`. Errors (a driver that rejects
-    /// the shader) surface through the caller's error scope.
-    pub fn new(device: &::wgpu::Device, loads: Loads, checks: ShaderChecks) -> Pipelines {
+    /// Compiles the shader and builds the pipelines on `device`, through the driver's pipeline
+    /// cache `cache` where there is one. Errors (a driver that rejects the shader) surface
+    /// through the caller's error scope.
+    pub fn new(
+        device: &::wgpu::Device,
+        loads: Loads,
+        checks: ShaderChecks,
+        cache: Option<&::wgpu::PipelineCache>,
+    ) -> Pipelines {
         let desc = ::wgpu::ShaderModuleDescriptor {
             label: Some("blake3.wgsl"),
             source: ::wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
@@ -199,7 +205,7 @@ impl Pipelines {
                     // (the staged pass's idle lanes read stale words but never store them).
                     zero_initialize_workgroup_memory: false,
                 },
-                cache: None,
+                cache,
             })
         };
         let chunk_entry = match loads {
