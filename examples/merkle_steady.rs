@@ -113,6 +113,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let calls: usize = arg(&args, "--calls", 20);
     let extra: usize = arg(&args, "--extra", 6);
     println!("{device}: 2^{log2} leaves, {calls} calls, {extra} other 1 GiB buffers");
+    // --hold DEVICE: keep another device open (idle) meanwhile, e.g. an OpenCL context on the same
+    // GPU, to see whether the driver's clock policy for it changes this device's times.
+    let _held = match args.iter().position(|a| a == "--hold") {
+        Some(i) => {
+            let other: Device = args.get(i + 1).ok_or("--hold DEVICE")?.parse()?;
+            println!("holding {other} open");
+            Some(b3accel::backend(other)?)
+        }
+        None => None,
+    };
     match device {
         #[cfg(feature = "wgpu")]
         Device::Wgpu(i) => run_wgpu(i, log2, calls, extra),

@@ -64,14 +64,15 @@ fn every_device_at_once_matches_upstream_at_awkward_sizes() {
 fn every_device_takes_a_share() {
     let devices = all_devices();
     let spread = Spread::new(&devices).unwrap().with_min_bytes(0).with_pieces(16 << 10, 16 << 10);
-    // 4 MiB + 1 byte: 256 pieces of 16 chunks, and a last chunk of 1 byte.
-    let data = pattern((4 << 20) + 1);
+    // 32 MiB + 1 byte: 2048 pieces of 16 chunks, and a last chunk of 1 byte. (With 4 MiB, the
+    // 16 cores of the GPU machine hashed every piece before a GPU's first pull.)
+    let data = pattern((32 << 20) + 1);
     let mut out = [0u8; 32];
     xof_reader_with(&spread, &Mode::Hash, &data).unwrap().fill(&mut out);
     assert_eq!(out, *blake3::hash(&data).as_bytes());
     let shares = spread.last_shares();
     assert_eq!(shares.iter().map(|s| s.0).collect::<Vec<_>>(), devices);
-    assert_eq!(shares.iter().map(|s| s.1).sum::<u64>(), 4 << 20, "{shares:?}");
+    assert_eq!(shares.iter().map(|s| s.1).sum::<u64>(), 32 << 20, "{shares:?}");
     if devices.len() > 1 {
         // The CPU is far faster than a software GPU here, so a GPU may hash few pieces; each
         // must have taken at least one (it is open and pulls from the queue from the start).

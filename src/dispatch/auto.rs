@@ -12,7 +12,9 @@
 //!
 //! The calibration (and the list of hardware GPUs, so that later processes need not even list
 //! devices) is cached in a small JSON file, made on first use or by `b3accel bench --calibrate`:
-//! `$B3ACCEL_CALIBRATION` if set, else `calibration.json` in the crate's cache directory
+//! `$B3ACCEL_CALIBRATION` if set, else `calibration-<backends>.json` (named by the backends
+//! built in, such as `calibration-wgpu.json`, so that two builds on one machine do not take turns
+//! overwriting one file and calibrating in every process) in the crate's cache directory
 //! (`$B3ACCEL_CACHE_DIR`, else `$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux,
 //! `~/Library/Caches/b3accel` on macOS, `%LOCALAPPDATA%\b3accel` on Windows); with
 //! `B3ACCEL_CACHE=off` nothing is read or written and each process calibrates. Delete it after changing hardware or drivers; a
@@ -218,7 +220,8 @@ const CACHE_FORMAT: u64 = 1;
 const CACHE_MAX_BYTES: u64 = 1 << 20;
 
 /// The cache file's location, where this machine has one and caches are on: `$B3ACCEL_CALIBRATION`,
-/// else `calibration.json` in the crate's cache directory (see the module's introduction).
+/// else `calibration-<backends>.json` in the crate's cache directory (see the module's
+/// introduction).
 ///
 /// ```
 /// if let Some(p) = b3accel::auto::cache_file() {
@@ -226,7 +229,19 @@ const CACHE_MAX_BYTES: u64 = 1 << 20;
 /// }
 /// ```
 pub fn cache_file() -> Option<PathBuf> {
-    cache::path(CALIBRATION_ENV, "calibration.json")
+    cache::path(CALIBRATION_ENV, &format!("calibration-{}.json", build_tag()))
+}
+
+/// The backends built in, as the calibration file's name gives them: `cpu`, `opencl`, `wgpu` or
+/// `opencl-wgpu`. On the GPU machine a default build and an OpenCL build, run in turns, each
+/// found the other's file (another fingerprint) and calibrated again: 2 s per process.
+fn build_tag() -> &'static str {
+    match (cfg!(feature = "opencl"), cfg!(feature = "wgpu")) {
+        (true, true) => "opencl-wgpu",
+        (true, false) => "opencl",
+        (false, true) => "wgpu",
+        (false, false) => "cpu",
+    }
 }
 
 fn curve_to_json(c: &Curve) -> serde_json::Value {

@@ -9,8 +9,8 @@
 //! whose call fails drops out; its piece goes back to the queue for the others (the call fails
 //! only when every device has failed).
 //!
-//! GPUs that are still opening when a call starts (see [`Spread::warm_up`]) join it as soon as
-//! they are ready; the CPU starts at once.
+//! GPUs open in the background at the first call that spreads (or at [`Spread::warm_up`]); those
+//! still opening when a call starts join it as soon as they are ready, and the CPU starts at once.
 //!
 //! A GPU hashing host memory copies it into staging buffers it can read, and on the GPU machine
 //! that copy costs a core about as much per byte as hashing it does. So when the list has the CPU,
@@ -85,7 +85,8 @@ impl std::fmt::Debug for Spread {
 
 impl Spread {
     /// The devices `devices` hashing together, the first one opened now (an error if it does
-    /// not open); the others open in the background and join calls once ready. A device named
+    /// not open); the others open in the background when the first input large enough to spread
+    /// arrives (or at [`Spread::warm_up`]), and join calls once ready. A device named
     /// twice is used once; `Device::Auto` is not allowed in a list.
     ///
     /// ```
@@ -107,9 +108,6 @@ impl Spread {
             return Err(Error::InvalidInput("a device list needs at least one device".into()));
         };
         let first = backend(head)?;
-        for &d in &list[1..] {
-            start_opening(d);
-        }
         let mut info = first.info().clone();
         if list.len() > 1 {
             let names: Vec<String> = list.iter().map(|d| d.to_string()).collect();
@@ -237,6 +235,11 @@ impl Spread {
     fn spread(&self, input: &[u8], first_chunk: u64, max_chunks: u64, domain: Domain, out: &mut [Cv]) -> Result<()> {
         let n = (input.len() / CHUNK_LEN) as u64;
         let members = self.members();
+        // The other devices open now (if not open yet), in the background: a list used only for
+        // small inputs never starts a GPU (nor waits for one in `settle`).
+        for &d in &members[1..] {
+            start_opening(d);
+        }
         let pieces = plan_pieces(n, max_chunks, members.len(), self.big_chunks, self.small_chunks);
         let known = lock(&self.rates).clone();
         let queue = Queue::new(&pieces, members.iter().map(|d| known.get(d).copied()).collect());
