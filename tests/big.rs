@@ -263,9 +263,9 @@ mod opencl_buffers {
     fn beyond_opencl_device_memory_is_a_clear_error() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "opencl_buffers::beyond_memory_child", "--include-ignored", "--nocapture"])
+            .stderr(std::process::Stdio::inherit())
             .output()
             .unwrap();
-        eprint!("{}", String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
         assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "the child ran no test");
     }
@@ -288,7 +288,9 @@ mod opencl_buffers {
             let count = (mem / 8).min(max_alloc) / 32;
             let leaves: Vec<[u8; 32]> =
                 (0..count).into_par_iter().map(|k| *blake3::hash(&k.to_le_bytes()).as_bytes()).collect();
+            let start = std::time::Instant::now();
             let lbuf = upload(&gpu, leaves.as_flattened()).expect("the leaves fit one allocation");
+            eprintln!("opencl:{i}: {count} leaves on the device ({:.1} s)", start.elapsed().as_secs_f64());
             // Ballast up to all but a sixteenth of the leaves' size.
             let mut ballast = Vec::new();
             let mut taken = count * 32;
@@ -310,6 +312,11 @@ mod opencl_buffers {
                 taken += n as u64;
                 ballast.push(b);
             }
+            eprintln!(
+                "opencl:{i}: {} ballast buffers, {taken} of {mem} bytes taken ({:.1} s); asking for the root",
+                ballast.len(),
+                start.elapsed().as_secs_f64()
+            );
             match gpu.merkle_buffer(&lbuf, leaves.len(), MerkleInner::None) {
                 Ok(root) => {
                     assert_eq!(*root.as_bytes(), common::merkle_root(&leaves), "opencl:{i}: a wrong root");

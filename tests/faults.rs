@@ -279,3 +279,38 @@ fn the_command_line_prints_no_line_for_a_failed_input_and_exits_1() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("b0: hashed on {dev}")));
 }
+
+/// A device list whose GPU fails mid-hash (from its first piece, or after three): the CPU
+/// finishes the input, every hash is upstream's, and later calls go on without the GPU.
+#[test]
+fn a_list_finishes_on_the_others_when_a_gpu_fails() {
+    for device in gpu_devices() {
+        for (after, failure) in [(0, "oom"), (3, "lost")] {
+            let env =
+                [("B3ACCEL_FAULT", format!("{device}:{after}:{failure}")), ("FAULT_TEST_DEVICE", device.to_string())];
+            child("list_fault_child", &env);
+            eprintln!("cpu + {device}, {failure} after {after} pieces: every hash right");
+        }
+    }
+}
+
+#[test]
+#[ignore = "run by a_list_finishes_on_the_others_when_a_gpu_fails in a process with B3ACCEL_FAULT set"]
+fn list_fault_child() {
+    use b3accel::spread::Spread;
+    let device = env_device();
+    let spread = Spread::new(&[Device::Cpu, device]).unwrap().with_min_bytes(0).with_pieces(64 << 10, 16 << 10);
+    // The GPU is open before the first call, so that it takes pieces from the start.
+    spread.warm_up();
+    b3accel::settle();
+    let big = data((8 << 20) + 1025, 3);
+    for round in 0..4 {
+        for mode in [Mode::Hash, Mode::Keyed(KEY)] {
+            let mut got = vec![0u8; 64];
+            b3accel::xof_reader_with(&spread, &mode, &big).unwrap().fill(&mut got);
+            assert_eq!(got, upstream_xof(&mode, &big, 0, 64), "round {round}, {mode:?}");
+        }
+    }
+    let shares = spread.last_shares();
+    assert!(shares.iter().any(|&(d, bytes)| d == Device::Cpu && bytes > 0), "{shares:?}");
+}

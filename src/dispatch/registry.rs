@@ -152,6 +152,17 @@ pub(crate) fn opening(device: Device) -> bool {
     matches!(lock(starting()).get(&device), Some(None))
 }
 
+/// Whether a device is being opened in the background right now (see [`settle`]).
+///
+/// ```
+/// if b3accel::opening_in_background() {
+///     b3accel::settle();
+/// }
+/// ```
+pub fn opening_in_background() -> bool {
+    lock(starting()).values().any(Option::is_none)
+}
+
 /// Waits until no device is being opened in the background (see
 /// [`Spread`](crate::spread::Spread), which opens its GPUs that way), and returns at once when
 /// none is. Call it before a program ends: a process that exits while a GPU driver is still
@@ -165,7 +176,7 @@ pub(crate) fn opening(device: Device) -> bool {
 /// # Ok::<(), b3accel::Error>(())
 /// ```
 pub fn settle() {
-    while lock(starting()).values().any(Option::is_none) {
+    while opening_in_background() {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }

@@ -333,7 +333,8 @@ pub fn run(args: Args, global: &Global) -> Outcome {
     let budget = Duration::from_millis(if args.quick { 100 } else { 400 });
     let max = args.max_size.unwrap_or(if args.large { 4 << 30 } else { 1 << 30 });
     let sizes: Vec<u64> =
-        [64u64, 1 << 10, 16 << 10, 256 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30]
+        // 2 and 4 KiB: the CPU backend's weakest sizes against upstream (two and four chunks).
+        [64u64, 1 << 10, 2 << 10, 4 << 10, 16 << 10, 256 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30]
             .into_iter()
             .filter(|&s| s <= max)
             .collect();
