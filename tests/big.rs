@@ -258,9 +258,9 @@ mod opencl_buffers {
     /// Runs [`beyond_memory_child`] in a process of its own: running a device out of memory can
     /// leave NVIDIA's driver unable to make a context for the rest of the process
     /// (`CL_NV_INVALID_MEM_ACCESS` from `clCreateContext`), which would fail the tests after it.
-    /// Within 150 s: on the H200 (run 8, abf3782) filling the ballast past about 19 GB did not
-    /// finish in 240 s (the driver appears to page device memory rather than refuse it), and
-    /// this test then fails rather than hang.
+    /// Within 150 s, so that a driver that pages device memory instead of refusing it fails the
+    /// test rather than hangs it (an earlier ballast, beside leaves of a quarter of the memory, did
+    /// not finish filling in 240 s on the H200).
     #[test]
     #[ignore = "GPU machine: a request beyond the device's memory is a clear error"]
     fn beyond_opencl_device_memory_is_a_clear_error() {
@@ -282,43 +282,62 @@ mod opencl_buffers {
                 Answer::GlobalMemSize(n) => scaled(n),
                 other => panic!("global memory size: {other:?}"),
             };
-            let max_alloc = match gpu.cl_device().info(Info::MaxMemAllocSize).unwrap() {
-                Answer::MaxMemAllocSize(n) => n,
-                other => panic!("largest allocation: {other:?}"),
-            };
-            // Leaves: an eighth of the memory; the reduction's first level needs half of that.
-            let count = (mem / 8).min(max_alloc) / 32;
+            // 128 MiB of leaves (less on a small device) and 64 MiB to hash, on the device first.
+            let count = (mem / 64).min(1 << 22) / 32 * 32;
             let leaves: Vec<[u8; 32]> =
                 (0..count).into_par_iter().map(|k| *blake3::hash(&k.to_le_bytes()).as_bytes()).collect();
-            let start = std::time::Instant::now();
             let lbuf = upload(&gpu, leaves.as_flattened()).expect("the leaves fit one allocation");
-            eprintln!("opencl:{i}: {count} leaves on the device ({:.1} s)", start.elapsed().as_secs_f64());
-            // Ballast up to all but a sixteenth of the leaves' size.
+            let data = big_input((mem / 64).min(64 << 20));
+            let dbuf = upload(&gpu, &data).expect("the input fits one allocation");
+            // Ballast: buffers of 1 GiB while they fit the device's memory, then smaller ones down
+            // to 1 MiB, each filled so that the driver commits it (OpenCL allocates lazily), until
+            // the driver refuses one or the memory is all taken. (Leaves of a quarter of the
+            // memory and ballast buffers of 37 GB broke NVIDIA's queue before the calls below ran.)
+            let start = std::time::Instant::now();
             let mut ballast = Vec::new();
-            let mut taken = count * 32;
-            while taken + count * 2 < mem {
-                // Buffers of 2 GiB at most: filling one of 37 GB in one command broke NVIDIA's
-                // queue (CL_INVALID_COMMAND_QUEUE) before the Merkle call was reached.
-                let n = (mem - taken - count * 2).min(max_alloc).min(2 << 30) as usize;
-                let b = match ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(n).build() {
-                    Ok(b) => b,
-                    Err(e) => {
-                        eprintln!("opencl:{i}: ballast stops at {taken} of {mem} bytes: {e}");
-                        break;
+            let mut taken = (leaves.len() * 32 + data.len()) as u64;
+            'sizes: for size in [1u64 << 30, 256 << 20, 64 << 20, 16 << 20, 4 << 20, 1 << 20] {
+                while taken + size <= mem {
+                    let made = ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(size as usize).build();
+                    let filled = made.and_then(|b| {
+                        b.cmd().fill(0u8, None).enq()?;
+                        gpu.queue().finish()?;
+                        Ok(b)
+                    });
+                    match filled {
+                        Ok(b) => ballast.push(b),
+                        Err(e) => {
+                            let why = e.to_string();
+                            let why = why.lines().find(|l| l.contains("Status error code")).unwrap_or(&why).trim();
+                            eprintln!(
+                                "opencl:{i}: a ballast buffer of {size} bytes refused at {taken} of {mem}: {why}"
+                            );
+                            // On to smaller buffers.
+                            break;
+                        }
                     }
-                };
-                if let Err(e) = b.cmd().fill(0u8, None).enq().and_then(|()| gpu.queue().finish()) {
-                    eprintln!("opencl:{i}: ballast stops at {taken} of {mem} bytes (filling: {e})");
-                    break;
+                    taken += size;
+                    if start.elapsed().as_secs() > 90 {
+                        eprintln!("opencl:{i}: ballast still filling after 90 s, at {taken} of {mem} bytes");
+                        break 'sizes;
+                    }
                 }
-                taken += n as u64;
-                ballast.push(b);
             }
             eprintln!(
-                "opencl:{i}: {} ballast buffers, {taken} of {mem} bytes taken ({:.1} s); asking for the root",
+                "opencl:{i}: {} ballast buffers, {taken} of {mem} bytes taken ({:.1} s)",
                 ballast.len(),
                 start.elapsed().as_secs_f64()
             );
+            match gpu.hash_buffer(&dbuf, &Mode::Hash) {
+                Ok(h) => {
+                    assert_eq!(h.as_bytes()[..], upstream(&Mode::Hash, &data)[..32], "opencl:{i}: a wrong hash");
+                    eprintln!("opencl:{i}: hash right with {taken} of {mem} bytes taken");
+                }
+                Err(e) => {
+                    assert!(matches!(e, b3accel::Error::OutOfMemory { .. } | b3accel::Error::Device { .. }), "{e:?}");
+                    eprintln!("opencl:{i}: hash with {taken} of {mem} bytes taken: {e}");
+                }
+            }
             match gpu.merkle_buffer(&lbuf, leaves.len(), MerkleInner::None) {
                 Ok(root) => {
                     assert_eq!(*root.as_bytes(), common::merkle_root(&leaves), "opencl:{i}: a wrong root");
@@ -395,6 +414,73 @@ mod wgpu_buffers {
                 assert_eq!(bad, None, "wgpu:{i}: hash_many of {} messages", hashes.len());
             }
             eprintln!("wgpu:{i}: {} leaves and {} messages from device buffers ok", leaves.len(), hashes.len());
+        }
+    }
+
+    /// A Merkle root and a hash over buffers on the device once the rest of its memory is taken by
+    /// ballast buffers, allocated until the driver refuses one (Vulkan commits device memory when a
+    /// buffer is made): the backend's own scratch cannot fit, and each answer must be the right
+    /// one or a clear error, never a panic. Hardware adapters only: a software adapter's memory is
+    /// the host's.
+    #[test]
+    #[ignore = "GPU machine: a wgpu request beyond the device's memory is a clear error"]
+    fn beyond_wgpu_device_memory_is_a_clear_error() {
+        let _serial = common::one_at_a_time();
+        for i in common::device_indices(b3accel::BackendKind::Wgpu) {
+            let gpu = WgpuBackend::open(i).unwrap();
+            if gpu.info().is_software_gpu() {
+                eprintln!("wgpu:{i}: a software adapter (its memory is the host's): NOT tested");
+                continue;
+            }
+            let leaves: Vec<[u8; 32]> =
+                (0..1u32 << 22).into_par_iter().map(|k| *blake3::hash(&k.to_le_bytes()).as_bytes()).collect();
+            let lbuf = upload(&gpu, leaves.as_flattened()).expect("128 MiB of leaves fit");
+            let data = big_input(64 << 20);
+            let dbuf = upload(&gpu, &data).expect("64 MiB fit");
+            // Buffers of 1 GiB until one is refused, then smaller ones down to 64 KiB, so that
+            // no room is left.
+            let mut ballast = Vec::new();
+            let mut taken = 0u64;
+            for size in [1u64 << 30, 256 << 20, 64 << 20, 16 << 20, 4 << 20, 1 << 20, 256 << 10, 64 << 10] {
+                loop {
+                    let scope = gpu.device().push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+                    let b = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("ballast"),
+                        size,
+                        usage: wgpu::BufferUsages::STORAGE,
+                        mapped_at_creation: false,
+                    });
+                    if pollster::block_on(scope.pop()).is_some() {
+                        break;
+                    }
+                    taken += size;
+                    ballast.push(b);
+                    assert!(taken < 1 << 40, "wgpu:{i}: 1 TiB of ballast and no refusal");
+                }
+            }
+            eprintln!("wgpu:{i}: ballast of {taken} bytes in {} buffers, then refused", ballast.len());
+            let clear = |what: &str, e: &b3accel::Error| {
+                assert!(
+                    matches!(e, b3accel::Error::OutOfMemory { .. } | b3accel::Error::Device { .. }),
+                    "{what}: {e:?}"
+                );
+                eprintln!("wgpu:{i}: {what} with the memory full: {e}");
+            };
+            match gpu.resident().merkle_root(&lbuf, 0, leaves.len() as u64, None) {
+                Ok(root) => {
+                    assert_eq!(*root.as_bytes(), common::merkle_root(&leaves), "wgpu:{i}: a wrong root");
+                    eprintln!("wgpu:{i}: Merkle root right with the memory full (its scratch fitted)");
+                }
+                Err(e) => clear("Merkle root", &e),
+            }
+            match gpu.resident().hash(&dbuf, 0, data.len() as u64, &Mode::Hash) {
+                Ok(h) => {
+                    assert_eq!(h.as_bytes()[..], upstream(&Mode::Hash, &data)[..32], "wgpu:{i}: a wrong hash");
+                    eprintln!("wgpu:{i}: hash right with the memory full (its scratch fitted)");
+                }
+                Err(e) => clear("hash", &e),
+            }
+            drop(ballast);
         }
     }
 }
