@@ -266,6 +266,7 @@ mod opencl_buffers {
     fn beyond_opencl_device_memory_is_a_clear_error() {
         let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
         cmd.args(["--exact", "opencl_buffers::beyond_memory_child", "--include-ignored", "--nocapture"]);
+        cmd.env("B3ACCEL_BEYOND_CHILD", "1");
         let out = common::run_with_input(cmd, b"", std::time::Duration::from_secs(150));
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
@@ -275,6 +276,11 @@ mod opencl_buffers {
     #[test]
     #[ignore = "run by beyond_opencl_device_memory_is_a_clear_error in a process of its own"]
     fn beyond_memory_child() {
+        if std::env::var_os("B3ACCEL_BEYOND_CHILD").is_none() {
+            // `--ignored` runs every ignored test: this one only counts in its own process.
+            eprintln!("beyond_memory_child: runs only as beyond_opencl_device_memory_is_a_clear_error's child");
+            return;
+        }
         use ocl::enums::{DeviceInfo as Info, DeviceInfoResult as Answer};
         for i in common::device_indices(b3accel::BackendKind::OpenCl) {
             let gpu = OpenClBackend::open(i).unwrap();
