@@ -1,10 +1,10 @@
 //! Merkle roots of device-resident leaves, call after call: is every call as fast as the best?
 //! Allocates `--extra` other 1 GiB buffers first (touched, so the driver places them), then the
-//! leaves, then times `--calls` consecutive roots, the first call after creating the leaves
+//! leaves (uploads finished before the first call), then times `--calls` consecutive roots, the first call after creating the leaves
 //! included; each call's wall time and device time are printed, then the spread.
 //!
 //! ```text
-//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6]
+//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K]
 //! cargo run --release --features opencl --example merkle_steady -- opencl:0 --leaves-log2 20
 //! ```
 
@@ -46,7 +46,13 @@ fn report(times: &[(Duration, Duration)], expected: &blake3::Hash, roots: &[blak
 }
 
 #[cfg(feature = "wgpu")]
-fn run_wgpu(index: usize, log2: u32, calls: usize, extra: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn run_wgpu(
+    index: usize,
+    log2: u32,
+    calls: usize,
+    extra: usize,
+    warm: Option<u32>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let gpu = b3accel::wgpu::WgpuBackend::open(index)?;
     println!("{} (wgpu:{index}), features {:?}", gpu.device().adapter_info().name, gpu.device().features());
     let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
@@ -69,7 +75,21 @@ fn run_wgpu(index: usize, log2: u32, calls: usize, extra: usize) -> Result<(), B
     let data = leaves(log2);
     let buf = make("leaves", data.len() as u64);
     gpu.queue().write_buffer(&buf, 0, &data);
+    // wgpu defers `write_buffer` to the next submission: without this the first call would also
+    // time the upload of every buffer above (7 GiB by default). OpenCL's uploads above block.
+    let flushed = gpu.queue().submit([]);
+    gpu.device().poll(wgpu::PollType::Wait { submission_index: Some(flushed), timeout: None })?;
     let expected = b3accel::merkle_root(Device::Cpu, data.as_chunks::<32>().0)?;
+    if let Some(k) = warm {
+        // One root of 2^k other leaves first: what of the first call's cost is the device's
+        // first Merkle call at all, and what is the first call of this size.
+        let small = leaves(k);
+        let b = make("warm-up leaves", small.len() as u64);
+        gpu.queue().write_buffer(&b, 0, &small);
+        let t = std::time::Instant::now();
+        gpu.resident().merkle_root(&b, 0, 1 << k, None)?;
+        println!("warm-up root of 2^{k} leaves: {:.1} us", t.elapsed().as_secs_f64() * 1e6);
+    }
     let mut times = Vec::new();
     let mut roots = Vec::new();
     for _ in 0..calls {
@@ -112,6 +132,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log2: u32 = arg(&args, "--leaves-log2", 25);
     let calls: usize = arg(&args, "--calls", 20);
     let extra: usize = arg(&args, "--extra", 6);
+    // --warm-log2 K (wgpu): one root of 2^K other leaves before the timed calls.
+    let warm: Option<u32> = args.iter().any(|a| a == "--warm-log2").then(|| arg(&args, "--warm-log2", 10));
     println!("{device}: 2^{log2} leaves, {calls} calls, {extra} other 1 GiB buffers");
     // --hold DEVICE: keep another device open (idle) meanwhile, e.g. an OpenCL context on the same
     // GPU, to see whether the driver's clock policy for it changes this device's times.
@@ -125,7 +147,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     match device {
         #[cfg(feature = "wgpu")]
-        Device::Wgpu(i) => run_wgpu(i, log2, calls, extra),
+        Device::Wgpu(i) => run_wgpu(i, log2, calls, extra, warm),
         #[cfg(feature = "opencl")]
         Device::OpenCl(i) => run_opencl(i, log2, calls, extra),
         other => Err(format!("{other}: not a GPU device this build has").into()),

@@ -9,6 +9,7 @@
 //!   through `ResidentHasher::new`);
 //! - `many [--trusted]`: `hash_many_into` of 2^24 64-byte messages, 10 calls;
 //! - `resident [--trusted]`: `hash_breakdown` of 1 MiB, 64 MiB and 1 GiB, 20 calls each;
+//! - `resident-wall`: the wall time of plain `hash` calls (no timestamps) of the same sizes;
 //! - `placement [--order leaves-first|extras-first] [--extra N] [--fill write|mapped|none]
 //!   [--leaves wgpu|dedicated] [--hints perf|usage] [--warm-ms N]`: where 2^25 Merkle leaves
 //!   and the other 1 GiB buffers land (the allocator's blocks, the Vulkan heaps' usage) and what
@@ -499,6 +500,28 @@ fn main() {
         Some("many-host") => many_host(&args),
         Some("many") => many(&args),
         Some("resident") => resident(&args),
-        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | placement [...] | many-host"),
+        Some("resident-wall") => resident_wall(&args),
+        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | resident-wall | placement [...] | many-host"),
+    }
+}
+
+/// Wall time of plain `hash` calls (no timestamps), 200 per size, after 50 unmeasured ones.
+fn resident_wall(args: &[String]) {
+    let gpu = open(args);
+    let r = gpu.resident();
+    for len in [1u64 << 20, 64 << 20, 1 << 30] {
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let buf = storage(&gpu, &data, wgpu::BufferUsages::empty());
+        let expected = blake3::hash(&data);
+        let mut times = Vec::new();
+        for i in 0..250 {
+            let t = std::time::Instant::now();
+            let h = r.hash(&buf, 0, len, &Mode::Hash).unwrap();
+            if i >= 50 {
+                times.push(t.elapsed());
+            }
+            assert_eq!(h, expected);
+        }
+        stats(&format!("{} MiB resident wall", len >> 20), times);
     }
 }
