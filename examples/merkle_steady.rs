@@ -4,7 +4,7 @@
 //! included; each call's wall time and device time are printed, then the spread.
 //!
 //! ```text
-//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K]
+//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K] [--merkle-levels N] [--plain]
 //! cargo run --release --features opencl --example merkle_steady -- opencl:0 --leaves-log2 20
 //! ```
 
@@ -52,8 +52,11 @@ fn run_wgpu(
     calls: usize,
     extra: usize,
     warm: Option<u32>,
+    levels: Option<u32>,
+    plain: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let gpu = b3accel::wgpu::WgpuBackend::open(index)?;
+    let opts = b3accel::wgpu::WgpuOptions { merkle_levels: levels, ..Default::default() };
+    let gpu = b3accel::wgpu::WgpuBackend::open_with(index, opts)?;
     println!("{} (wgpu:{index}), features {:?}", gpu.device().adapter_info().name, gpu.device().features());
     let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
     let make = |label, size| {
@@ -93,9 +96,16 @@ fn run_wgpu(
     let mut times = Vec::new();
     let mut roots = Vec::new();
     for _ in 0..calls {
-        let (root, t) = gpu.resident().merkle_root_timed(&buf, 0, 1 << log2)?;
-        times.push((t.total, t.kernel));
-        roots.push(root);
+        if plain {
+            let t = std::time::Instant::now();
+            let root = gpu.resident().merkle_root(&buf, 0, 1 << log2, None)?;
+            times.push((t.elapsed(), Duration::ZERO));
+            roots.push(root);
+        } else {
+            let (root, t) = gpu.resident().merkle_root_timed(&buf, 0, 1 << log2)?;
+            times.push((t.total, t.kernel));
+            roots.push(root);
+        }
     }
     report(&times, &expected, &roots);
     drop(others);
@@ -134,6 +144,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let extra: usize = arg(&args, "--extra", 6);
     // --warm-log2 K (wgpu): one root of 2^K other leaves before the timed calls.
     let warm: Option<u32> = args.iter().any(|a| a == "--warm-log2").then(|| arg(&args, "--warm-log2", 10));
+    // --plain (wgpu): time `merkle_root` by the wall clock alone, without the timestamp queries
+    // of `merkle_root_timed` (device time then shows as 0).
+    let plain = args.iter().any(|a| a == "--plain");
+    // --merkle-levels N (wgpu): levels per Merkle dispatch instead of the default.
+    let levels: Option<u32> = args.iter().any(|a| a == "--merkle-levels").then(|| arg(&args, "--merkle-levels", 4));
     println!("{device}: 2^{log2} leaves, {calls} calls, {extra} other 1 GiB buffers");
     // --hold DEVICE: keep another device open (idle) meanwhile, e.g. an OpenCL context on the same
     // GPU, to see whether the driver's clock policy for it changes this device's times.
@@ -147,7 +162,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     match device {
         #[cfg(feature = "wgpu")]
-        Device::Wgpu(i) => run_wgpu(i, log2, calls, extra, warm),
+        Device::Wgpu(i) => run_wgpu(i, log2, calls, extra, warm, levels, plain),
         #[cfg(feature = "opencl")]
         Device::OpenCl(i) => run_opencl(i, log2, calls, extra),
         other => Err(format!("{other}: not a GPU device this build has").into()),

@@ -10,6 +10,7 @@
 //! - `many [--trusted]`: `hash_many_into` of 2^24 64-byte messages, 10 calls;
 //! - `resident [--trusted]`: `hash_breakdown` of 1 MiB, 64 MiB and 1 GiB, 20 calls each;
 //! - `resident-wall`: the wall time of plain `hash` calls (no timestamps) of the same sizes;
+//! - `firsts`: the first resident hash, Merkle root and hash_many on a fresh device, then again;
 //! - `placement [--order leaves-first|extras-first] [--extra N] [--fill write|mapped|none]
 //!   [--leaves wgpu|dedicated] [--hints perf|usage] [--warm-ms N]`: where 2^25 Merkle leaves
 //!   and the other 1 GiB buffers land (the allocator's blocks, the Vulkan heaps' usage) and what
@@ -501,7 +502,34 @@ fn main() {
         Some("many") => many(&args),
         Some("resident") => resident(&args),
         Some("resident-wall") => resident_wall(&args),
-        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | resident-wall | placement [...] | many-host"),
+        Some("firsts") => firsts(&args),
+        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | resident-wall | firsts | placement [...] | many-host"),
+    }
+}
+
+/// The first calls of each kind on a fresh device, each timed (wall), then a second of each: what
+/// a device's first use of each pipeline costs.
+fn firsts(args: &[String]) {
+    let t = std::time::Instant::now();
+    let gpu = open(args);
+    println!("open: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    let r = gpu.resident();
+    let data: Vec<u8> = (0..(1u64 << 20)).map(|i| (i % 251) as u8).collect();
+    let buf = storage(&gpu, &data, wgpu::BufferUsages::empty());
+    let flushed = gpu.queue().submit([]);
+    gpu.device().poll(wgpu::PollType::Wait { submission_index: Some(flushed), timeout: None }).unwrap();
+    let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
+    for round in 0..2 {
+        let t = std::time::Instant::now();
+        assert_eq!(r.hash(&buf, 0, 1 << 20, &Mode::Hash).unwrap(), blake3::hash(&data));
+        let hash = ms(t);
+        let t = std::time::Instant::now();
+        r.merkle_root(&buf, 0, 1 << 10, None).unwrap();
+        let merkle = ms(t);
+        let t = std::time::Instant::now();
+        r.hash_many(&buf, 0, 1 << 10, 64, &Mode::Hash).unwrap();
+        let many = ms(t);
+        println!("round {round}: resident hash 1 MiB {hash:.2} ms, merkle 2^10 {merkle:.2} ms, hash_many 2^10 x 64 B {many:.2} ms");
     }
 }
 
