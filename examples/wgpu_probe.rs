@@ -11,6 +11,7 @@
 //! - `resident [--trusted]`: `hash_breakdown` of 1 MiB, 64 MiB and 1 GiB, 20 calls each;
 //! - `resident-wall`: the wall time of plain `hash` calls (no timestamps) of the same sizes;
 //! - `firsts`: the first resident hash, Merkle root and hash_many on a fresh device, then again;
+//! - `floor`: wgpu's own cost per call: an empty submission, and a 32-byte copy read back;
 //! - `placement [--order leaves-first|extras-first] [--extra N] [--fill write|mapped|none]
 //!   [--leaves wgpu|dedicated] [--hints perf|usage] [--warm-ms N]`: where 2^25 Merkle leaves
 //!   and the other 1 GiB buffers land (the allocator's blocks, the Vulkan heaps' usage) and what
@@ -503,7 +504,8 @@ fn main() {
         Some("resident") => resident(&args),
         Some("resident-wall") => resident_wall(&args),
         Some("firsts") => firsts(&args),
-        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | resident-wall | firsts | placement [...] | many-host"),
+        Some("floor") => floor(&args),
+        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | resident-wall | firsts | floor | placement [...] | many-host"),
     }
 }
 
@@ -531,6 +533,60 @@ fn firsts(args: &[String]) {
         let many = ms(t);
         println!("round {round}: resident hash 1 MiB {hash:.2} ms, merkle 2^10 {merkle:.2} ms, hash_many 2^10 x 64 B {many:.2} ms");
     }
+}
+
+/// wgpu's own floor per call on this device, 500 calls each after 50 unmeasured: an empty
+/// submission waited for by polling, and a 32-byte copy into a mapped buffer (submit, map, wait,
+/// read, unmap) as a resident hash's readback does it.
+fn floor(args: &[String]) {
+    let gpu = open(args);
+    let (device, queue) = (gpu.device(), gpu.queue());
+    let wait = |done: &std::sync::atomic::AtomicBool| {
+        while !done.load(std::sync::atomic::Ordering::Acquire) {
+            device.poll(wgpu::PollType::Poll).unwrap();
+            std::thread::yield_now();
+        }
+    };
+    let mut empty = Vec::new();
+    for i in 0..550 {
+        let t = std::time::Instant::now();
+        queue.submit([]);
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d = done.clone();
+        queue.on_submitted_work_done(move || d.store(true, std::sync::atomic::Ordering::Release));
+        wait(&done);
+        if i >= 50 {
+            empty.push(t.elapsed());
+        }
+    }
+    stats("empty submit + poll", empty);
+    let src = storage(&gpu, &[7u8; 256], wgpu::BufferUsages::COPY_SRC);
+    let rb = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 256,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut copy = Vec::new();
+    for i in 0..550 {
+        let t = std::time::Instant::now();
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&src, 0, &rb, 0, 32);
+        queue.submit([enc.finish()]);
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d = done.clone();
+        rb.map_async(wgpu::MapMode::Read, ..32, move |r| {
+            r.unwrap();
+            d.store(true, std::sync::atomic::Ordering::Release)
+        });
+        wait(&done);
+        assert_eq!(rb.get_mapped_range(..32).unwrap()[0], 7);
+        rb.unmap();
+        if i >= 50 {
+            copy.push(t.elapsed());
+        }
+    }
+    stats("32-byte copy + map + read", copy);
 }
 
 /// Wall time of plain `hash` calls (no timestamps), 200 per size, after 50 unmeasured ones.
