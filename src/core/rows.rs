@@ -3,9 +3,9 @@
 //! every input of one chunk or less), where the lane kernels have nothing to run side by side.
 //! The quarter-round is `compress::g`, the same code the lane kernels use; only the diagonal
 //! shuffles are particular to this form. It is latency-bound, so AVX-512VL's one-instruction
-//! rotations are worth a second instantiation. The CPU backend's four-input form (`Quad`, in
-//! `backends/cpu/quads.rs`) is the same rounds on 512-bit rows: it builds on [`Row`] and
-//! [`all_rounds`] here.
+//! rotations are worth a second instantiation. The CPU backend's forms on two and four inputs
+//! (`Multi`, in `backends/cpu/quads.rs`) are the same rounds on 256- and 512-bit rows: they build
+//! on [`Row`] and [`all_rounds`] here.
 
 #[cfg(target_arch = "x86")]
 use core::arch::x86::*;
@@ -157,7 +157,7 @@ macro_rules! delegate_word {
         }
     };
 }
-pub(crate) use {delegate_add_xor, delegate_word};
+pub(crate) use delegate_add_xor;
 
 delegate_word!(A2);
 

@@ -230,8 +230,9 @@ impl CpuBackend {
     /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart. Each
     /// instruction set takes its whole groups, plus a last partial group when more than half of
     /// it would be used (a padded 16-lane group costs less than an 8-lane, a 4-lane and a scalar
-    /// pass); what is left goes to the next narrower one. Under AVX-512 the 4-input groups run
-    /// on 512-bit rows, and a single input on 128-bit rows.
+    /// pass); what is left goes to the next narrower one. Under AVX-512 everything left after
+    /// the 8-lane kernel goes to the row form on several inputs (`quads::hash_quads`: four or
+    /// three on 512-bit rows, two on 256-bit rows, one on 128-bit rows).
     fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
         let mut done = 0;
         for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
@@ -242,7 +243,7 @@ impl CpuBackend {
             let n = level.lanes();
             let take = match left % n {
                 0 => left,
-                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && r >= 2) => left,
+                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && (r >= 2 || self.evex)) => left,
                 r => left - r,
             };
             if take == 0 {
