@@ -14,8 +14,11 @@ use zeroize::Zeroize;
 
 /// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
 /// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
-/// flags it is to be compressed with (ROOT aside).
-#[inline]
+/// flags it is to be compressed with (ROOT aside). Always inlined: as a call of its own (six
+/// registers saved, the result returned through memory) it cost a 64-byte input 3% of its time
+/// (one thread against upstream: 0.95x -> 0.98x on the 2-core machine's EPYC, 0.97x -> 1.00x on
+/// the H200 machine's Xeon).
+#[inline(always)]
 fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
     debug_assert!(chunk.len() <= CHUNK_LEN);
     let mut cv = domain.key;
