@@ -10,14 +10,17 @@ use core::arch::x86_64::*;
 use super::lanes::{for_groups, hash_rows, lane_ptr, stage_last_blocks, Aligned, Group, Job};
 use crate::core::compress::{words_to_cv, Cv, Word};
 use crate::core::constants::{BLOCK_LEN, IV};
-use crate::core::rows::{all_rounds, Row, ROW_ORDER};
+use crate::core::rows::{all_rounds, gather_table, Gather, Idx, Row};
 
 /// A vector of 128-bit lanes, each holding one row of one input's state: what the row form on
-/// several inputs ([`Multi`]) needs of it. Implemented for 512-bit vectors (four inputs) and
-/// 256-bit ones (two inputs), both with AVX-512VL's one-instruction rotations.
+/// several inputs ([`Multi`]) needs of it. Implemented for 512-bit vectors (four inputs),
+/// 256-bit ones (two inputs) and pairs of 256-bit ones (four inputs), all with AVX-512VL's
+/// one-instruction rotations.
 trait Wide: Word {
     /// Inputs side by side: 128-bit lanes.
     const N: usize;
+    /// How each round's rows are gathered (see [`gather_table`]).
+    const GATHER: [[Gather; 4]; 7];
     /// Words `0..4 * N` of `words`, word i in position i.
     ///
     /// # Safety
@@ -43,12 +46,12 @@ trait Wide: Word {
     ///
     /// # Safety
     /// As for `load`.
-    unsafe fn permute2(a: Self, idx: &[u32; 16], b: Self) -> Self;
+    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self;
     /// [`permute2`](Wide::permute2) into the positions of `mask` only; the others keep `a`'s.
     ///
     /// # Safety
     /// As for `load`.
-    unsafe fn mask_permute2(a: Self, mask: u16, idx: &[u32; 16], b: Self) -> Self;
+    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self;
     /// The positions of `mask` set to `x`.
     ///
     /// # Safety
@@ -63,6 +66,7 @@ trait Wide: Word {
 
 impl Wide for __m512i {
     const N: usize = 4;
+    const GATHER: [[Gather; 4]; 7] = gather_table(4);
     #[inline(always)]
     unsafe fn load(words: &[u32; 16]) -> Self {
         // SAFETY: AVX-512F; 16 words are readable.
@@ -89,15 +93,23 @@ impl Wide for __m512i {
             _mm512_inserti32x4::<3>(x, q(3))
         }
     }
+    /// The index is read from memory at each use (a volatile load): left to itself the compiler
+    /// keeps some of the 49 index vectors in registers across the loop over blocks, and then
+    /// copies a quarter before each permute that overwrites it. Measured on the H200 machine's
+    /// Xeon (Sapphire Rapids), one thread, 4 KiB: 0.75x -> 0.80x upstream's speed (medians of
+    /// ten runs of 15 interleaved rounds); no change on the 2-core machine's EPYC. The 256-bit
+    /// form is better without it (2 KiB: 0.87x against 0.80x on the Xeon).
     #[inline(always)]
-    unsafe fn permute2(a: Self, idx: &[u32; 16], b: Self) -> Self {
-        // SAFETY: AVX-512F.
-        unsafe { _mm512_permutex2var_epi32(a, Self::load(idx), b) }
+    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self {
+        // SAFETY: AVX-512F; `Idx` is 64-byte aligned.
+        unsafe { _mm512_permutex2var_epi32(a, core::ptr::read_volatile(&idx.0 as *const _ as *const __m512i), b) }
     }
     #[inline(always)]
-    unsafe fn mask_permute2(a: Self, mask: u16, idx: &[u32; 16], b: Self) -> Self {
+    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self {
+        // SAFETY: as for `permute2`.
+        let idx = unsafe { core::ptr::read_volatile(&idx.0 as *const _ as *const __m512i) };
         // SAFETY: AVX-512F.
-        unsafe { _mm512_mask_permutex2var_epi32(a, mask, Self::load(idx), b) }
+        unsafe { _mm512_mask_permutex2var_epi32(a, mask, idx, b) }
     }
     #[inline(always)]
     unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
@@ -151,6 +163,7 @@ impl Word for Ymm {
 
 impl Wide for Ymm {
     const N: usize = 2;
+    const GATHER: [[Gather; 4]; 7] = gather_table(2);
     #[inline(always)]
     unsafe fn load(words: &[u32; 16]) -> Self {
         // SAFETY: AVX; 8 of the 16 words are read.
@@ -175,14 +188,16 @@ impl Wide for Ymm {
         }
     }
     #[inline(always)]
-    unsafe fn permute2(a: Self, idx: &[u32; 16], b: Self) -> Self {
+    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self {
         // SAFETY: AVX-512F and VL.
-        Ymm(unsafe { _mm256_permutex2var_epi32(a.0, Self::load(idx).0, b.0) })
+        Ymm(unsafe { _mm256_permutex2var_epi32(a.0, _mm256_load_si256(idx.0.as_ptr() as *const __m256i), b.0) })
     }
     #[inline(always)]
-    unsafe fn mask_permute2(a: Self, mask: u16, idx: &[u32; 16], b: Self) -> Self {
+    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self {
         // SAFETY: AVX-512F and VL. Positions 8 and up do not exist here: the mask's low byte.
-        Ymm(unsafe { _mm256_mask_permutex2var_epi32(a.0, mask as u8, Self::load(idx).0, b.0) })
+        Ymm(unsafe {
+            _mm256_mask_permutex2var_epi32(a.0, mask as u8, _mm256_load_si256(idx.0.as_ptr() as *const __m256i), b.0)
+        })
     }
     #[inline(always)]
     unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
@@ -196,6 +211,92 @@ impl Wide for Ymm {
     }
 }
 
+/// Two [`Ymm`] side by side: four inputs' rows, two in each, as two independent chains of 256-bit
+/// instructions, for CPUs where they beat one chain of 512-bit instructions (see
+/// `platform::prefers_256_bit_rows`). Each half gathers its rows as a [`Ymm`] does.
+#[derive(Clone, Copy)]
+struct Ymm2([Ymm; 2]);
+
+impl Word for Ymm2 {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        Ymm2([self.0[0].add(o.0[0]), self.0[1].add(o.0[1])])
+    }
+    #[inline(always)]
+    fn xor(self, o: Self) -> Self {
+        Ymm2([self.0[0].xor(o.0[0]), self.0[1].xor(o.0[1])])
+    }
+    #[inline(always)]
+    fn rotr16(self) -> Self {
+        Ymm2([self.0[0].rotr16(), self.0[1].rotr16()])
+    }
+    #[inline(always)]
+    fn rotr12(self) -> Self {
+        Ymm2([self.0[0].rotr12(), self.0[1].rotr12()])
+    }
+    #[inline(always)]
+    fn rotr8(self) -> Self {
+        Ymm2([self.0[0].rotr8(), self.0[1].rotr8()])
+    }
+    #[inline(always)]
+    fn rotr7(self) -> Self {
+        Ymm2([self.0[0].rotr7(), self.0[1].rotr7()])
+    }
+}
+
+impl Wide for Ymm2 {
+    const N: usize = 4;
+    const GATHER: [[Gather; 4]; 7] = gather_table(2);
+    #[inline(always)]
+    unsafe fn load(words: &[u32; 16]) -> Self {
+        // SAFETY: AVX; 16 words are readable.
+        unsafe {
+            let p = words.as_ptr() as *const __m256i;
+            Ymm2([Ymm(_mm256_loadu_si256(p)), Ymm(_mm256_loadu_si256(p.add(1)))])
+        }
+    }
+    #[inline(always)]
+    unsafe fn store(self, out: &mut [u32; 16]) {
+        // SAFETY: AVX; 16 words are writable.
+        unsafe {
+            let p = out.as_mut_ptr() as *mut __m256i;
+            _mm256_storeu_si256(p, self.0[0].0);
+            _mm256_storeu_si256(p.add(1), self.0[1].0);
+        }
+    }
+    #[inline(always)]
+    unsafe fn broadcast(words: &[u32; 4]) -> Self {
+        // SAFETY: as the caller guarantees.
+        let x = unsafe { Ymm::broadcast(words) };
+        Ymm2([x, x])
+    }
+    #[inline(always)]
+    unsafe fn lanes(p: [*const u8; 4]) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([Ymm::lanes(p), Ymm::lanes([p[2], p[3], p[2], p[3]])]) }
+    }
+    #[inline(always)]
+    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([Ymm::permute2(a.0[0], idx, b.0[0]), Ymm::permute2(a.0[1], idx, b.0[1])]) }
+    }
+    #[inline(always)]
+    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([Ymm::mask_permute2(a.0[0], mask, idx, b.0[0]), Ymm::mask_permute2(a.0[1], mask, idx, b.0[1])]) }
+    }
+    #[inline(always)]
+    unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([self.0[0].mask_set(mask, x), self.0[1].mask_set(mask >> 8, x)]) }
+    }
+    #[inline(always)]
+    unsafe fn shuffle<const IMM: i32>(self) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([self.0[0].shuffle::<IMM>(), self.0[1].shuffle::<IMM>()]) }
+    }
+}
+
 /// `N` inputs' rows side by side, one input in each 128-bit lane of a [`Wide`] vector. The row
 /// form's shuffles stay within 128-bit lanes, so one compression's instructions compress `N`
 /// blocks, in about the time of one: the row form is latency-bound and leaves the ports room.
@@ -204,9 +305,8 @@ impl Wide for Ymm {
 /// The block is loaded as quarters (one 128-bit load per input and quarter) and each round's rows
 /// are gathered from them with one to three lane-preserving `vpermt2d` ([`Gather`]): seven
 /// per round instead of the twelve that permuting each input's block and transposing took
-/// (2-4 KiB inputs 5-7% faster). Four blocks on 512-bit rows still take about 1.3x upstream's
-/// time for the same work, which permutes the previous round's message in place with in-lane
-/// shuffles.
+/// (2-4 KiB inputs 5-7% faster). Four blocks on 512-bit rows still take about 1.3x the time of
+/// one (upstream: about 1.15x).
 #[derive(Clone, Copy)]
 struct Multi<V>(V);
 
@@ -228,87 +328,6 @@ impl<V: Wide> Word for Multi<V> {
     fn rotr7(self) -> Self {
         Multi(self.0.rotr7())
     }
-}
-
-/// How [`Multi`] gathers row `j` of round `r` from the block held as quarters (`Q[k]` holds words
-/// 4k..4k+3 of input i in lane i): a two-source permute of quarters `src[0]` and `src[1]`, then,
-/// for words in a third or fourth quarter, a masked permute from each. Every index stays within its
-/// 128-bit lane, so the inputs never mix.
-#[derive(Clone, Copy)]
-struct Gather {
-    src: [usize; 4],
-    sources: usize,
-    idx: [[u32; 16]; 3],
-    mask: [u16; 2],
-}
-
-/// [`Gather`] for every row of every round, from [`ROW_ORDER`], for vectors of `inputs` 128-bit
-/// lanes (a permute's second source starts at index `4 * inputs`).
-const fn gather_table(inputs: usize) -> [[Gather; 4]; 7] {
-    let empty = Gather { src: [0; 4], sources: 0, idx: [[0; 16]; 3], mask: [0; 2] };
-    let second = 4 * inputs as u32;
-    let mut out = [[empty; 4]; 7];
-    let mut r = 0;
-    while r < 7 {
-        let mut j = 0;
-        while j < 4 {
-            let mut g = empty;
-            // The quarters this row reads, in order of first use.
-            let mut t = 0;
-            while t < 4 {
-                let q = ROW_ORDER[r][4 * j + t] as usize / 4;
-                let mut seen = false;
-                let mut k = 0;
-                while k < g.sources {
-                    seen |= g.src[k] == q;
-                    k += 1;
-                }
-                if !seen {
-                    g.src[g.sources] = q;
-                    g.sources += 1;
-                }
-                t += 1;
-            }
-            if g.sources == 1 {
-                g.src[1] = g.src[0];
-            }
-            // Word t of lane i: from quarter src[s], word w % 4 of the same lane.
-            let mut t = 0;
-            while t < 4 {
-                let w = ROW_ORDER[r][4 * j + t] as usize;
-                let mut s = 0;
-                while g.src[s] != w / 4 {
-                    s += 1;
-                }
-                let mut lane = 0;
-                while lane < inputs {
-                    let at = 4 * lane + t;
-                    let word = (4 * lane + w % 4) as u32;
-                    if s < 2 {
-                        g.idx[0][at] = word + second * s as u32;
-                    } else {
-                        g.idx[s - 1][at] = word + second;
-                        g.mask[s - 2] |= 1 << at;
-                    }
-                    lane += 1;
-                }
-                t += 1;
-            }
-            out[r][j] = g;
-            j += 1;
-        }
-        r += 1;
-    }
-    out
-}
-
-/// The gathers of a [`Wide`] vector type.
-trait Gathers: Wide {
-    const GATHER: [[Gather; 4]; 7];
-}
-
-impl<V: Wide> Gathers for V {
-    const GATHER: [[Gather; 4]; 7] = gather_table(V::N);
 }
 
 impl<V: Wide> Row for Multi<V> {
@@ -418,7 +437,8 @@ impl<V: Wide> Group for MultiGroup<V> {
 }
 
 /// Hashes all `out.len()` inputs on rows of several inputs (see [`for_groups`] for the layout):
-/// four at a time on 512-bit rows, a last three too; a last two on 256-bit rows; a last one on
+/// four at a time (a last three too) on 512-bit rows, or with `split` as two chains of 256-bit
+/// rows (see `platform::prefers_256_bit_rows`); a last two on 256-bit rows; a last one on
 /// 128-bit rows ([`hash_rows`]). Two inputs on 256-bit rows take about the time of one on 128-bit
 /// rows, where 512-bit rows with two lanes idle took half again as long: a 2 KiB input (two
 /// chunks) went from 0.67x to 0.88x upstream's speed on one thread of the 2-core machine (AMD
@@ -427,7 +447,7 @@ impl<V: Wide> Group for MultiGroup<V> {
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512VL; the input layout is as for [`for_groups`].
 #[target_feature(enable = "avx512f,avx512vl")]
-pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv], split: bool) {
     let quads = match out.len() % 4 {
         3 => out.len(),
         r => out.len() - r,
@@ -435,7 +455,13 @@ pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job:
     let (four, rest) = out.split_at_mut(quads);
     // SAFETY: the instruction sets are enabled here; the caller guarantees the layout, and
     // `for_groups` asserts that the inputs it is given lie inside what it is given.
-    unsafe { for_groups::<MultiGroup<__m512i>>(input, stride, blocks, job, four) };
+    unsafe {
+        if split {
+            for_groups::<MultiGroup<Ymm2>>(input, stride, blocks, job, four);
+        } else {
+            for_groups::<MultiGroup<__m512i>>(input, stride, blocks, job, four);
+        }
+    }
     if rest.is_empty() {
         return;
     }
@@ -476,12 +502,14 @@ mod tests {
                     let input = &data[..(count - 1) * stride + (blocks - 1) * BLOCK_LEN + last_block_len];
                     let mut want = vec![[0u8; 32]; count];
                     hash_rows(input, stride, blocks, &job, &mut want);
-                    let mut got = vec![[0u8; 32]; count];
-                    unsafe { hash_quads(input, stride, blocks, &job, &mut got) };
-                    assert_eq!(
-                        got, want,
-                        "{count} inputs of {blocks} blocks, last {last_block_len}, counter {counter}"
-                    );
+                    for split in [false, true] {
+                        let mut got = vec![[0u8; 32]; count];
+                        unsafe { hash_quads(input, stride, blocks, &job, &mut got, split) };
+                        assert_eq!(
+                            got, want,
+                            "{count} inputs of {blocks} blocks, last {last_block_len}, counter {counter}, split {split}"
+                        );
+                    }
                 }
             }
         }
