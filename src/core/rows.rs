@@ -3,9 +3,9 @@
 //! every input of one chunk or less), where the lane kernels have nothing to run side by side.
 //! The quarter-round is `compress::g`, the same code the lane kernels use; only the diagonal
 //! shuffles are particular to this form. It is latency-bound, so AVX-512VL's one-instruction
-//! rotations are worth a second instantiation. The CPU backend's four-input form (`Quad`, in
-//! `backends/cpu/quads.rs`) is the same rounds on 512-bit rows: it builds on [`Row`] and
-//! [`all_rounds`] here.
+//! rotations are worth a second instantiation. The CPU backend's forms on two and four inputs
+//! (`Multi`, in `backends/cpu/quads.rs`) are the same rounds on 256- and 512-bit rows: they build
+//! on [`Row`] and [`all_rounds`] here.
 
 #[cfg(target_arch = "x86")]
 use core::arch::x86::*;
@@ -35,6 +35,83 @@ pub(crate) const ROW_ORDER: [[u32; 16]; 7] = {
     }
     o
 };
+
+/// A permute's index vector, aligned for a 512-bit load.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Idx(pub(crate) [u32; 16]);
+
+/// How the row form on one or more inputs (one per 128-bit lane) gathers row `j` of round `r` from the block held as quarters (`Q[k]` holds words
+/// 4k..4k+3 of input i in lane i): a two-source permute of quarters `src[0]` and `src[1]`, then,
+/// for words in a third or fourth quarter, a masked permute from each. Every index stays within its
+/// 128-bit lane, so the inputs never mix.
+#[derive(Clone, Copy)]
+pub(crate) struct Gather {
+    pub(crate) src: [usize; 4],
+    pub(crate) sources: usize,
+    pub(crate) idx: [Idx; 3],
+    pub(crate) mask: [u16; 2],
+}
+
+/// [`Gather`] for every row of every round, from [`ROW_ORDER`], for vectors of `inputs` 128-bit
+/// lanes (a permute's second source starts at index `4 * inputs`).
+pub(crate) const fn gather_table(inputs: usize) -> [[Gather; 4]; 7] {
+    let empty = Gather { src: [0; 4], sources: 0, idx: [Idx([0; 16]); 3], mask: [0; 2] };
+    let second = 4 * inputs as u32;
+    let mut out = [[empty; 4]; 7];
+    let mut r = 0;
+    while r < 7 {
+        let mut j = 0;
+        while j < 4 {
+            let mut g = empty;
+            // The quarters this row reads, in order of first use.
+            let mut t = 0;
+            while t < 4 {
+                let q = ROW_ORDER[r][4 * j + t] as usize / 4;
+                let mut seen = false;
+                let mut k = 0;
+                while k < g.sources {
+                    seen |= g.src[k] == q;
+                    k += 1;
+                }
+                if !seen {
+                    g.src[g.sources] = q;
+                    g.sources += 1;
+                }
+                t += 1;
+            }
+            if g.sources == 1 {
+                g.src[1] = g.src[0];
+            }
+            // Word t of lane i: from quarter src[s], word w % 4 of the same lane.
+            let mut t = 0;
+            while t < 4 {
+                let w = ROW_ORDER[r][4 * j + t] as usize;
+                let mut s = 0;
+                while g.src[s] != w / 4 {
+                    s += 1;
+                }
+                let mut lane = 0;
+                while lane < inputs {
+                    let at = 4 * lane + t;
+                    let word = (4 * lane + w % 4) as u32;
+                    if s < 2 {
+                        g.idx[0].0[at] = word + second * s as u32;
+                    } else {
+                        g.idx[s - 1].0[at] = word + second;
+                        g.mask[s - 2] |= 1 << at;
+                    }
+                    lane += 1;
+                }
+                t += 1;
+            }
+            out[r][j] = g;
+            j += 1;
+        }
+        r += 1;
+    }
+    out
+}
 
 /// A row of the state, with the way its instruction set gathers each round's message words.
 pub(crate) trait Row: Word {
@@ -114,8 +191,8 @@ impl Row for __m128i {
 #[derive(Clone, Copy)]
 struct A2(__m128i);
 
-/// A row in an AVX-512 function: one-instruction rotations (`vprord`), message words permuted in
-/// one 512-bit register.
+/// A row in an AVX-512 function: one-instruction rotations (`vprord`), message words gathered
+/// from the block's quarters.
 #[derive(Clone, Copy)]
 struct Vl(__m128i);
 
@@ -157,7 +234,7 @@ macro_rules! delegate_word {
         }
     };
 }
-pub(crate) use {delegate_add_xor, delegate_word};
+pub(crate) use delegate_add_xor;
 
 delegate_word!(A2);
 
@@ -237,6 +314,9 @@ unsafe fn pick8(m: &[__m256i; 2], idx: &[u32]) -> __m256i {
     }
 }
 
+/// [`Gather`] for one input.
+const GATHER_1: [[Gather; 4]; 7] = gather_table(1);
+
 impl Row1 for Vl {
     #[inline(always)]
     fn wrap(x: __m128i) -> Self {
@@ -247,37 +327,51 @@ impl Row1 for Vl {
         self.0
     }
     #[inline(always)]
-    unsafe fn load_msg(m: &[u32; 16]) -> __m512i {
-        // SAFETY: AVX-512F; 16 words are readable.
-        unsafe { _mm512_loadu_si512(m.as_ptr() as *const __m512i) }
+    unsafe fn load_msg(m: &[u32; 16]) -> [__m128i; 4] {
+        // SAFETY: SSE2; 16 words are readable.
+        unsafe { core::array::from_fn(|k| _mm_loadu_si128(m.as_ptr().add(4 * k) as *const __m128i)) }
     }
 }
 
+/// The block as its four quarters in 128-bit registers, each round's rows gathered with 128-bit
+/// two-source permutes ([`Gather`], one to three per row): no 512-bit instruction at all. On the
+/// H200 machine's Xeon (Sapphire Rapids) a 512-bit instruction in flight takes port 1 from the
+/// 128-bit rows, which are latency-bound and short of ports then: with the block in one 512-bit
+/// register and one `vpermd` per round (four instructions a round on port 5, against seven
+/// here), a 1 KiB input ran at 0.90x upstream's speed on one thread, with quarters at 1.04x
+/// (medians of ten runs of 15 interleaved rounds); on the 2-core machine's EPYC 1.01x and
+/// 1.05x. Two 256-bit halves and two `vpermt2d` a round ran at 0.81x on the Xeon.
 impl Row for Vl {
-    type Msg = __m512i;
+    type Msg = [__m128i; 4];
     shuffle_128!();
     #[inline(always)]
-    unsafe fn round_msg(m: &__m512i, r: usize) -> [Self; 4] {
-        // SAFETY: AVX-512F. One permute per round (measured faster here than two 256-bit
-        // `vpermt2d`s).
+    unsafe fn round_msg(m: &[__m128i; 4], r: usize) -> [Self; 4] {
+        // SAFETY: AVX-512F and VL. (No closures around the intrinsics: see `Row for __m128i`.)
         unsafe {
-            let p = _mm512_permutexvar_epi32(_mm512_loadu_si512(ROW_ORDER[r].as_ptr() as *const __m512i), *m);
-            [
-                Vl(_mm512_castsi512_si128(p)),
-                Vl(_mm512_extracti32x4_epi32::<1>(p)),
-                Vl(_mm512_extracti32x4_epi32::<2>(p)),
-                Vl(_mm512_extracti32x4_epi32::<3>(p)),
-            ]
+            let mut rows = [Vl(m[0]); 4];
+            for (out, g) in rows.iter_mut().zip(&GATHER_1[r]) {
+                let idx = |n: usize| _mm_load_si128(g.idx[n].0.as_ptr() as *const __m128i);
+                let mut x = _mm_permutex2var_epi32(m[g.src[0]], idx(0), m[g.src[1]]);
+                if g.sources > 2 {
+                    x = _mm_mask_permutex2var_epi32(x, g.mask[0] as u8, idx(1), m[g.src[2]]);
+                }
+                if g.sources > 3 {
+                    x = _mm_mask_permutex2var_epi32(x, g.mask[1] as u8, idx(2), m[g.src[3]]);
+                }
+                *out = Vl(x);
+            }
+            rows
         }
     }
 }
 
 /// A [`Vl`] row whose block is held in two 256-bit registers and gathered with two-source
-/// permutes (`vpermt2d`), with no 512-bit instruction at all: for a single compression from bytes
-/// (a 64-byte input, a last block), where the 512-bit form's load and first permute sit on the
-/// critical path. Measured on the 2-core machine, one thread, 64-byte input: 0.91x upstream's
-/// speed with the 512-bit message, 0.98x with this one. In a chunk's loop of blocks the 512-bit
-/// message stays faster (1 KiB: 0.90x against 0.81x), so [`compress_blocks_avx512`] keeps it.
+/// permutes (`vpermt2d`, two a round), with no 512-bit instruction at all: for a single
+/// compression (a 64-byte input, a last block, a parent), where every round's gathers are ready
+/// at once and compete with the first rounds for port 5. Measured on the 2-core machine, one
+/// thread, 64-byte input: 0.91x upstream's speed with the block in one 512-bit register, 0.98x
+/// with this one, 0.90x with quarters ([`Vl`]'s own form). In a chunk's loop of blocks quarters
+/// are faster (see `Row for Vl`), so [`compress_blocks_avx512`] uses them.
 #[derive(Clone, Copy)]
 struct VlHalves(Vl);
 
@@ -433,7 +527,7 @@ pub(crate) unsafe fn compress_avx512(
     flags: u32,
 ) -> [u32; 16] {
     // SAFETY: AVX-512F and VL (and so SSE4.1) are enabled here.
-    unsafe { compress_rows::<Vl>(cv, Vl::load_msg(m), block_len, counter, flags) }
+    unsafe { compress_rows::<VlHalves>(cv, VlHalves::load_msg(m), block_len, counter, flags) }
 }
 
 /// The compression of a block given as its bytes (`block.len()` of at most 64 is the block
@@ -480,8 +574,8 @@ pub(crate) unsafe fn compress_blocks_avx512(
         let mut hi = _mm_loadu_si128(cv.as_ptr().add(4) as *const __m128i);
         let mut f = flags | first_flags;
         for block in blocks.chunks_exact(64) {
-            let m = _mm512_loadu_si512(block.as_ptr() as *const __m512i);
-            let [a, b, _, _] = compress_regs::<Vl>(lo, hi, m, 64, counter, f);
+            let q = |k: usize| _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
+            let [a, b, _, _] = compress_regs::<Vl>(lo, hi, [q(0), q(1), q(2), q(3)], 64, counter, f);
             (lo, hi, f) = (a, b, flags);
         }
         _mm_storeu_si128(cv.as_mut_ptr() as *mut __m128i, lo);

@@ -107,6 +107,10 @@ pub struct CpuBackend {
     /// 4-lane kernel. Always false, and unread, off x86.
     #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     evex: bool,
+    /// Whether those four inputs run as two chains of 256-bit rows rather than one of 512-bit
+    /// rows (`platform::prefers_256_bit_rows`). Always false, and unread, off x86.
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+    split_quads: bool,
     info: DeviceInfo,
 }
 
@@ -205,7 +209,8 @@ impl CpuBackend {
         let evex = level == SimdLevel::Avx512 && std::is_x86_feature_detected!("avx512vl");
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
         let evex = false;
-        CpuBackend { kernel, level, evex, info }
+        let split_quads = evex && platform::prefers_256_bit_rows();
+        CpuBackend { kernel, level, evex, split_quads, info }
     }
 
     /// The kernel in use.
@@ -230,8 +235,10 @@ impl CpuBackend {
     /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart. Each
     /// instruction set takes its whole groups, plus a last partial group when more than half of
     /// it would be used (a padded 16-lane group costs less than an 8-lane, a 4-lane and a scalar
-    /// pass); what is left goes to the next narrower one. Under AVX-512 the 4-input groups run
-    /// on 512-bit rows, and a single input on 128-bit rows.
+    /// pass); what is left goes to the next narrower one. Under AVX-512 everything left after
+    /// the 8-lane kernel goes to the row form on several inputs (`quads::hash_quads`: four or
+    /// three on 512-bit rows or two chains of 256-bit rows, two on 256-bit rows, one on 128-bit
+    /// rows).
     fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
         let mut done = 0;
         for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
@@ -242,7 +249,7 @@ impl CpuBackend {
             let n = level.lanes();
             let take = match left % n {
                 0 => left,
-                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && r >= 2) => left,
+                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && (r >= 2 || self.evex)) => left,
                 r => left - r,
             };
             if take == 0 {
@@ -261,7 +268,9 @@ impl CpuBackend {
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Avx2 => avx2::hash_many(input, stride, blocks, job, out),
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Sse41 if self.evex => quads::hash_quads(input, stride, blocks, job, out),
+                    SimdLevel::Sse41 if self.evex => {
+                        quads::hash_quads(input, stride, blocks, job, out, self.split_quads)
+                    }
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Sse41 => sse41::hash_many(input, stride, blocks, job, out),
                     _ if self.level > SimdLevel::Portable => hash_rows(input, stride, blocks, job, out),

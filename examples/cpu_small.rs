@@ -1,0 +1,78 @@
+//! The CPU backend on one thread against upstream `blake3::hash`, at the sizes where one call is
+//! short (64 B to 1 MiB): each round times a batch of calls of each, in turn, so that a drift of
+//! the machine's speed falls on both alike; prints the median ratio of throughputs (ours over
+//! upstream's) per size, with the spread over rounds.
+//!
+//! `cargo run --release --no-default-features --example cpu_small -- [ROUNDS] [SIZE...]`
+//! (sizes in bytes; default 64 B, 1, 2, 3, 4, 8, 16, 256 KiB and 1 MiB).
+
+use b3accel::{hash_on, Device};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Seconds per call of `f`, over a batch of `reps` calls.
+fn per_call(reps: u32, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    t.elapsed().as_secs_f64() / reps as f64
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rounds: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(31);
+    let mut sizes: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    if sizes.is_empty() {
+        sizes = vec![64, 1 << 10, 2 << 10, 3 << 10, 4 << 10, 8 << 10, 16 << 10, 256 << 10, 1 << 20];
+    }
+    // One thread, as in `b3accel bench`'s "cpu (1 thread)" row: the CPU backend asks the pool
+    // it runs on how many threads it has.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
+    pool.install(|| {
+        println!("{:>8} {:>8} {:>8} {:>8}   {:>9} {:>9}", "bytes", "median", "min", "max", "ours ns", "up ns");
+        for &size in &sizes {
+            let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            assert_eq!(hash_on(Device::Cpu, &data).unwrap(), blake3::hash(&data));
+            // About 50 us per batch.
+            let reps = (50_000 / (size / 64 + 10)).max(1) as u32;
+            let ours = || {
+                black_box(hash_on(Device::Cpu, black_box(&data)).ok());
+            };
+            let up = || {
+                black_box(blake3::hash(black_box(&data)));
+            };
+            per_call(reps, ours);
+            per_call(reps, up);
+            let mut ratios = Vec::with_capacity(rounds);
+            let (mut t_ours, mut t_up) = (Vec::new(), Vec::new());
+            for r in 0..rounds {
+                // Alternate which goes first.
+                let (a, b) = if r % 2 == 0 {
+                    let a = per_call(reps, ours);
+                    (a, per_call(reps, up))
+                } else {
+                    let b = per_call(reps, up);
+                    (per_call(reps, ours), b)
+                };
+                ratios.push(b / a);
+                t_ours.push(a);
+                t_up.push(b);
+            }
+            let median = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let m = median(&mut ratios);
+            println!(
+                "{:>8} {:>8.3} {:>8.3} {:>8.3}   {:>9.1} {:>9.1}",
+                size,
+                m,
+                ratios[0],
+                ratios[rounds - 1],
+                median(&mut t_ours) * 1e9,
+                median(&mut t_up) * 1e9
+            );
+        }
+    });
+}
