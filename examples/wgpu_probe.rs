@@ -197,16 +197,23 @@ fn many(args: &[String]) {
     println!("best: {:.2} G hashes/s wall", g(walls[0]));
 }
 
+/// Runs `f` on device-resident inputs of 1 MiB, 64 MiB and 1 GiB in turn: (length, buffer, the
+/// expected hash).
+fn each_resident(gpu: &WgpuBackend, mut f: impl FnMut(u64, &wgpu::Buffer, blake3::Hash)) {
+    for len in [1u64 << 20, 64 << 20, 1 << 30] {
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let buf = storage(gpu, &data, wgpu::BufferUsages::empty());
+        f(len, &buf, blake3::hash(&data));
+    }
+}
+
 fn resident(args: &[String]) {
     let gpu = open(args);
     let r = gpu.resident();
-    for len in [1u64 << 20, 64 << 20, 1 << 30] {
-        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-        let buf = storage(&gpu, &data, wgpu::BufferUsages::empty());
-        let expected = blake3::hash(&data);
+    each_resident(&gpu, |len, buf, expected| {
         let mut all = Vec::new();
         for _ in 0..20 {
-            let (h, b) = r.hash_breakdown(&buf, 0, len, &Mode::Hash).unwrap();
+            let (h, b) = r.hash_breakdown(buf, 0, len, &Mode::Hash).unwrap();
             assert_eq!(h, expected);
             all.push(b);
         }
@@ -227,7 +234,7 @@ fn resident(args: &[String]) {
             b.after_passes,
             b.latency()
         );
-    }
+    });
 }
 
 /// The device's memory heaps as Vulkan's memory-budget extension reports them: (usage, budget)
@@ -593,19 +600,16 @@ fn floor(args: &[String]) {
 fn resident_wall(args: &[String]) {
     let gpu = open(args);
     let r = gpu.resident();
-    for len in [1u64 << 20, 64 << 20, 1 << 30] {
-        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-        let buf = storage(&gpu, &data, wgpu::BufferUsages::empty());
-        let expected = blake3::hash(&data);
+    each_resident(&gpu, |len, buf, expected| {
         let mut times = Vec::new();
         for i in 0..250 {
             let t = std::time::Instant::now();
-            let h = r.hash(&buf, 0, len, &Mode::Hash).unwrap();
+            let h = r.hash(buf, 0, len, &Mode::Hash).unwrap();
             if i >= 50 {
                 times.push(t.elapsed());
             }
             assert_eq!(h, expected);
         }
         stats(&format!("{} MiB resident wall", len >> 20), times);
-    }
+    });
 }
