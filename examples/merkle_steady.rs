@@ -51,10 +51,15 @@ fn run_wgpu(
     log2: u32,
     calls: usize,
     extra: usize,
-    warm: Option<u32>,
-    levels: Option<u32>,
-    plain: bool,
+    args: &[String],
 ) -> Result<(), Box<dyn std::error::Error>> {
+    // --warm-log2 K: one root of 2^K other leaves before the timed calls.
+    let warm: Option<u32> = args.iter().any(|a| a == "--warm-log2").then(|| arg(args, "--warm-log2", 10));
+    // --plain: time `merkle_root` by the wall clock alone, without the timestamp queries of
+    // `merkle_root_timed` (device time then shows as 0).
+    let plain = args.iter().any(|a| a == "--plain");
+    // --merkle-levels N: levels per Merkle dispatch instead of the default.
+    let levels: Option<u32> = args.iter().any(|a| a == "--merkle-levels").then(|| arg(args, "--merkle-levels", 4));
     let opts = b3accel::wgpu::WgpuOptions { merkle_levels: levels, ..Default::default() };
     let gpu = b3accel::wgpu::WgpuBackend::open_with(index, opts)?;
     println!("{} (wgpu:{index}), features {:?}", gpu.device().adapter_info().name, gpu.device().features());
@@ -142,13 +147,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log2: u32 = arg(&args, "--leaves-log2", 25);
     let calls: usize = arg(&args, "--calls", 20);
     let extra: usize = arg(&args, "--extra", 6);
-    // --warm-log2 K (wgpu): one root of 2^K other leaves before the timed calls.
-    let warm: Option<u32> = args.iter().any(|a| a == "--warm-log2").then(|| arg(&args, "--warm-log2", 10));
-    // --plain (wgpu): time `merkle_root` by the wall clock alone, without the timestamp queries
-    // of `merkle_root_timed` (device time then shows as 0).
-    let plain = args.iter().any(|a| a == "--plain");
-    // --merkle-levels N (wgpu): levels per Merkle dispatch instead of the default.
-    let levels: Option<u32> = args.iter().any(|a| a == "--merkle-levels").then(|| arg(&args, "--merkle-levels", 4));
     println!("{device}: 2^{log2} leaves, {calls} calls, {extra} other 1 GiB buffers");
     // --hold DEVICE: keep another device open (idle) meanwhile, e.g. an OpenCL context on the same
     // GPU, to see whether the driver's clock policy for it changes this device's times.
@@ -162,7 +160,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     match device {
         #[cfg(feature = "wgpu")]
-        Device::Wgpu(i) => run_wgpu(i, log2, calls, extra, warm, levels, plain),
+        Device::Wgpu(i) => run_wgpu(i, log2, calls, extra, &args),
         #[cfg(feature = "opencl")]
         Device::OpenCl(i) => run_opencl(i, log2, calls, extra),
         other => Err(format!("{other}: not a GPU device this build has").into()),
