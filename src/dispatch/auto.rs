@@ -6,9 +6,10 @@
 //!    alone costs more than hashing them on the CPU.
 //! 2. Only hardware GPUs are candidates; a software GPU (PoCL, llvmpipe, lavapipe) never is. On a
 //!    machine without one, Auto *is* the CPU backend, at no cost.
-//! 3. Otherwise a short calibration measures the CPU and each GPU at a few sizes (host memory to
-//!    hash, end to end); for each call Auto picks the device with the best interpolated
-//!    throughput at that call's size.
+//! 3. Otherwise a short calibration measures the CPU and each hardware GPU (each physical GPU
+//!    once, through OpenCL where both APIs list it, as `--backend all` takes them) at a few sizes
+//!    (host memory to hash, end to end); for each call Auto picks the device with the best
+//!    interpolated throughput at that call's size.
 //!
 //! The calibration (and the list of hardware GPUs, so that later processes need not even list
 //! devices) is cached in a small JSON file, made on first use or by `b3accel bench --calibrate`:
@@ -29,6 +30,7 @@
 //! `hash_buffer` entry points): copying it back to the host is never faster.
 
 use super::registry::{backend, cpu_backend, devices};
+use super::spread::one_per_gpu;
 use crate::backends::cpu::CpuBackend;
 use crate::backends::stderr;
 use crate::core::cache;
@@ -195,9 +197,14 @@ fn decide(len: u64) -> Decision {
     Decision::Measured { best, cpu: cal.cpu.at(len), cal }
 }
 
-/// Hardware GPUs: what Auto may choose besides the CPU.
+/// Hardware GPUs: what Auto may choose besides the CPU. Each physical GPU once, as `--backend
+/// all` takes them ([`one_per_gpu`]: through OpenCL where both OpenCL and wgpu list it), so that
+/// the first calibration on a machine opens and measures each GPU once, not once per API.
 fn hardware_gpus() -> Vec<DeviceInfo> {
-    devices().into_iter().filter(|d| d.backend != BackendKind::Cpu && d.kind != DeviceKind::Cpu).collect()
+    let found: Vec<DeviceInfo> =
+        devices().into_iter().filter(|d| d.backend != BackendKind::Cpu && d.kind != DeviceKind::Cpu).collect();
+    let once = one_per_gpu(&found);
+    found.into_iter().filter(|d| once.contains(&d.device)).collect()
 }
 
 /// The machine's fingerprint: a cache made elsewhere, or by another version, is ignored.
@@ -288,7 +295,7 @@ fn measure_and_store(verbose: bool) -> Calibration {
         source: "calibrated in this process".into(),
     };
     if !gpus.is_empty() {
-        let data: Vec<u8> = (0..*CALIBRATION_SIZES.last().expect("sizes") as usize).map(|i| (i % 251) as u8).collect();
+        let data = calibration_input(*CALIBRATION_SIZES.last().expect("sizes") as usize);
         cal.cpu.points = measure(&*backend(Device::Cpu).expect("the CPU backend always opens"), &data, verbose);
         for g in gpus {
             // A GPU that fails to open or to hash is simply not a candidate.
@@ -313,6 +320,19 @@ fn measure_and_store(verbose: bool) -> Calibration {
         }
     }
     cal
+}
+
+/// The calibration's input, `len` bytes, written by all the pool's threads (512 MiB took a
+/// single thread about half a second).
+fn calibration_input(len: usize) -> Vec<u8> {
+    use rayon::prelude::*;
+    let mut data = vec![0u8; len];
+    data.par_chunks_mut(1 << 20).enumerate().for_each(|(k, piece)| {
+        for (i, b) in piece.iter_mut().enumerate() {
+            *b = (((k << 20) + i) % 251) as u8;
+        }
+    });
+    data
 }
 
 /// Best of three end-to-end timings at each calibration size (after one warm-up call).

@@ -496,7 +496,7 @@ pub fn hardware_devices() -> Vec<Device> {
 
 /// The devices of `found` with each GPU that OpenCL lists left out of wgpu's list (matched by
 /// name, as many times as OpenCL has it).
-fn one_per_gpu(found: &[DeviceInfo]) -> Vec<Device> {
+pub(super) fn one_per_gpu(found: &[DeviceInfo]) -> Vec<Device> {
     let mut opencl_names: Vec<&str> =
         found.iter().filter(|d| d.backend == BackendKind::OpenCl).map(|d| d.name.as_str()).collect();
     let mut out = Vec::new();
