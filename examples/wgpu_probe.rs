@@ -220,19 +220,10 @@ fn resident(args: &[String]) {
         all.sort_by_key(|b| b.total);
         let b = all[all.len() / 2];
         println!(
-            "{} MiB: median total {:?} ({:.1} GB/s): encode {:?} submit {:?} wait {:?} read {:?} finish {:?}; device: before {:?} passes {:?} after {:?}; latency {:?}",
+            "{} MiB: median total {:?} ({:.1} GB/s): {b}",
             len >> 20,
             b.total,
-            len as f64 / b.total.as_secs_f64() / 1e9,
-            b.encode,
-            b.submit,
-            b.wait,
-            b.read,
-            b.finish,
-            b.before_passes,
-            b.passes,
-            b.after_passes,
-            b.latency()
+            len as f64 / b.total.as_secs_f64() / 1e9
         );
     });
 }
@@ -546,26 +537,23 @@ fn firsts(args: &[String]) {
 /// submission waited for by polling, and a 32-byte copy into a mapped buffer (submit, map, wait,
 /// read, unmap) as a resident hash's readback does it.
 fn floor(args: &[String]) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
     let gpu = open(args);
     let (device, queue) = (gpu.device(), gpu.queue());
-    let wait = |done: &std::sync::atomic::AtomicBool| {
-        while !done.load(std::sync::atomic::Ordering::Acquire) {
+    // Hands `register` a flag for its callback to set, then polls until the callback has run.
+    let until = |register: &dyn Fn(Arc<AtomicBool>)| {
+        let done = Arc::new(AtomicBool::new(false));
+        register(done.clone());
+        while !done.load(Ordering::Acquire) {
             device.poll(wgpu::PollType::Poll).unwrap();
             std::thread::yield_now();
         }
     };
-    let mut empty = Vec::new();
-    for i in 0..550 {
-        let t = std::time::Instant::now();
+    let empty = timed(50, 500, || {
         queue.submit([]);
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let d = done.clone();
-        queue.on_submitted_work_done(move || d.store(true, std::sync::atomic::Ordering::Release));
-        wait(&done);
-        if i >= 50 {
-            empty.push(t.elapsed());
-        }
-    }
+        until(&|d| queue.on_submitted_work_done(move || d.store(true, Ordering::Release)));
+    });
     stats("empty submit + poll", empty);
     let src = storage(&gpu, &[7u8; 256], wgpu::BufferUsages::COPY_SRC);
     let rb = device.create_buffer(&wgpu::BufferDescriptor {
@@ -574,26 +562,31 @@ fn floor(args: &[String]) {
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    let mut copy = Vec::new();
-    for i in 0..550 {
-        let t = std::time::Instant::now();
+    let copy = timed(50, 500, || {
         let mut enc = device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(&src, 0, &rb, 0, 32);
         queue.submit([enc.finish()]);
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let d = done.clone();
-        rb.map_async(wgpu::MapMode::Read, ..32, move |r| {
-            r.unwrap();
-            d.store(true, std::sync::atomic::Ordering::Release)
+        until(&|d| {
+            rb.map_async(wgpu::MapMode::Read, ..32, move |r| {
+                r.unwrap();
+                d.store(true, Ordering::Release)
+            })
         });
-        wait(&done);
         assert_eq!(rb.get_mapped_range(..32).unwrap()[0], 7);
         rb.unmap();
-        if i >= 50 {
-            copy.push(t.elapsed());
-        }
-    }
+    });
     stats("32-byte copy + map + read", copy);
+}
+
+/// The wall time of each of `n` calls of `f`, after `warm` unmeasured ones.
+fn timed(warm: usize, n: usize, mut f: impl FnMut()) -> Vec<Duration> {
+    (0..warm + n)
+        .filter_map(|i| {
+            let t = std::time::Instant::now();
+            f();
+            (i >= warm).then(|| t.elapsed())
+        })
+        .collect()
 }
 
 /// Wall time of plain `hash` calls (no timestamps), 200 per size, after 50 unmeasured ones.
@@ -601,15 +594,7 @@ fn resident_wall(args: &[String]) {
     let gpu = open(args);
     let r = gpu.resident();
     each_resident(&gpu, |len, buf, expected| {
-        let mut times = Vec::new();
-        for i in 0..250 {
-            let t = std::time::Instant::now();
-            let h = r.hash(buf, 0, len, &Mode::Hash).unwrap();
-            if i >= 50 {
-                times.push(t.elapsed());
-            }
-            assert_eq!(h, expected);
-        }
+        let times = timed(50, 200, || assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), expected));
         stats(&format!("{} MiB resident wall", len >> 20), times);
     });
 }

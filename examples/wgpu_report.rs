@@ -122,22 +122,6 @@ fn resident(
     (median(walls), b.passes, pick(|b| b.after_passes + b.read), b.total, b)
 }
 
-/// One line of a breakdown (medians of each part).
-fn show_breakdown(b: &ResidentBreakdown) -> String {
-    format!(
-        "host: encode {:>8.3?} submit {:>8.3?} wait {:>8.3?} read {:>8.3?} finish {:>8.3?} | device: before passes {:>8.3?} passes {:>8.3?} after {:>8.3?} | launch+wake {:>8.3?}",
-        b.encode,
-        b.submit,
-        b.wait,
-        b.read,
-        b.finish,
-        b.before_passes,
-        b.passes,
-        b.after_passes,
-        b.wait.saturating_sub(b.before_passes + b.passes + b.after_passes)
-    )
-}
-
 fn show(t: &Timings, bytes: u64) -> String {
     format!(
         "upload {:>9.3?} kernel {:>9.3?} download {:>9.3?} total {:>9.3?} = {}",
@@ -506,7 +490,7 @@ fn main() {
             d,
             tw.saturating_sub(k + d)
         );
-        println!("          {}", show_breakdown(&b));
+        println!("          {b}");
     }
     // Throughput with the device kept busy: 4 threads hashing the same resident input at once,
     // so that one call's submission and read-back overlap another's passes.

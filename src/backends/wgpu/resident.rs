@@ -103,6 +103,32 @@ impl ResidentBreakdown {
     }
 }
 
+/// One line: the host's phases, the device's, and the latency neither clock sees (what
+/// `examples/wgpu_probe.rs` and `examples/wgpu_report.rs` print).
+///
+/// ```
+/// let b = b3accel::wgpu::ResidentBreakdown::default();
+/// assert!(b.to_string().starts_with("host: encode"));
+/// ```
+impl std::fmt::Display for ResidentBreakdown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "host: encode {:.3?} submit {:.3?} wait {:.3?} read {:.3?} finish {:.3?} | device: before passes {:.3?} \
+             passes {:.3?} after {:.3?} | launch+wake {:.3?}",
+            self.encode,
+            self.submit,
+            self.wait,
+            self.read,
+            self.finish,
+            self.before_passes,
+            self.passes,
+            self.after_passes,
+            self.latency()
+        )
+    }
+}
+
 impl std::fmt::Debug for ResidentHasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResidentHasher")
