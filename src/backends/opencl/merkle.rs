@@ -9,7 +9,7 @@
 use super::backend::OpenClBackend;
 use super::profile::{Prof, Profile, Stage};
 use super::worker::Worker;
-use crate::backends::gpu::merkle_plan::merkle_passes;
+use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes};
 use crate::backends::gpu::policy;
 use crate::core::compress::Cv;
 use crate::core::constants::{flags, IV};
@@ -49,10 +49,6 @@ pub enum MerkleInner<'a> {
 
 /// A Merkle parent is the plain BLAKE3 hash of `left || right`: one block, the IV as key.
 const MERKLE_FLAGS: u32 = flags::CHUNK_START | flags::CHUNK_END | flags::ROOT;
-/// A level of at least this many nodes is reduced by the backend's `merkle_levels` per dispatch
-/// (every level of a group keeps whole SIMD units at work); smaller ones as far as a group goes,
-/// where one dispatch less saves more than the idle work-items of the group's last levels cost.
-const LARGE_LEVEL: u64 = 1 << 18;
 /// Host memory the Merkle reduction reads its root into (a worker's result slot).
 const ROOT_SLOT: usize = 1;
 
@@ -75,7 +71,7 @@ impl Worker {
         let key = IV;
         let flags = MERKLE_FLAGS;
         let keep = u32::from(inner.is_some());
-        let passes = merkle_passes(n, |count| if count >= LARGE_LEVEL { be.merkle_levels } else { span });
+        let passes = merkle_passes(n, |count| levels_by_size(count, be.merkle_levels, span));
         let mut cur = leaves.clone();
         for (i, pass) in passes.iter().enumerate() {
             let out = self.levels[i % 2].get(self.device, &self.context, (pass.out * 32) as usize)?;

@@ -2,9 +2,10 @@
 //! the device; the [`Backend`](crate::Backend) override of [`WgpuBackend`](super::WgpuBackend)
 //! uploads host leaves and calls the same code.
 //!
-//! A Merkle tree takes one dispatch per `merkle_levels` levels (4 by default; a workgroup of 256
-//! invocations takes 512 nodes and reduces them by up to 9 levels: 2^25 leaves are 7 dispatches
-//! of 4 levels, or 3 of 9), all in one compute pass of one submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
+//! A Merkle tree takes one dispatch per `merkle_levels` levels while a level is large (4 by
+//! default), and one per 9 levels once it is small (a workgroup of 256 invocations takes 512
+//! nodes and reduces them by up to 9 levels: 2^25 leaves are 4 dispatches), all in one compute
+//! pass of one submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
 //! larger than one storage binding are split over several dispatches, and every dispatch uses a
 //! 2D grid, so neither the binding size nor the 65535 workgroups per dimension limit the leaf
 //! count.
@@ -16,7 +17,7 @@ use super::passes::{
 };
 use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
 use super::wait::scoped;
-use crate::backends::gpu::merkle_plan::{merkle_passes, MerklePass};
+use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes, MerklePass};
 use crate::core::compress::Cv;
 use crate::tree::{Error, Result, Timings};
 use std::time::Instant;
@@ -121,11 +122,12 @@ fn merkle_on_device(
     timings: Option<&mut Timings>,
     start: Instant,
 ) -> Result<Cv> {
-    // `merkle_span` levels per pass, more (up to MERKLE_SPAN) where a pass's output level would
-    // not fit in one storage binding (each pass binds its whole output level).
+    // `merkle_span` levels per pass while the level is large, as far as a workgroup goes once
+    // it is small, and more (up to MERKLE_SPAN) where a pass's output level would not fit in one
+    // storage binding (each pass binds its whole output level).
     let max_out = max_binding(gpu) / 32;
     let passes = merkle_passes(n, |count| {
-        let mut levels = gpu.merkle_span.clamp(1, MERKLE_SPAN);
+        let mut levels = levels_by_size(count, gpu.merkle_span, MERKLE_SPAN).clamp(1, MERKLE_SPAN);
         while levels < MERKLE_SPAN && count.div_ceil(1 << levels) > max_out {
             levels += 1;
         }

@@ -67,8 +67,9 @@ pub struct WgpuOptions {
     pub loads: Loads,
     /// Bounds-checked or trusted shader module.
     pub checks: ShaderChecks,
-    /// Tree levels one Merkle dispatch reduces inside a workgroup (1 to 9). `None`: the default,
-    /// [`DEFAULT_MERKLE_LEVELS`].
+    /// Tree levels one Merkle dispatch reduces inside a workgroup (1 to 9) while a level has at
+    /// least 2^18 nodes; smaller levels are reduced as far as a workgroup goes (9 levels).
+    /// `None`: the default, [`DEFAULT_MERKLE_LEVELS`].
     pub merkle_levels: Option<u32>,
 }
 
