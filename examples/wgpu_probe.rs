@@ -8,8 +8,10 @@
 //!   with `--hints` the device is opened with those memory hints (a caller's device, hashed
 //!   through `ResidentHasher::new`);
 //! - `many [--trusted]`: `hash_many_into` of 2^24 64-byte messages, 10 calls;
-//! - `resident [--trusted]`: `hash_breakdown` of 1 MiB, 64 MiB and 1 GiB, 20 calls each;
-//! - `resident-wall`: the wall time of plain `hash` calls (no timestamps) of the same sizes;
+//! - `resident [--trusted] [--mib 1,64,1024]`: `hash_breakdown` of buffers of those sizes (in
+//!   MiB), 20 calls each;
+//! - `resident-wall [--mib ...]`: the wall time of plain `hash` calls (no timestamps) of the same
+//!   sizes;
 //! - `firsts`: the first resident hash, Merkle root and hash_many on a fresh device, then again;
 //! - `floor`: wgpu's own cost per call: an empty submission, and a 32-byte copy read back;
 //! - `placement [--order leaves-first|extras-first] [--extra N] [--fill write|mapped|none]
@@ -199,8 +201,11 @@ fn many(args: &[String]) {
 
 /// Runs `f` on device-resident inputs of 1 MiB, 64 MiB and 1 GiB in turn: (length, buffer, the
 /// expected hash).
-fn each_resident(gpu: &WgpuBackend, mut f: impl FnMut(u64, &wgpu::Buffer, blake3::Hash)) {
-    for len in [1u64 << 20, 64 << 20, 1 << 30] {
+/// Runs `f` on a device-resident buffer of each size `--mib LIST` names (default 1,64,1024).
+fn each_resident(args: &[String], gpu: &WgpuBackend, mut f: impl FnMut(u64, &wgpu::Buffer, blake3::Hash)) {
+    let mib: Vec<u64> =
+        value(args, "--mib").unwrap_or("1,64,1024").split(',').map(|m| m.parse().expect("--mib takes MiB")).collect();
+    for len in mib.into_iter().map(|m| m << 20) {
         let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         let buf = storage(gpu, &data, wgpu::BufferUsages::empty());
         f(len, &buf, blake3::hash(&data));
@@ -210,7 +215,7 @@ fn each_resident(gpu: &WgpuBackend, mut f: impl FnMut(u64, &wgpu::Buffer, blake3
 fn resident(args: &[String]) {
     let gpu = open(args);
     let r = gpu.resident();
-    each_resident(&gpu, |len, buf, expected| {
+    each_resident(args, &gpu, |len, buf, expected| {
         let mut all = Vec::new();
         for _ in 0..20 {
             let (h, b) = r.hash_breakdown(buf, 0, len, &Mode::Hash).unwrap();
@@ -503,7 +508,7 @@ fn main() {
         Some("resident-wall") => resident_wall(&args),
         Some("firsts") => firsts(&args),
         Some("floor") => floor(&args),
-        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] | resident-wall | firsts | floor | placement [...] | many-host"),
+        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] [--mib L] | resident-wall [--mib L] | firsts | floor | placement [...] | many-host"),
     }
 }
 
@@ -593,7 +598,7 @@ fn timed(warm: usize, n: usize, mut f: impl FnMut()) -> Vec<Duration> {
 fn resident_wall(args: &[String]) {
     let gpu = open(args);
     let r = gpu.resident();
-    each_resident(&gpu, |len, buf, expected| {
+    each_resident(args, &gpu, |len, buf, expected| {
         let times = timed(50, 200, || assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), expected));
         stats(&format!("{} MiB resident wall", len >> 20), times);
     });

@@ -44,7 +44,10 @@ struct Params {
     // Tree levels a workgroup of this pass reduces (1 to LOG_WG), or LOG_WG + 1 for the last pass
     // of a segment (one workgroup of at most WG items: every level, the top one a piece too).
     levels: u32,
-    pad0: u32,
+    // A pass's workgroups take WG >> group_shift items each (0: WG; never in a last pass, and
+    // never below 2^levels items): a small input spread over more workgroups keeps more of the
+    // device's compute units busy. The rest of each workgroup's invocations idle.
+    group_shift: u32,
 }
 
 // The input of a pass: chunks (chunk passes, hash_blocks) or CVs (two vec4 each).
@@ -178,9 +181,9 @@ fn load_hi(i: u32) -> vec4<u32> {
     return vec4<u32>(wcv[4u * WG + i], wcv[5u * WG + i], wcv[6u * WG + i], wcv[7u * WG + i]);
 }
 
-// Reduces the r items in wcv (r = WG for every workgroup but perhaps the last) by L =
-// params.levels levels and writes out what they form: the r >> L nodes of level L into
-// dst[wg * (WG >> L) ..] (the next pass's items; a full workgroup writes WG >> L of them), and
+// Reduces the r items in wcv (r = G = group_items() for every workgroup but perhaps the last) by
+// L = params.levels levels and writes out what they form: the r >> L nodes of level L into
+// dst[wg * (G >> L) ..] (the next pass's items; a full workgroup writes G >> L of them), and
 // for each set bit j < L of r the complete subtree of 2^j items that the ragged last workgroup
 // has left over, as a piece. In the last pass (L = LOG_WG + 1: one workgroup, r <= WG) every set
 // bit of r, WG's included, is a piece and nothing goes to dst. Reducing fewer than LOG_WG levels
@@ -195,7 +198,7 @@ fn reduce_workgroup(lid: u32, wg: u32, r: u32) {
         if (j == levels) {
             if (lid < (r >> j)) {
                 let node = lid << j;
-                let at = wg * (WG >> j) + lid;
+                let at = wg * (group_items() >> j) + lid;
                 dst[2u * at] = load_lo(node);
                 dst[2u * at + 1u] = load_hi(node);
             }
@@ -224,9 +227,14 @@ fn reduce_workgroup(lid: u32, wg: u32, r: u32) {
     }
 }
 
-// Items of this pass in workgroup wg (WG, or fewer for the ragged last one).
+// Items each workgroup of this pass takes.
+fn group_items() -> u32 {
+    return WG >> params.group_shift;
+}
+
+// Items of this pass in workgroup wg (group_items(), or fewer for the ragged last one).
 fn items_in(wg: u32) -> u32 {
-    return min(WG, params.n_items - wg * WG);
+    return min(group_items(), params.n_items - wg * group_items());
 }
 
 // The 64-bit counter of chunk i of the segment, as (low, high).
@@ -259,7 +267,7 @@ fn chunk_pass(@builtin(local_invocation_index) lid: u32,
               @builtin(workgroup_id) wid: vec3<u32>) {
     let wg = wid.x;
     let r = items_in(wg);
-    let chunk = wg * WG + lid;
+    let chunk = wg * group_items() + lid;
     if (lid < r) {
         let ctr = counter_of(chunk);
         var h0 = params.key_lo;
@@ -295,7 +303,7 @@ fn chunk_pass_staged(@builtin(local_invocation_index) lid: u32,
                      @builtin(workgroup_id) wid: vec3<u32>) {
     let wg = wid.x;
     let r = items_in(wg);
-    let chunk = wg * WG + lid;
+    let chunk = wg * group_items() + lid;
     let ctr = counter_of(chunk);
     var h0 = params.key_lo;
     var h1 = params.key_hi;
@@ -305,7 +313,7 @@ fn chunk_pass_staged(@builtin(local_invocation_index) lid: u32,
             let c = i >> 2u;
             let part = i & 3u;
             if (c < r) {
-                let q = src[(wg * WG + c) * 64u + b * 4u + part];
+                let q = src[(wg * group_items() + c) * 64u + b * 4u + part];
                 stage[(part * 4u + 0u) * STAGE_ROW + c] = q.x;
                 stage[(part * 4u + 1u) * STAGE_ROW + c] = q.y;
                 stage[(part * 4u + 2u) * STAGE_ROW + c] = q.z;
@@ -340,7 +348,7 @@ fn reduce_pass(@builtin(local_invocation_index) lid: u32,
                @builtin(workgroup_id) wid: vec3<u32>) {
     let wg = wid.x;
     let r = items_in(wg);
-    let i = wg * WG + lid;
+    let i = wg * group_items() + lid;
     if (lid < r) {
         store_cv(lid, src[2u * i], src[2u * i + 1u]);
     }

@@ -158,7 +158,7 @@ fn storage_buffer(device: &wgpu::Device, queue: &wgpu::Queue, data: &[u8], pad: 
 }
 
 fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue, what: &str) {
-    let lens = [0usize, 1, 63, 64, 1023, 1024, 1025, 2048, 3 * 4096 + 5, 256 * 1024 + 1, 300_000];
+    let lens = [0usize, 1, 63, 64, 1023, 1024, 1025, 2048, 3 * 4096 + 5, 256 * 1024 + 1, 300_000, (1 << 20) + 5];
     for len in lens {
         let data = pattern(len);
         for offset in [0u64, 256, 4096] {

@@ -109,6 +109,8 @@ impl WgpuBackend {
             }));
         }
         let gpu = Arc::new(Gpu::new(device, queue, id, &options, Some(health))?);
+        let resident = ResidentHasher::from_gpu(gpu.clone());
+        resident.warm_up()?;
         let wanted = match options.segment_bytes {
             Some(b) => (b as u64 / CHUNK_LEN as u64).max(1),
             None => DEFAULT_SEGMENT_BYTES / CHUNK_LEN as u64,
@@ -118,7 +120,7 @@ impl WgpuBackend {
             info,
             adapter_features: adapter.features(),
             adapter_backend: adapter.get_info().backend,
-            resident: ResidentHasher::from_gpu(gpu.clone()),
+            resident,
             streams: stream_pool(),
             gpu,
             segment_chunks,

@@ -35,6 +35,9 @@ pub(crate) struct Params {
     /// Levels a workgroup reduces (`levels` in the shader; LOG_WORKGROUP + 1 in a segment's last
     /// pass).
     pub levels: u32,
+    /// Each workgroup takes WORKGROUP >> group_shift items (0 but in a chunk pass over a small
+    /// input; see `segment::chunk_group_shift`).
+    pub group_shift: u32,
 }
 
 /// Everything but the key words, which may be secret.
@@ -47,6 +50,7 @@ impl std::fmt::Debug for Params {
             .field("piece_slot", &self.piece_slot)
             .field("src_word", &self.src_word)
             .field("levels", &self.levels)
+            .field("group_shift", &self.group_shift)
             .finish_non_exhaustive()
     }
 }
@@ -69,7 +73,7 @@ impl Params {
             self.piece_slot,
             self.src_word,
             self.levels,
-            0,
+            self.group_shift,
         ];
         let mut out = [0u8; PARAMS_BYTES as usize];
         for (o, w) in out.chunks_exact_mut(4).zip(words) {

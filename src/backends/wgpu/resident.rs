@@ -3,7 +3,7 @@
 use super::device::Gpu;
 use super::options::WgpuOptions;
 use super::pipelines::{Params, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
-use super::segment::{MAX_PASSES, QUERIES_PER_SEG, READBACK_STRIDE};
+use super::segment::{Scratch, MAX_PASSES, QUERIES_PER_SEG};
 use super::wait::{scoped, MapTicket};
 use crate::backends::gpu::pieces::pieces_of;
 use crate::core::constants::CHUNK_LEN;
@@ -153,11 +153,26 @@ impl ResidentHasher {
         let info = device.adapter_info();
         let id = super::adapter::device_of(&info).unwrap_or(Device::Wgpu(usize::MAX));
         let gpu = Gpu::new(device.clone(), queue.clone(), id, &WgpuOptions::default(), None)?;
-        Ok(ResidentHasher { gpu: Arc::new(gpu) })
+        let hasher = ResidentHasher { gpu: Arc::new(gpu) };
+        hasher.warm_up()?;
+        Ok(hasher)
     }
 
     pub(crate) fn from_gpu(gpu: Arc<Gpu>) -> ResidentHasher {
         ResidentHasher { gpu }
+    }
+
+    /// Hashes two chunks and a byte of zeros on the device, so that what a device's first
+    /// submission costs is paid while it opens, not by the caller's first call.
+    ///
+    /// On an NVIDIA H200 (Vulkan, driver 580) the first submission that runs a compute pass and
+    /// maps a result took 15-18 ms whatever it ran, and later first uses of other pipelines
+    /// 0.1-0.3 ms (`examples/wgpu_probe.rs firsts`).
+    pub(super) fn warm_up(&self) -> Result<()> {
+        let len = 2 * CHUNK_LEN as u64 + 1;
+        // Never written: wgpu zero-fills it before its first use.
+        let buf = self.gpu.storage_buffer("b3accel warm-up", len.next_multiple_of(4), ::wgpu::BufferUsages::empty());
+        self.root(&buf, 0, len, 0, Mode::Hash.domain(), None).map(drop)
     }
 
     /// Largest segment, in bytes, that one storage binding of this device holds (a power of two).
@@ -516,7 +531,8 @@ impl ResidentHasher {
                 enc.write_timestamp(q, 0);
             }
             // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage: in the
-            // first segment's compute pass, alongside its chunk pass, where there is one.
+            // first segment's compute pass, alongside its chunk pass, where there is one, to the
+            // room after the pieces, which come back with it in one copy.
             let tail_start = offset + full * CHUNK_LEN as u64;
             let aligned = tail_start / gpu.storage_align * gpu.storage_align;
             let src_word = (tail_start - aligned) / 4;
@@ -528,7 +544,14 @@ impl ResidentHasher {
                 label: Some("b3accel copy_tail"),
                 layout: &gpu.pipes.tail_layout,
                 entries: &[
-                    ::wgpu::BindGroupEntry { binding: 1, resource: scr.tail.as_entire_binding() },
+                    ::wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                            buffer: &scr.pieces,
+                            offset: scr.tail_at(),
+                            size: ::wgpu::BufferSize::new(CHUNK_LEN as u64),
+                        }),
+                    },
                     ::wgpu::BindGroupEntry {
                         binding: 3,
                         resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
@@ -574,22 +597,16 @@ impl ResidentHasher {
                 pass.set_bind_group(0, &bg, &[tail_params_at as u32]);
                 pass.dispatch_workgroups(1, 1, 1);
             }
-            let tail_at = READBACK_STRIDE * scr.segs;
-            enc.copy_buffer_to_buffer(&scr.tail, 0, &scr.readback, tail_at, words * 4);
+            let tail_at = scr.tail_at();
+            scr.copy_back(&mut enc, count, words * 4);
             if let Some((q, resolve)) = queries {
                 enc.write_timestamp(q, 1);
                 enc.resolve_query_set(q, 0..count.max(1) as u32 * QUERIES_PER_SEG, resolve, 0);
-                // Each segment's timestamps into the room after its pieces in the readback buffer:
-                // read back with them, no second submission.
+                // Each segment's timestamps into their room in the readback buffer: read back with
+                // the pieces, no second submission.
                 let seg_bytes = QUERIES_PER_SEG as u64 * 8;
                 for k in 0..count.max(1) {
-                    enc.copy_buffer_to_buffer(
-                        resolve,
-                        k * seg_bytes,
-                        &scr.readback,
-                        k * READBACK_STRIDE + PIECES_BYTES,
-                        seg_bytes,
-                    );
+                    enc.copy_buffer_to_buffer(resolve, k * seg_bytes, &scr.readback, scr.stamps_at(k), seg_bytes);
                 }
             }
             let cmd = enc.finish();
@@ -607,12 +624,12 @@ impl ResidentHasher {
             let segments: Vec<_> = (0..count)
                 .map(|k| {
                     let n_k = seg.min(full - k * seg);
-                    let at = (k * READBACK_STRIDE) as usize;
+                    let at = (k * PIECES_BYTES) as usize;
                     (n_k, pieces_of(&view[at..], n_k))
                 })
                 .collect();
             let tail: Vec<u8> = view[tail_at as usize..(tail_at + last) as usize].to_vec();
-            let times = queries.map(|_| pass_times(gpu, &view, count));
+            let times = queries.map(|_| pass_times(gpu, scr, &view, count));
             drop(view);
             scr.readback.unmap();
             if let Some(b) = breakdown {
@@ -645,10 +662,10 @@ impl ResidentHasher {
 /// 0) to the start of the first pass, the summed durations of the hashing passes (queries 2 and
 /// 3 of each segment), and the device time from the end of the last pass to the end of the
 /// submission (query 1: the copies into the readback buffer).
-fn pass_times(gpu: &Gpu, view: &[u8], count: u64) -> (Duration, Duration, Duration) {
+fn pass_times(gpu: &Gpu, scr: &Scratch, view: &[u8], count: u64) -> (Duration, Duration, Duration) {
     let tick = |i: u64| {
         let (k, q) = (i / QUERIES_PER_SEG as u64, i % QUERIES_PER_SEG as u64);
-        let at = (k * READBACK_STRIDE + PIECES_BYTES + q * 8) as usize;
+        let at = (scr.stamps_at(k) + q * 8) as usize;
         let mut w = [0u8; 8];
         w.copy_from_slice(&view[at..at + 8]);
         u64::from_le_bytes(w)

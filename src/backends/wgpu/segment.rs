@@ -21,11 +21,42 @@ pub(super) const MAX_PASSES: u64 = 5;
 /// smaller, costs one more small dispatch at some sizes but frees the chunk pass's workgroups
 /// sooner.
 pub(super) const CHUNK_LEVELS: u32 = 3;
-/// Bytes of readback per segment: the pieces, then up to 32 timestamps' worth of room.
-pub(super) const READBACK_STRIDE: u64 = PIECES_BYTES + 256;
+/// Fewest workgroups a chunk pass is spread over where its input allows, and fewest chunks one
+/// of them takes (one SIMD group on NVIDIA; at least 2^CHUNK_LEVELS): see [`chunk_group_shift`].
+const MIN_CHUNK_GROUPS: u64 = 128;
+const MIN_GROUP_CHUNKS: u64 = 32;
+const _: () = assert!(MIN_GROUP_CHUNKS >= 1 << CHUNK_LEVELS, "a chunk pass's workgroup reduces CHUNK_LEVELS levels");
+
+/// How many times fewer chunks than a full workgroup (WORKGROUP) each workgroup of the chunk pass
+/// over `n` chunks takes, as a shift: 0 for large inputs; for small ones, enough to spread them
+/// over at least MIN_CHUNK_GROUPS workgroups, never below MIN_GROUP_CHUNKS chunks each. One
+/// invocation hashes a whole chunk, so 1024 chunks in workgroups of 256 keep 4 of an H200's 132
+/// compute units busy.
+///
+/// Measured on an NVIDIA H200 (Vulkan, driver 580; `examples/wgpu_probe.rs resident --mib
+/// 1,4,16`, the hashing passes by timestamp queries, medians of 20 calls): workgroups of 256
+/// chunks 40.8 / 46.0 / 47.6 µs at 1 / 4 / 16 MiB, at least 32 chunks 32.2 / 37.4 / 39.3 µs. At
+/// 64 MiB (256 workgroups already) workgroups of 64 chunks were slower (wall 147 against 124-138
+/// µs); 8 chunks a workgroup did no better than 32.
+pub(super) fn chunk_group_shift(n: u64) -> u32 {
+    let wg = pipelines::WORKGROUP as u64;
+    let mut shift = 0;
+    while (wg >> shift) > MIN_GROUP_CHUNKS && n.div_ceil(wg >> shift) < MIN_CHUNK_GROUPS {
+        shift += 1;
+    }
+    shift
+}
+
+/// Bytes of readback room per segment for its timestamps (up to 32).
+const STAMP_ROOM: u64 = 256;
 
 /// Per-segment scratch on the device: the CVs between passes, the pieces, the pass parameters,
 /// the readback buffer, and timestamp queries where the device has them.
+///
+/// `pieces` holds every segment's pieces end to end, then room for a resident input's last
+/// chunk; `readback` starts with the same bytes, so that one copy brings all of them back (on an
+/// NVIDIA H200 each copy after the passes cost about 6 µs of device time), then room for each
+/// segment's timestamps.
 pub(crate) struct Scratch {
     pub(super) cap: u64,
     pub(super) segs: u64,
@@ -34,8 +65,6 @@ pub(crate) struct Scratch {
     pub(super) pieces: ::wgpu::Buffer,
     pub(super) params: ::wgpu::Buffer,
     pub(super) readback: ::wgpu::Buffer,
-    /// copy_tail's output (resident inputs).
-    pub(super) tail: ::wgpu::Buffer,
     pub(super) queries: Option<(::wgpu::QuerySet, ::wgpu::Buffer)>,
     /// What each parameter block of `params` (by byte offset) last had written to it.
     pub(super) params_shadow: HashMap<u64, Vec<u8>>,
@@ -44,6 +73,23 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
+    /// Byte of `pieces` and of `readback` where a resident input's last chunk goes.
+    pub(super) fn tail_at(&self) -> u64 {
+        PIECES_BYTES * self.segs
+    }
+
+    /// Byte of `readback` where segment `k`'s timestamps go.
+    pub(super) fn stamps_at(&self, k: u64) -> u64 {
+        self.tail_at() + CHUNK_LEN as u64 + STAMP_ROOM * k
+    }
+
+    /// Copies the pieces of segments `0..count`, and the `tail_bytes` at
+    /// [`tail_at`](Self::tail_at) (0: none), into the readback buffer: one copy.
+    pub(super) fn copy_back(&self, enc: &mut ::wgpu::CommandEncoder, count: u64, tail_bytes: u64) {
+        let size = if tail_bytes > 0 { self.tail_at() + tail_bytes } else { PIECES_BYTES * count };
+        enc.copy_buffer_to_buffer(&self.pieces, 0, &self.readback, 0, size);
+    }
+
     /// Writes `bytes` at byte `at` of `params` unless they are there already.
     pub(super) fn write_params(&mut self, gpu: &Gpu, at: u64, bytes: Vec<u8>) {
         if self.params_shadow.get(&at) != Some(&bytes) {
@@ -84,7 +130,11 @@ impl Scratch {
                 (cap >> CHUNK_LEVELS >> LOG_WORKGROUP).max(1) * 32,
                 ::wgpu::BufferUsages::empty(),
             ),
-            pieces: gpu.storage_buffer("b3accel pieces", PIECES_BYTES * segs, ::wgpu::BufferUsages::COPY_SRC),
+            pieces: gpu.storage_buffer(
+                "b3accel pieces",
+                PIECES_BYTES * segs + CHUNK_LEN as u64,
+                ::wgpu::BufferUsages::COPY_SRC,
+            ),
             params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
                 label: Some("b3accel params"),
                 // One block of pass parameters per segment, then copy_tail's.
@@ -94,11 +144,10 @@ impl Scratch {
             }),
             readback: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
                 label: Some("b3accel readback"),
-                size: READBACK_STRIDE * segs + CHUNK_LEN as u64,
+                size: (PIECES_BYTES + STAMP_ROOM) * segs + CHUNK_LEN as u64,
                 usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
-            tail: gpu.storage_buffer("b3accel tail", CHUNK_LEN as u64, ::wgpu::BufferUsages::COPY_SRC),
             queries,
             params_shadow: HashMap::new(),
             groups: HashMap::new(),
@@ -157,8 +206,11 @@ impl Gpu {
         let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
         let mut block = vec![0u8; (passes.len() as u64 * PARAMS_STRIDE) as usize];
         let mut piece_slot = 0;
+        // The chunk pass's workgroups, smaller for a small input unless it is the last pass.
+        let shift = if passes.len() > 1 { chunk_group_shift(n) } else { 0 };
         for (l, &(items, levels)) in passes.iter().enumerate() {
             let p = Params {
+                group_shift: if l == 0 { shift } else { 0 },
                 key: domain.key,
                 counter,
                 n_items: items as u32,
@@ -255,9 +307,33 @@ impl Gpu {
                 pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
                 let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;
                 pass.set_bind_group(0, bg, &[dyn_offset]);
-                pass.dispatch_workgroups(items.div_ceil(wg) as u32, 1, 1);
+                let group = if l == 0 { wg >> shift } else { wg };
+                pass.dispatch_workgroups(items.div_ceil(group) as u32, 1, 1);
             }
         }
-        enc.copy_buffer_to_buffer(&scr.pieces, seg * PIECES_BYTES, &scr.readback, seg * READBACK_STRIDE, PIECES_BYTES);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_chunk_passes_spread_over_more_workgroups() {
+        let wg = pipelines::WORKGROUP as u64;
+        // 1 MiB: 4 workgroups of 256 become 32 of 32.
+        assert_eq!(wg >> chunk_group_shift(1024), 32);
+        // Large inputs keep whole workgroups.
+        assert_eq!(chunk_group_shift(MIN_CHUNK_GROUPS * wg), 0);
+        assert_eq!(chunk_group_shift(1 << 20), 0);
+        for n in [257, 300, 1000, 4096, 20_000, 32_767, 32_768] {
+            let group = wg >> chunk_group_shift(n);
+            // Never below one SIMD group (nor, by the assertion beside the constant, below what
+            // the pass's levels reduce).
+            assert!(group >= MIN_GROUP_CHUNKS, "n = {n}");
+            // As small as needed for MIN_CHUNK_GROUPS workgroups, and no smaller.
+            assert!(n.div_ceil(group) >= MIN_CHUNK_GROUPS || group == MIN_GROUP_CHUNKS, "n = {n}");
+            assert!(group == wg || n.div_ceil(2 * group) < MIN_CHUNK_GROUPS, "n = {n}");
+        }
     }
 }

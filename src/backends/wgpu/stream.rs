@@ -3,8 +3,7 @@
 //! pipeline and the merge are `gpu::segments`, shared with the OpenCL backend).
 
 use super::device::Gpu;
-use super::pipelines::PIECES_BYTES;
-use super::segment::{Scratch, QUERIES_PER_SEG, READBACK_STRIDE};
+use super::segment::{Scratch, QUERIES_PER_SEG};
 use super::wait::MapTicket;
 use crate::backends::gpu::pieces::pieces_of;
 use crate::backends::gpu::pool::Pool;
@@ -124,13 +123,13 @@ fn harvest(
     let t_read = Instant::now();
     let rb = &slot.scratch.readback;
     let view = rb
-        .slice(..READBACK_STRIDE)
+        .slice(..)
         .get_mapped_range()
         .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
     let pieces = pieces_of(&view, n);
     if let Some(t) = timings.as_deref_mut() {
         if gpu.timestamps {
-            let ts = &view[PIECES_BYTES as usize..];
+            let ts = &view[slot.scratch.stamps_at(0) as usize..];
             let ns = |a: usize, b: usize| {
                 let d = ticks(ts, b).saturating_sub(ticks(ts, a));
                 Duration::from_nanos((d as f64 * gpu.timestamp_period) as u64)
@@ -225,10 +224,12 @@ impl SegmentSlots for Slots<'_, '_> {
             queries.map(|(q, _)| (q, 2)),
             None,
         );
+        slot.scratch.copy_back(&mut enc, 1, 0);
         if let Some((q, resolve)) = queries {
             enc.write_timestamp(q, 4);
             enc.resolve_query_set(q, 0..QUERIES_PER_SEG, resolve, 0);
-            enc.copy_buffer_to_buffer(resolve, 0, &slot.scratch.readback, PIECES_BYTES, QUERIES_PER_SEG as u64 * 8);
+            let at = slot.scratch.stamps_at(0);
+            enc.copy_buffer_to_buffer(resolve, 0, &slot.scratch.readback, at, QUERIES_PER_SEG as u64 * 8);
         }
         let t_kernel = Instant::now();
         let index = gpu.queue.submit([enc.finish()]);
