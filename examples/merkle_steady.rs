@@ -4,7 +4,7 @@
 //! included; each call's wall time and device time are printed, then the spread.
 //!
 //! ```text
-//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K] [--merkle-levels N] [--plain]
+//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K] [--merkle-levels N] [--plain] [--trusted]
 //! cargo run --release --features opencl --example merkle_steady -- opencl:0 --leaves-log2 20
 //! ```
 
@@ -60,7 +60,13 @@ fn run_wgpu(
     let plain = args.iter().any(|a| a == "--plain");
     // --merkle-levels N: levels per Merkle dispatch instead of the default.
     let levels: Option<u32> = args.iter().any(|a| a == "--merkle-levels").then(|| arg(args, "--merkle-levels", 4));
-    let opts = b3accel::wgpu::WgpuOptions { merkle_levels: levels, ..Default::default() };
+    // --trusted: the shader module without wgpu's run-time bounds checks.
+    let checks = if args.iter().any(|a| a == "--trusted") {
+        b3accel::wgpu::ShaderChecks::Trusted
+    } else {
+        b3accel::wgpu::ShaderChecks::default()
+    };
+    let opts = b3accel::wgpu::WgpuOptions { merkle_levels: levels, checks, ..Default::default() };
     let gpu = b3accel::wgpu::WgpuBackend::open_with(index, opts)?;
     println!("{} (wgpu:{index}), features {:?}", gpu.device().adapter_info().name, gpu.device().features());
     let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
