@@ -37,6 +37,17 @@ pub(crate) trait Lanes: Word {
     /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
     /// `valid` (1 to `N`).
     unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
+    /// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below
+    /// `valid`. By default through a stack array, word by word; a vector type may transpose the
+    /// words in registers and write each CV whole (see `store_cvs_words`).
+    ///
+    /// # Safety
+    /// As for `splat`; `out` has at least `valid <= N` entries.
+    #[inline(always)]
+    unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
+        // SAFETY: as the caller guarantees.
+        unsafe { store_cvs_words(h, out, valid) }
+    }
 }
 
 impl Lanes for u32 {
@@ -228,7 +239,7 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
-        store_cvs(h, out, valid);
+        V::store_cvs(h, out, valid);
     }
 }
 
@@ -262,12 +273,12 @@ pub(crate) unsafe fn stage_last_blocks<const L: usize>(
 }
 
 /// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below `valid`,
-/// through a stack array, word by word.
+/// through a stack array, word by word: [`Lanes::store_cvs`]'s default.
 ///
 /// # Safety
 /// The CPU must support `V`'s instruction set; `out` has at least `valid <= V::N` entries.
 #[inline(always)]
-unsafe fn store_cvs<V: Lanes>(h: [V; 8], out: &mut [Cv], valid: usize) {
+pub(crate) unsafe fn store_cvs_words<V: Lanes>(h: [V; 8], out: &mut [Cv], valid: usize) {
     let mut words = Aligned([[0u32; MAX_LANES]; 8]);
     for (w, v) in words.0.iter_mut().zip(h) {
         // SAFETY: as the caller guarantees.
