@@ -305,8 +305,16 @@ impl Wide for Ymm2 {
 /// The block is loaded as quarters (one 128-bit load per input and quarter) and each round's rows
 /// are gathered from them with one to three lane-preserving `vpermt2d` ([`Gather`]): seven
 /// per round instead of the twelve that permuting each input's block and transposing took
-/// (2-4 KiB inputs 5-7% faster). Four blocks on 512-bit rows still take about 1.3x the time of
-/// one (upstream: about 1.15x).
+/// (2-4 KiB inputs 5-7% faster). Four blocks on 512-bit rows still take about 1.2x the time of
+/// one on the H200 machine's Xeon (`examples/cpu_parts.rs`: four chunks 1220 ns, one 1010 ns;
+/// upstream's whole 4 KiB hash 1160 ns).
+///
+/// Tried and dropped, on that Xeon (`examples/cpu_small.rs`, medians of ten interleaved runs):
+/// upstream's way of moving the message, each round's rows gathered from the previous round's
+/// (one fixed gather, `vpermt2d` from two or three rows: seven a round, as from the quarters),
+/// ran 4 KiB at 0.772x upstream's speed against 0.802x, and 2 KiB (256-bit rows) at 0.863x
+/// against 0.895x; with rounds 1-6 as one rolled loop, 0.874x against 0.881x at 4 KiB and 0.871x
+/// against 0.910x at 2 KiB.
 #[derive(Clone, Copy)]
 struct Multi<V>(V);
 
