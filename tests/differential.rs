@@ -181,6 +181,10 @@ fn backend_subtrees_match_upstream_hazmat() {
         (255, 256, 1 << 63),
         (257, 512, 1 << 63),
         (300, 1 << 33, 64),
+        // Groups whose chunk counters' low words wrap from lane to lane.
+        (4, (1 << 32) - 2, 2),
+        (8, (1 << 32) - 4, 4),
+        (16, (1 << 32) - 8, 8),
         (1000, 1 << 40, 1 << 63),
     ];
     for t in targets() {
