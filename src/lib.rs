@@ -83,7 +83,7 @@ pub use crate::tree::{
 pub use blake3::Hash;
 
 use crate::dispatch::cpu_backend;
-use crate::tree::{chunk_output, hash_all, hash_small, Domain, Output};
+use crate::tree::{chunk_output, hash_all, hash_small, root_hash_all, Domain, Output};
 
 /// Whether `data` is hashed by the tree module alone: inputs of one chunk or less need no backend
 /// on the CPU (or on Auto, which keeps small inputs on the CPU), so the smallest inputs pay
@@ -110,6 +110,9 @@ fn root_on(device: Device, data: &[u8], domain: Domain) -> Result<Output> {
 fn root_hash_on(device: Device, data: &[u8], domain: Domain) -> Result<Hash> {
     if small_on_cpu(device, data) {
         return Ok(Hash::from_bytes(hash_small(data, domain)));
+    }
+    if device == Device::Cpu {
+        return Ok(Hash::from_bytes(root_hash_all(&**cpu_backend(), data, domain)?));
     }
     Ok(Hash::from_bytes(root_on(device, data, domain)?.root_hash()))
 }

@@ -265,6 +265,12 @@ pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, coun
 /// The chaining value of a parent node whose children have chaining values `left` and `right`.
 #[inline]
 pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if rows() == Rows::Avx512 {
+        // SAFETY: the platform chose AVX-512 rows only where the CPU has AVX-512F, VL and BW.
+        let out = unsafe { simd_rows::compress_parent_avx512(key, left, right, flags | flags::PARENT) };
+        return words_to_cv(&core::array::from_fn(|i| out[i]));
+    }
     let mut block = [0u8; BLOCK_LEN];
     block[..32].copy_from_slice(left);
     block[32..].copy_from_slice(right);

@@ -13,7 +13,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::compress::{g, seven_rounds, Word};
-use super::constants::{IV, MSG_SCHEDULE};
+use super::constants::{BLOCK_LEN, IV, MSG_SCHEDULE};
 
 /// For each round, the message words in the order the row form consumes them: the columns' first
 /// and second words, then the diagonals' first and second words. Diagonal i is computed in lane
@@ -551,6 +551,28 @@ pub(crate) unsafe fn compress_bytes_avx512(cv: &[u32; 8], block: &[u8], counter:
     }
 }
 
+/// A parent node's compression on AVX-512VL rows ([`VlHalves`]): the block is the two child
+/// CVs, each read with one 256-bit load from where it lies. No block is assembled in memory and
+/// read back, and a CV that a kernel has just written with one 256-bit store reaches the load
+/// whole (a load that spans several smaller stores waits for them to reach the cache).
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512VL.
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(crate) unsafe fn compress_parent_avx512(
+    key: &[u32; 8],
+    left: &[u8; 32],
+    right: &[u8; 32],
+    flags: u32,
+) -> [u32; 16] {
+    // SAFETY: the instruction sets are enabled here; each load reads one 32-byte CV.
+    unsafe {
+        let l = _mm256_loadu_si256(left.as_ptr() as *const __m256i);
+        let r = _mm256_loadu_si256(right.as_ptr() as *const __m256i);
+        compress_rows::<VlHalves>(key, [l, r], BLOCK_LEN as u32, 0, flags)
+    }
+}
+
 /// The full blocks of one chunk (`blocks.len()` a multiple of 64) compressed in turn into `cv` on
 /// AVX-512VL rows, the CV kept in registers from block to block; `first_flags` is added to the
 /// first block's flags. One call per chunk instead of one per block: no CV round trip through
@@ -627,6 +649,24 @@ mod tests {
                 let got = unsafe { compress_bytes_avx512(&cv, &bytes[..len as usize], counter, f) };
                 assert_eq!(got, expected, "len {len}");
             }
+        }
+    }
+
+    #[test]
+    fn parent_from_cvs_matches_portable() {
+        if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
+            crate::core::expect::missing("avx512vl", "parent_from_cvs_matches_portable");
+            return;
+        }
+        let key: [u32; 8] = core::array::from_fn(|i| 0x0F1E_2D3Cu32.rotate_left(5 * i as u32));
+        let left: [u8; 32] = core::array::from_fn(|i| (i * 7 + 1) as u8);
+        let right: [u8; 32] = core::array::from_fn(|i| (255 - i * 3) as u8);
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&left);
+        block[32..].copy_from_slice(&right);
+        for flags in [0x04, 0x04 | 0x08, 0x04 | 0x10, 0x04 | 0x08 | 0x40] {
+            let expected = compress_portable(&key, &block_words(&block), 64, 0, flags);
+            assert_eq!(unsafe { compress_parent_avx512(&key, &left, &right, flags) }, expected, "flags {flags:#x}");
         }
     }
 

@@ -5,7 +5,7 @@
 use super::backend::Backend;
 use super::error::{Error, Result};
 use super::mode::Domain;
-use super::stack::hash_all;
+use super::stack::root_hash_all;
 use crate::core::compress::Cv;
 use crate::core::constants::BLOCK_LEN;
 
@@ -169,7 +169,7 @@ pub(crate) fn hash_many_on<B: Backend + ?Sized>(
     let domain = Domain { key: *key, flags };
     for (i, hash) in out.iter_mut().enumerate() {
         let msg = &data[i * msg_len..(i + 1) * msg_len];
-        *hash = hash_all(backend, msg, domain)?.root_hash();
+        *hash = root_hash_all(backend, msg, domain)?;
     }
     Ok(())
 }

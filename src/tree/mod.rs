@@ -23,7 +23,9 @@ pub(crate) use mode::Domain;
 pub use mode::Mode;
 pub(crate) use output::Output;
 pub use output::OutputReader;
-pub(crate) use stack::{chunk_output, hash_all, hash_small, merge_segments, root_from_chunk_cvs, CvStack};
+pub(crate) use stack::{
+    chunk_output, hash_all, hash_small, merge_segments, root_from_chunk_cvs, root_hash_all, CvStack,
+};
 #[cfg(any(feature = "opencl", feature = "wgpu"))]
 pub(crate) use stack::{hash_resident, last_chunk_len};
 pub(crate) use subtree::{check_fits, check_input_offset};

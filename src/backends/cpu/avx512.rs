@@ -104,6 +104,49 @@ impl Lanes for __m512i {
             m
         }
     }
+    /// The sixteen CVs transposed in registers and written with one 32-byte store each, as for
+    /// `__m256i`: words 0-3 and 4-7 of four lanes gathered within each 128-bit lane (two unpack
+    /// steps), then each lane's two halves joined.
+    #[inline(always)]
+    unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
+        // SAFETY (whole body): AVX-512F, as the caller guarantees; each store writes 32 bytes
+        // of one CV below `valid`.
+        unsafe {
+            // q[k][g]: in 128-bit lane L, words 4g..4g+3 of input 4L + k.
+            let mut q = [[_mm512_setzero_si512(); 2]; 4];
+            for g in 0..2 {
+                let r = &h[4 * g..4 * g + 4];
+                let ab_lo = _mm512_unpacklo_epi32(r[0], r[1]);
+                let ab_hi = _mm512_unpackhi_epi32(r[0], r[1]);
+                let cd_lo = _mm512_unpacklo_epi32(r[2], r[3]);
+                let cd_hi = _mm512_unpackhi_epi32(r[2], r[3]);
+                q[0][g] = _mm512_unpacklo_epi64(ab_lo, cd_lo);
+                q[1][g] = _mm512_unpackhi_epi64(ab_lo, cd_lo);
+                q[2][g] = _mm512_unpacklo_epi64(ab_hi, cd_hi);
+                q[3][g] = _mm512_unpackhi_epi64(ab_hi, cd_hi);
+            }
+            // Inputs 4L + k for L = 0, 1 (the first permute) and L = 2, 3 (the second): each
+            // input's low then high half, side by side.
+            let first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+            let second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+            for (k, [lo, hi]) in q.into_iter().enumerate() {
+                let pairs = [_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi)];
+                for (p, pair) in pairs.into_iter().enumerate() {
+                    for half in 0..2 {
+                        let lane = 4 * (2 * p + half) + k;
+                        if lane < valid {
+                            let cv = if half == 0 {
+                                _mm512_castsi512_si256(pair)
+                            } else {
+                                _mm512_extracti64x4_epi64::<1>(pair)
+                            };
+                            _mm256_storeu_si256(out[lane].as_mut_ptr() as *mut __m256i, cv);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Hashes all `out.len()` inputs, sixteen at a time.

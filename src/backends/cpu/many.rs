@@ -12,7 +12,7 @@ use super::{use_threads, CpuBackend, Kernel};
 use crate::core::compress::Cv;
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
 use crate::tree::merkle::{check_many_args, check_merkle_args, level_sizes, reduce, split_levels};
-use crate::tree::{hash_all, root_from_chunk_cvs, Backend, Domain, Result};
+use crate::tree::{root_from_chunk_cvs, root_hash_all, Backend, Domain, Result};
 use rayon::prelude::*;
 
 /// Levels of a block of leaves reduced in one task.
@@ -166,7 +166,7 @@ pub(super) fn hash_many(
     let across_max = if cpu.kernel() == Kernel::Upstream { 1 } else { ACROSS_MAX_CHUNKS };
     if chunks > across_max {
         let one = |(msg, hash): (&[u8], &mut Cv)| -> Result<()> {
-            *hash = hash_all(cpu, msg, domain)?.root_hash();
+            *hash = root_hash_all(cpu, msg, domain)?;
             Ok(())
         };
         return if use_threads(data.len()) {

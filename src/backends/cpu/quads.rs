@@ -36,6 +36,11 @@ trait Wide: Word {
     /// # Safety
     /// As for `load`.
     unsafe fn broadcast(words: &[u32; 4]) -> Self;
+    /// `words` in every 128-bit lane, made in registers (no load of words just stored).
+    ///
+    /// # Safety
+    /// As for `load`.
+    unsafe fn broadcast_words(words: [u32; 4]) -> Self;
     /// Lane i: the 16 bytes at `p[i]` (i below `N`).
     ///
     /// # Safety
@@ -81,6 +86,11 @@ impl Wide for __m512i {
     unsafe fn broadcast(words: &[u32; 4]) -> Self {
         // SAFETY: AVX-512F; 4 words are readable.
         unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(words.as_ptr() as *const __m128i)) }
+    }
+    #[inline(always)]
+    unsafe fn broadcast_words(w: [u32; 4]) -> Self {
+        // SAFETY: AVX-512F.
+        unsafe { _mm512_broadcast_i32x4(_mm_set_epi32(w[3] as i32, w[2] as i32, w[1] as i32, w[0] as i32)) }
     }
     #[inline(always)]
     unsafe fn lanes(p: [*const u8; 4]) -> Self {
@@ -180,6 +190,11 @@ impl Wide for Ymm {
         Ymm(unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(words.as_ptr() as *const __m128i)) })
     }
     #[inline(always)]
+    unsafe fn broadcast_words(w: [u32; 4]) -> Self {
+        // SAFETY: AVX2.
+        Ymm(unsafe { _mm256_broadcastsi128_si256(_mm_set_epi32(w[3] as i32, w[2] as i32, w[1] as i32, w[0] as i32)) })
+    }
+    #[inline(always)]
     unsafe fn lanes(p: [*const u8; 4]) -> Self {
         // SAFETY: AVX2; the caller guarantees 16 readable bytes at the first two pointers.
         unsafe {
@@ -271,6 +286,12 @@ impl Wide for Ymm2 {
         Ymm2([x, x])
     }
     #[inline(always)]
+    unsafe fn broadcast_words(w: [u32; 4]) -> Self {
+        // SAFETY: as the caller guarantees.
+        let x = unsafe { Ymm::broadcast_words(w) };
+        Ymm2([x, x])
+    }
+    #[inline(always)]
     unsafe fn lanes(p: [*const u8; 4]) -> Self {
         // SAFETY: as the caller guarantees.
         unsafe { Ymm2([Ymm::lanes(p), Ymm::lanes([p[2], p[3], p[2], p[3]])]) }
@@ -305,8 +326,16 @@ impl Wide for Ymm2 {
 /// The block is loaded as quarters (one 128-bit load per input and quarter) and each round's rows
 /// are gathered from them with one to three lane-preserving `vpermt2d` ([`Gather`]): seven
 /// per round instead of the twelve that permuting each input's block and transposing took
-/// (2-4 KiB inputs 5-7% faster). Four blocks on 512-bit rows still take about 1.3x the time of
-/// one (upstream: about 1.15x).
+/// (2-4 KiB inputs 5-7% faster). Four blocks on 512-bit rows still take about 1.2x the time of
+/// one on the H200 machine's Xeon (`examples/cpu_parts.rs`: four chunks 1220 ns, one 1010 ns;
+/// upstream's whole 4 KiB hash 1160 ns).
+///
+/// Tried and dropped, on that Xeon (`examples/cpu_small.rs`, medians of ten interleaved runs):
+/// upstream's way of moving the message, each round's rows gathered from the previous round's
+/// (one fixed gather, `vpermt2d` from two or three rows: seven a round, as from the quarters),
+/// ran 4 KiB at 0.772x upstream's speed against 0.802x, and 2 KiB (256-bit rows) at 0.863x
+/// against 0.895x; with rounds 1-6 as one rolled loop, 0.874x against 0.881x at 4 KiB and 0.871x
+/// against 0.910x at 2 KiB.
 #[derive(Clone, Copy)]
 struct Multi<V>(V);
 
@@ -385,6 +414,35 @@ unsafe fn quarters<V: Wide>(p: [*const u8; 4]) -> [V; 4] {
     }
 }
 
+/// Row 3 of each input's state but the flags: counter (low, high words), `BLOCK_LEN`, 0. Made in
+/// registers, from four words in every lane plus each lane's counter step from a constant,
+/// unless a lane's low counter word wraps (see `lanes::counter_words`).
+///
+/// # Safety
+/// AVX-512F and VL.
+#[inline(always)]
+unsafe fn row3<V: Wide>(job: &Job) -> V {
+    /// Lane i's counter step in its first word.
+    static STEP: [u32; 16] = [0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0];
+    let (lo, hi) = (job.counter as u32, (job.counter >> 32) as u32);
+    // SAFETY (whole body): as the caller guarantees.
+    unsafe {
+        let base = V::broadcast_words([lo, hi, BLOCK_LEN as u32, 0]);
+        if !job.increment_counter {
+            return base;
+        }
+        if lo.checked_add(V::N as u32 - 1).is_some() {
+            return base.add(V::load(&STEP));
+        }
+        let mut row3 = [0u32; 16];
+        for lane in 0..V::N {
+            let c = job.input_counter(lane);
+            row3[4 * lane..4 * lane + 3].copy_from_slice(&[c as u32, (c >> 32) as u32, BLOCK_LEN as u32]);
+        }
+        V::load(&row3)
+    }
+}
+
 /// The row form on `V::N` inputs at a time as a [`Group`].
 struct MultiGroup<V>(core::marker::PhantomData<V>);
 
@@ -395,19 +453,16 @@ impl<V: Wide> Group for MultiGroup<V> {
     unsafe fn hash(input: *const u8, stride: usize, blocks: usize, valid: usize, job: &Job, out: &mut [Cv]) {
         debug_assert!(blocks >= 1 && job.last_block_len <= BLOCK_LEN && (1..=V::N).contains(&valid));
         let ptr = |lane: usize| lane_ptr(input, stride, valid, lane);
-        // Row 3 of each lane: counter (low, high), block length; the flags' word is set per block.
-        let mut row3 = [0u32; 16];
-        for lane in 0..V::N {
-            let c = job.input_counter(lane);
-            row3[4 * lane..4 * lane + 3].copy_from_slice(&[c as u32, (c >> 32) as u32, BLOCK_LEN as u32]);
-        }
+
         // Word 2 and word 3 of every lane.
         const LEN: u16 = 0x4444;
         const FLAGS: u16 = 0x8888;
         // SAFETY (whole body): AVX-512F and VL, as the caller guarantees; every load reads a full
         // block of an input below `valid` (the caller guarantees those bytes) or of the stack.
         unsafe {
-            let mut counters = V::load(&row3);
+            // Row 3 of each lane: counter (low, high), block length; the flags' word is set per
+            // block. Made in registers, as `lanes::counter_words` does for the lane kernels.
+            let mut counters = row3::<V>(job);
             let key =
                 |half: usize| [job.key[4 * half], job.key[4 * half + 1], job.key[4 * half + 2], job.key[4 * half + 3]];
             let mut lo = V::broadcast(&key(0));
