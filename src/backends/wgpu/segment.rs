@@ -11,7 +11,8 @@ use std::collections::HashMap;
 /// Passes (dispatches) a segment can need: the chunk pass, then 2^22 chunks >> CHUNK_LEVELS
 /// reduced 256 at a time down to one workgroup's worth (3 passes), then the last.
 pub(super) const MAX_PASSES: u64 = 5;
-/// Levels the chunk pass reduces inside its workgroup of 256 chunks (the later passes reduce 8).
+/// Levels the chunk pass reduces inside its workgroup at least (the later passes reduce 8; see
+/// `Gpu::plan` for when it reduces more).
 ///
 /// Measured on an NVIDIA H200 (Vulkan, driver 580; `examples/wgpu_report.rs --resident`, the
 /// hashing passes by timestamp queries, 1 GiB / 64 MiB device-resident): 2 levels 694 / 74.0 µs,
@@ -162,20 +163,39 @@ impl Gpu {
         self.scratch.with(|s| s.cap >= cap && s.segs >= segs, || Ok(Scratch::new(self, cap, segs)), f)
     }
 
-    /// The passes that hash a segment of `n` chunks, as (items, levels): the chunk pass reduces
-    /// CHUNK_LEVELS levels per workgroup, every further pass LOG_WORKGROUP, until at most one
-    /// workgroup's worth of items is left for the last pass, which reduces them all into pieces.
-    pub(super) fn plan(&self, n: u64) -> Vec<(u64, u32)> {
+    /// The passes that hash a segment of `n` chunks, as (items, levels), and the chunk pass's
+    /// group shift ([`chunk_group_shift`]; 0 when the chunk pass is the last). The chunk pass
+    /// reduces CHUNK_LEVELS levels per workgroup, or more where that saves a pass (never more
+    /// than its workgroups hold), every further pass LOG_WORKGROUP, until at most one workgroup's
+    /// worth of items is left for the last pass, which reduces them all into pieces.
+    pub(super) fn plan(n: u64) -> (Vec<(u64, u32)>, u32) {
         let wg = pipelines::WORKGROUP as u64;
-        let mut passes = Vec::new();
-        let (mut items, mut levels) = (n, CHUNK_LEVELS);
+        if n <= wg {
+            return (vec![(n, LOG_WORKGROUP + 1)], 0);
+        }
+        let shift = chunk_group_shift(n);
+        let passes_after = |mut items: u64| {
+            let mut k = 0;
+            while items > wg {
+                items >>= LOG_WORKGROUP;
+                k += 1;
+            }
+            k
+        };
+        // The fewest passes, and among those the fewest levels in the chunk pass. On an H200
+        // (Vulkan, run 22 of session 11, hashing passes by timestamps, medians of three rounds)
+        // that saved 3.0 µs at 4 MiB (34.2 against 37.2 µs) and 2.6 µs at 16 MiB; at 64 MiB (8
+        // levels, two passes instead of three) and 1 GiB it changed nothing.
+        let first =
+            (CHUNK_LEVELS..=LOG_WORKGROUP - shift).min_by_key(|&l| (passes_after(n >> l), l)).unwrap_or(CHUNK_LEVELS);
+        let mut passes = vec![(n, first)];
+        let mut items = n >> first;
         while items > wg {
-            passes.push((items, levels));
-            items >>= levels;
-            levels = LOG_WORKGROUP;
+            passes.push((items, LOG_WORKGROUP));
+            items >>= LOG_WORKGROUP;
         }
         passes.push((items, LOG_WORKGROUP + 1));
-        passes
+        (passes, shift)
     }
 
     /// Encodes the passes that hash `n` chunks (1 <= n <= max_segment_chunks) lying in `src` at
@@ -202,12 +222,10 @@ impl Gpu {
     ) {
         debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs);
         let wg = pipelines::WORKGROUP as u64;
-        let passes = self.plan(n);
+        let (passes, shift) = Gpu::plan(n);
         let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
         let mut block = vec![0u8; (passes.len() as u64 * PARAMS_STRIDE) as usize];
         let mut piece_slot = 0;
-        // The chunk pass's workgroups, smaller for a small input unless it is the last pass.
-        let shift = if passes.len() > 1 { chunk_group_shift(n) } else { 0 };
         for (l, &(items, levels)) in passes.iter().enumerate() {
             let p = Params {
                 group_shift: if l == 0 { shift } else { 0 },
@@ -317,6 +335,32 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plans_take_the_fewest_passes_within_a_workgroup() {
+        let wg = pipelines::WORKGROUP as u64;
+        for n in [1u64, 2, 255, 256, 257, 300, 1024, 4096, 4097, 16_384, 65_536, 65_537, 1 << 20, 1 << 22] {
+            let (passes, shift) = Gpu::plan(n);
+            assert!(passes.len() as u64 <= MAX_PASSES, "n = {n}");
+            assert_eq!(passes[0].0, n);
+            let (last_items, last_levels) = *passes.last().unwrap();
+            assert!(last_items <= wg && last_levels == LOG_WORKGROUP + 1, "n = {n}");
+            if passes.len() == 1 {
+                assert_eq!(shift, 0);
+                continue;
+            }
+            // The chunk pass reduces no more levels than its workgroups hold, at least CHUNK_LEVELS.
+            let first = passes[0].1;
+            assert!((CHUNK_LEVELS..=LOG_WORKGROUP - shift).contains(&first), "n = {n}");
+            // Each pass takes what the one before it left.
+            for w in passes.windows(2) {
+                assert_eq!(w[1].0, w[0].0 >> w[0].1, "n = {n}");
+            }
+        }
+        // 4 MiB: four levels make the chunk pass's 256 CVs the last pass's input.
+        assert_eq!(Gpu::plan(4096).0, vec![(4096, 4), (256, LOG_WORKGROUP + 1)]);
+        assert_eq!(Gpu::plan(1 << 20).0.len(), 3);
+    }
 
     #[test]
     fn small_chunk_passes_spread_over_more_workgroups() {
