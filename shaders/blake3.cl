@@ -199,7 +199,8 @@ inline void reduce_group(__local uint *nodes, __local uint *spare, uint width, u
 __kernel __attribute__((reqd_work_group_size(CHUNK_WG, 1, 1)))
 void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
                ulong first_counter, uint8 key, uint flags, __global uint *group_cvs,
-               __global uint *pieces, ulong tail_at, uint tail_len, uint levels) {
+               __global uint *pieces, ulong tail_at, uint tail_len, uint levels,
+               uint group_chunks) {
     // Local memory: the CV tree (CHUNK_WG nodes + half as many); with STAGED, first two tiles of
     // one block per chunk, 20 words apart so that a quarter-warp's 16-byte reads hit distinct
     // banks. The tree reuses the tiles once the chunks are done.
@@ -213,9 +214,12 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
     __local uint *tree = (__local uint *)lmem;
     const uint lid = (uint)get_local_id(0);
     const size_t group = get_group_id(0);
-    const ulong group_first = (ulong)group * CHUNK_WG;
+    // The chunks this group takes: CHUNK_WG, or fewer (a power of two, at least a warp's worth)
+    // for a small input spread over more groups; the group's other work-items idle.
+    const uint width = group_chunks;
+    const ulong group_first = (ulong)group * width;
     const ulong remaining = n_chunks - group_first;
-    const uint valid = remaining < CHUNK_WG ? (uint)remaining : CHUNK_WG;
+    const uint valid = remaining < width ? (uint)remaining : width;
     const ulong chunk = group_first + lid;
     __global const uint4 *base = data + (chunk_offset + group_first) * (CHUNK_LEN / 16u);
     if (group == 0) {
@@ -268,9 +272,12 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #else
-    // Each work-item reads its own chunk, 64 contiguous bytes per block.
+    // Each work-item reads its own chunk, 64 contiguous bytes per block. Work-items past the
+    // group's width skip the work (whole warps: the width is a multiple of 32 where it is less
+    // than CHUNK_WG).
     __global const uint4 *own = base + (size_t)lid * (CHUNK_LEN / 16u);
     const bool real = lid < valid;
+    if (lid < width) {
 #if PREFETCH
     // The next block's loads are issued before this block's rounds.
     uint4 n0 = (uint4)(0), n1 = (uint4)(0), n2 = (uint4)(0), n3 = (uint4)(0);
@@ -305,9 +312,12 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
         compress_cv(cv, m, first_counter + chunk, BLOCK_LEN, f);
     }
 #endif
+    }
 #endif
-    for (uint i = 0; i < 8u; i++) tree[i * CHUNK_WG + lid] = cv[i];
-    reduce_group(tree, tree + CHUNK_WG * 8, CHUNK_WG, CHUNK_WG >> levels, lid, valid, key, flags,
+    if (lid < width) {
+        for (uint i = 0; i < 8u; i++) tree[i * width + lid] = cv[i];
+    }
+    reduce_group(tree, tree + CHUNK_WG * 8, width, width >> levels, lid, valid, key, flags,
                  group_cvs, group, pieces, 0, (n_chunks >> levels) == 1);
 }
 

@@ -1,9 +1,10 @@
 //! What both GPU backends share, naming neither `ocl` nor `wgpu`: the pieces layout the kernels
-//! hand back, bounded pools of per-call resources, cutting host inputs into segments and merging
+//! hand back, how a chunk pass spreads a small input over work-groups, bounded pools of per-call resources, cutting host inputs into segments and merging
 //! their results, the Merkle pass plan, the host policy for `merkle` and `hash_many`, and the
 //! cache files of compiled device code.
 
 pub(crate) mod cache_file;
+pub(crate) mod groups;
 pub(crate) mod layout;
 pub(crate) mod merkle_plan;
 pub(crate) mod pieces;

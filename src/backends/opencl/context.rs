@@ -3,6 +3,7 @@
 
 use super::backend::cl_err;
 use super::binaries;
+use crate::backends::gpu::groups::chunk_group_shift;
 use crate::backends::stderr::quiet;
 use crate::tree::{BackendKind, Device, DeviceInfo, DeviceKind, Error, Result};
 use ocl::core::{
@@ -174,7 +175,7 @@ impl BuildConfig {
     /// an H200 with 256-chunk groups that is 3 levels for 1 GiB (2^17 nodes, then two parent
     /// dispatches as with all 8 levels) and all 8 for 64 MiB (where 3 would take a dispatch more).
     pub fn levels_for(&self, n: u64) -> u32 {
-        let all = self.chunk_wg.max(1).ilog2();
+        let all = self.group_chunks(n).max(1).ilog2();
         if let Some(l) = self.chunk_levels {
             return l.min(all);
         }
@@ -189,6 +190,18 @@ impl BuildConfig {
         };
         let least = all.saturating_sub(5);
         (least..=all).min_by_key(|&l| (rounds(n >> l), l)).unwrap_or(all)
+    }
+
+    /// The chunks each work-group of the chunk kernel takes for a run of `n` chunks: `chunk_wg`,
+    /// or fewer for a small run, spread over more groups (`gpu::groups`); staged loads need
+    /// whole groups.
+    pub fn group_chunks(&self, n: u64) -> u64 {
+        let wg = self.chunk_wg.max(1) as u64;
+        if self.staged {
+            wg
+        } else {
+            wg >> chunk_group_shift(n, wg)
+        }
     }
 
     /// Local memory the chunk kernel declares, in bytes (see shaders/blake3.cl).

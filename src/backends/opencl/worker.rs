@@ -318,6 +318,9 @@ impl Worker {
         debug_assert!(tail_len as usize <= CHUNK_LEN);
         debug_assert!(n >= 1 && slot < RESULT_SLOTS);
         let w1 = be.config.chunk_wg as u64;
+        // Chunks per work-group: w1, or fewer for a small run (spread over more groups).
+        let g1 = be.config.group_chunks(n);
+        let g1_arg = g1 as u32;
         let w2 = be.config.parent_wg as u64;
         // The chunk kernel leaves one node per 2^l chunks (l = its in-group levels).
         let l1 = be.config.levels_for(n);
@@ -343,8 +346,9 @@ impl Worker {
             .and_then(|_| set(8, ArgVal::scalar(&tail_at)))
             .and_then(|_| set(9, ArgVal::scalar(&tail_len)))
             .and_then(|_| set(10, ArgVal::scalar(&l1)))
+            .and_then(|_| set(11, ArgVal::scalar(&g1_arg)))
             .map_err(|e| err("setting kernel arguments", e))?;
-        let groups = n.div_ceil(w1);
+        let groups = n.div_ceil(g1);
         let events = prof.is_some();
         let mut chunk_kernel = Event::null();
         // SAFETY: every argument is set, the buffers outlive the command (OpenCL retains them),

@@ -4,6 +4,7 @@
 
 use super::device::Gpu;
 use super::pipelines::{self, Params, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use crate::backends::gpu::groups::{chunk_group_shift, MIN_GROUP_CHUNKS};
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{Domain, Result};
 use std::collections::HashMap;
@@ -22,31 +23,7 @@ pub(super) const MAX_PASSES: u64 = 5;
 /// smaller, costs one more small dispatch at some sizes but frees the chunk pass's workgroups
 /// sooner.
 pub(super) const CHUNK_LEVELS: u32 = 3;
-/// Fewest workgroups a chunk pass is spread over where its input allows, and fewest chunks one
-/// of them takes (one SIMD group on NVIDIA; at least 2^CHUNK_LEVELS): see [`chunk_group_shift`].
-const MIN_CHUNK_GROUPS: u64 = 128;
-const MIN_GROUP_CHUNKS: u64 = 32;
 const _: () = assert!(MIN_GROUP_CHUNKS >= 1 << CHUNK_LEVELS, "a chunk pass's workgroup reduces CHUNK_LEVELS levels");
-
-/// How many times fewer chunks than a full workgroup (WORKGROUP) each workgroup of the chunk pass
-/// over `n` chunks takes, as a shift: 0 for large inputs; for small ones, enough to spread them
-/// over at least MIN_CHUNK_GROUPS workgroups, never below MIN_GROUP_CHUNKS chunks each. One
-/// invocation hashes a whole chunk, so 1024 chunks in workgroups of 256 keep 4 of an H200's 132
-/// compute units busy.
-///
-/// Measured on an NVIDIA H200 (Vulkan, driver 580; `examples/wgpu_probe.rs resident --mib
-/// 1,4,16`, the hashing passes by timestamp queries, medians of 20 calls): workgroups of 256
-/// chunks 40.8 / 46.0 / 47.6 µs at 1 / 4 / 16 MiB, at least 32 chunks 32.2 / 37.4 / 39.3 µs. At
-/// 64 MiB (256 workgroups already) workgroups of 64 chunks were slower (wall 147 against 124-138
-/// µs); 8 chunks a workgroup did no better than 32.
-pub(super) fn chunk_group_shift(n: u64) -> u32 {
-    let wg = pipelines::WORKGROUP as u64;
-    let mut shift = 0;
-    while (wg >> shift) > MIN_GROUP_CHUNKS && n.div_ceil(wg >> shift) < MIN_CHUNK_GROUPS {
-        shift += 1;
-    }
-    shift
-}
 
 /// Bytes of readback room per segment for its timestamps (up to 32).
 const STAMP_ROOM: u64 = 256;
@@ -173,7 +150,7 @@ impl Gpu {
         if n <= wg {
             return (vec![(n, LOG_WORKGROUP + 1)], 0);
         }
-        let shift = chunk_group_shift(n);
+        let shift = chunk_group_shift(n, wg);
         let passes_after = |mut items: u64| {
             let mut k = 0;
             while items > wg {
@@ -360,24 +337,5 @@ mod tests {
         // 4 MiB: four levels make the chunk pass's 256 CVs the last pass's input.
         assert_eq!(Gpu::plan(4096).0, vec![(4096, 4), (256, LOG_WORKGROUP + 1)]);
         assert_eq!(Gpu::plan(1 << 20).0.len(), 3);
-    }
-
-    #[test]
-    fn small_chunk_passes_spread_over_more_workgroups() {
-        let wg = pipelines::WORKGROUP as u64;
-        // 1 MiB: 4 workgroups of 256 become 32 of 32.
-        assert_eq!(wg >> chunk_group_shift(1024), 32);
-        // Large inputs keep whole workgroups.
-        assert_eq!(chunk_group_shift(MIN_CHUNK_GROUPS * wg), 0);
-        assert_eq!(chunk_group_shift(1 << 20), 0);
-        for n in [257, 300, 1000, 4096, 20_000, 32_767, 32_768] {
-            let group = wg >> chunk_group_shift(n);
-            // Never below one SIMD group (nor, by the assertion beside the constant, below what
-            // the pass's levels reduce).
-            assert!(group >= MIN_GROUP_CHUNKS, "n = {n}");
-            // As small as needed for MIN_CHUNK_GROUPS workgroups, and no smaller.
-            assert!(n.div_ceil(group) >= MIN_CHUNK_GROUPS || group == MIN_GROUP_CHUNKS, "n = {n}");
-            assert!(group == wg || n.div_ceil(2 * group) < MIN_CHUNK_GROUPS, "n = {n}");
-        }
     }
 }
