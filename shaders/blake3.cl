@@ -10,7 +10,8 @@
 //   MERKLE_WG  work-items per work-group of `merkle_levels` (a power of two): two nodes each
 //
 // The tree a dispatch computes. Work-group g of `chunk_cvs` hashes chunks [g*W, g*W + W) of its
-// input (W = CHUNK_WG). A full group reduces its W chunk CVs by `levels` = L levels (a kernel
+// input (W = CHUNK_WG, or `group_chunks`, a power of two down to 32, for a small input spread
+// over more groups: see src/backends/gpu/groups.rs). A full group reduces its W chunk CVs by `levels` = L levels (a kernel
 // argument, 0 to log2 W) to the CVs of W / 2^L complete subtrees of 2^L chunks each and writes them
 // to `group_cvs[g * W / 2^L ..]`; the next dispatch (`parent_cvs`, the same scheme with all levels
 // of its group) reduces those. The host picks L per call: the fewest dispatches, and among those

@@ -7,8 +7,10 @@
 // The work, per segment of an input (at most one storage-buffer binding, so every index below fits
 // in 32 bits):
 // - `chunk_pass` (or `chunk_pass_staged`): one invocation per 1024-byte chunk computes the chunk's
-//   chaining value (CV); the workgroup then reduces its WG chunk CVs by `levels` levels (3 by
-//   default: the host's CHUNK_LEVELS) in workgroup memory, to WG >> levels subtree CVs.
+//   chaining value (CV); the workgroup then reduces its G chunk CVs (G = WG >> group_shift: a
+//   small input takes as few as 32 a workgroup, spread over more workgroups) by `levels` levels
+//   (at least the host's CHUNK_LEVELS, more where that saves a pass) in workgroup memory, to
+//   G >> levels subtree CVs.
 // - `reduce_pass`: one invocation per CV of the previous pass, reduced the same way, by LOG_WG
 //   levels, until one workgroup's worth is left for the last pass, which reduces all of it.
 // A segment of n chunks thus takes about ceil((log2(n) - levels) / LOG_WG) + 1 dispatches.
