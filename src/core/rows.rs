@@ -210,11 +210,12 @@ macro_rules! delegate_add_xor {
     };
 }
 
-/// `Word` for a wrapper around a vector type, every operation done by the vector type.
+/// `Word` for a wrapper around a vector type, every operation done by the vector type; a
+/// generic wrapper names its parameter and bound after the type (`Multi<V>, V: Wide`).
 macro_rules! delegate_word {
-    ($t:ty) => {
-        impl Word for $t {
-            delegate_add_xor!();
+    ($t:ty $(, $g:ident: $bound:path)?) => {
+        impl$(<$g: $bound>)? Word for $t {
+            $crate::core::rows::delegate_add_xor!();
             #[inline(always)]
             fn rotr16(self) -> Self {
                 Self(self.0.rotr16())
@@ -234,7 +235,7 @@ macro_rules! delegate_word {
         }
     };
 }
-pub(crate) use delegate_add_xor;
+pub(crate) use {delegate_add_xor, delegate_word};
 
 delegate_word!(A2);
 

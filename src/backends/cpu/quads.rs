@@ -139,19 +139,11 @@ impl Wide for __m512i {
 struct Ymm(__m256i);
 
 impl Word for Ymm {
-    #[inline(always)]
-    fn add(self, o: Self) -> Self {
-        // SAFETY: only reached from functions compiled with AVX-512F and VL.
-        Ymm(unsafe { _mm256_add_epi32(self.0, o.0) })
-    }
-    #[inline(always)]
-    fn xor(self, o: Self) -> Self {
-        // SAFETY: as above.
-        Ymm(unsafe { _mm256_xor_si256(self.0, o.0) })
-    }
+    // `__m256i`'s (avx2.rs): AVX-512VL functions have AVX2.
+    crate::core::rows::delegate_add_xor!();
     #[inline(always)]
     fn rotr16(self) -> Self {
-        // SAFETY: as above.
+        // SAFETY: only reached from functions compiled with AVX-512F and VL.
         Ymm(unsafe { _mm256_ror_epi32::<16>(self.0) })
     }
     #[inline(always)]
@@ -339,25 +331,7 @@ impl Wide for Ymm2 {
 #[derive(Clone, Copy)]
 struct Multi<V>(V);
 
-impl<V: Wide> Word for Multi<V> {
-    crate::core::rows::delegate_add_xor!();
-    #[inline(always)]
-    fn rotr16(self) -> Self {
-        Multi(self.0.rotr16())
-    }
-    #[inline(always)]
-    fn rotr12(self) -> Self {
-        Multi(self.0.rotr12())
-    }
-    #[inline(always)]
-    fn rotr8(self) -> Self {
-        Multi(self.0.rotr8())
-    }
-    #[inline(always)]
-    fn rotr7(self) -> Self {
-        Multi(self.0.rotr7())
-    }
-}
+crate::core::rows::delegate_word!(Multi<V>, V: Wide);
 
 impl<V: Wide> Row for Multi<V> {
     /// The inputs' blocks as quarters: `m[k]` holds words 4k..4k+3 of input i in lane i.
