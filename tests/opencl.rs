@@ -144,11 +144,16 @@ fn capped_runs_share_one_stream() {
     // Inputs of exactly 2^k chunks ask for capped subtrees (the root's two children); the
     // backend streams all pieces in one pipeline, each onto a stack of its own.
     for i in devices() {
-        for slots in [2, 3, 4] {
-            let opts =
-                OpenClOptions { segment_bytes: Some(64 << 10), staging_slots: Some(slots), ..Default::default() };
+        // Staged with 2, 3 and 4 slots, and wrapped in place (slot count unused).
+        for (slots, host) in [(2, false), (3, false), (4, false), (2, true)] {
+            let opts = OpenClOptions {
+                segment_bytes: Some(64 << 10),
+                staging_slots: Some(slots),
+                host_ptr_uploads: Some(host),
+                ..Default::default()
+            };
             let be = open(i, opts);
-            let what = format!("64 KiB segments x {slots}");
+            let what = format!("64 KiB segments x {slots}, in place: {host}");
             for len in [2 << 20, 4 << 20] {
                 check_hash(&be, &what, &Mode::Hash, &pattern(len));
             }
@@ -174,14 +179,22 @@ fn capped_runs_share_one_stream() {
 #[test]
 fn streams_across_many_segments() {
     for i in devices() {
-        // 4-chunk segments: a 1 MiB input streams through 256 of them.
-        let be = open(i, OpenClOptions { segment_bytes: Some(4 * CHUNK_LEN), ..Default::default() });
-        assert_eq!(be.segment_bytes(), 4 * CHUNK_LEN);
-        for len in [4 * 1024 + 1, 9 * 1024, 13 * 1024 + 5, (1 << 20) + 3 * 1024 + 17] {
-            for mode in modes() {
-                check_hash(&be, "4 KiB segments", &mode, &pattern(len));
+        // 4-chunk segments: a 1 MiB input streams through 256 of them, staged and in place.
+        for host in [false, true] {
+            let opts = OpenClOptions {
+                segment_bytes: Some(4 * CHUNK_LEN),
+                host_ptr_uploads: Some(host),
+                ..Default::default()
+            };
+            let be = open(i, opts);
+            assert_eq!(be.segment_bytes(), 4 * CHUNK_LEN);
+            for len in [4 * 1024 + 1, 9 * 1024, 13 * 1024 + 5, (1 << 20) + 3 * 1024 + 17] {
+                for mode in modes() {
+                    check_hash(&be, &format!("4 KiB segments, in place: {host}"), &mode, &pattern(len));
+                }
             }
         }
+        let be = open(i, OpenClOptions { segment_bytes: Some(4 * CHUNK_LEN), ..Default::default() });
         // hash_timed streams the same way and reports its parts.
         let data = pattern((1 << 20) + 777);
         let (h, t) = be.hash_timed(&data, &Mode::Hash).unwrap();

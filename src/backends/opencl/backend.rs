@@ -47,6 +47,8 @@ pub struct OpenClBackend {
     pub(super) streaming_stores: bool,
     /// Segments in flight when streaming host inputs.
     pub(super) staging_slots: usize,
+    /// How host inputs reach the device.
+    pub(super) host_uploads: HostUploads,
     /// PoCL: calls are serialised, see [`OpenClBackend::with_worker`].
     serialize: bool,
     /// Levels per Merkle dispatch while levels are large.
@@ -80,6 +82,32 @@ pub(crate) fn cl_err(device: Device, what: &str, e: ocl::core::Error) -> Error {
             CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY | CL_INVALID_BUFFER_SIZE,
         ) => Error::OutOfMemory { device, detail: format!("{what}: {e}") },
         _ => Error::Device { device, detail: format!("{what}: {e}") },
+    }
+}
+
+/// The environment variable that picks how host inputs reach an OpenCL device by default:
+/// `host` (wrapped in place) or `staging` (copied into pinned buffers first).
+pub(crate) const UPLOAD_ENV: &str = "B3ACCEL_OPENCL_UPLOAD";
+
+/// How host inputs reach the device (`OpenClOptions::host_ptr_uploads`): wrapped in place,
+/// always, or per call ([`HostUploads::Auto`], see [`OpenClBackend::wraps_in_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum HostUploads {
+    Wrap,
+    Stage,
+    Auto,
+}
+
+/// The option, else [`UPLOAD_ENV`], else per call.
+fn host_uploads(options: &OpenClOptions) -> Result<HostUploads> {
+    if let Some(b) = options.host_ptr_uploads {
+        return Ok(if b { HostUploads::Wrap } else { HostUploads::Stage });
+    }
+    match std::env::var(UPLOAD_ENV).as_deref() {
+        Err(_) => Ok(HostUploads::Auto),
+        Ok("host") => Ok(HostUploads::Wrap),
+        Ok("staging") => Ok(HostUploads::Stage),
+        Ok(other) => Err(Error::InvalidInput(format!("{UPLOAD_ENV}={other:?}: expected `host` or `staging`"))),
     }
 }
 
@@ -223,6 +251,7 @@ impl OpenClBackend {
             max_alloc_bytes: options.max_alloc_bytes.unwrap_or(u64::MAX),
             streaming_stores: options.streaming_stores.unwrap_or(false),
             staging_slots,
+            host_uploads: host_uploads(options)?,
             merkle_levels,
             spin_wait,
             pinned_results: options.pinned_results.unwrap_or(true),
@@ -368,6 +397,30 @@ impl OpenClBackend {
             return self.with_worker(|w| w.hash_run_direct(self, input, first_chunk, domain, out, prof));
         }
         self.with_worker(|w| w.stream(self, input, first_chunk, max_chunks, domain, out, prof))
+    }
+
+    /// Whether a host input streamed now is wrapped in place (`CL_MEM_USE_HOST_PTR`) rather than
+    /// copied into pinned staging buffers. Unless the options or [`UPLOAD_ENV`] say, in place
+    /// on a CPU device (PoCL then reads the caller's memory and nothing is copied at all), and
+    /// where the call runs on a pool of at most an eighth of the machine's threads, as a GPU in a
+    /// device list with the CPU does (`spread::copy_threads`).
+    ///
+    /// Staging copies on the calling pool's threads, wrapping leaves the copy to the driver. On
+    /// the H200 machine (NVIDIA 580, 16 threads; `examples/host_spread.rs`, run 28 of session 12,
+    /// two rounds of three, medians): the GPU alone from host memory, 1 GiB / 4 GiB, 33-35 /
+    /// 40-45 GB/s staged on 16 threads against 10-12 / 10-11 GB/s wrapped, which did not grow
+    /// with 2 or 4 threads wrapping at once; the CPU and the GPU together, against the CPU alone
+    /// in the same rounds: 1 GiB 37-46 GB/s staged (0.68-0.85x) against 54 wrapped (0.92-0.97x),
+    /// 4 GiB 43-47 staged (0.85-0.87x) against 56-60 wrapped (1.05-1.15x).
+    pub(super) fn wraps_in_place(&self) -> bool {
+        match self.host_uploads {
+            HostUploads::Wrap => true,
+            HostUploads::Stage => false,
+            HostUploads::Auto => {
+                let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+                self.limits.is_cpu || rayon::current_num_threads() * 8 <= machine
+            }
+        }
     }
 
     /// Runs `f` on a worker of its own (see [`Pool`]): at most `max_workers` calls run on the

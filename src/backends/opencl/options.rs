@@ -74,6 +74,15 @@ pub struct OpenClOptions {
     /// with 4, where the copy running ahead slowed the DMA engine's reads of pinned memory from
     /// 53 to 48 GB/s. More slots may pay where the host's memory has bandwidth to spare.
     pub staging_slots: Option<usize>,
+    /// How a streamed host input reaches the device: `Some(true)` wraps the caller's memory,
+    /// segment by segment, in buffers over its pages (`CL_MEM_USE_HOST_PTR`), which the driver
+    /// reads or copies with its own DMA, so that no CPU thread copies a byte; `Some(false)`
+    /// copies each segment into a pinned staging buffer first (see `staging_slots`), on the
+    /// calling thread pool. Default (`None`): `$B3ACCEL_OPENCL_UPLOAD` (`host` or `staging`)
+    /// where set, else in place on a CPU device and for a GPU in a device list with the CPU
+    /// (whose copies would take cores from the CPU's share), staged otherwise. On an H200 the
+    /// driver's copy of wrapped memory ran at 10-12 GB/s, staging on 16 threads at 33-45 GB/s.
+    pub host_ptr_uploads: Option<bool>,
     /// The largest device buffer the backend allocates for streaming, in bytes. A larger request
     /// is treated like a device out of memory: the backend falls back to smaller segments. Useful
     /// to bound its memory, and to test that fallback.

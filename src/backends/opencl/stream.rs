@@ -192,6 +192,27 @@ impl Worker {
         let prof_len = prof.as_ref().map_or(0, |p| p.len());
         let min = MIN_FALLBACK_SEGMENT.min(be.segment_bytes);
         let n = (input.len() / CHUNK_LEN) as u64;
+        // A wrapped segment is a device allocation too: within the limits, or staged (which
+        // shrinks its segments to fit, or says why it cannot).
+        let wrap_fits = self.segment_cap as u64 <= be.max_alloc_bytes.min(be.limits.max_alloc);
+        if wrap_fits && be.wraps_in_place() {
+            let seg = ((self.segment_cap / CHUNK_LEN) as u64).min(max_chunks);
+            // Segments of one size: no CPU copy has to come first, so there is nothing to ramp up.
+            let plan = plan_segments(n, seg, seg);
+            let mut slots = HostPtrSlots { w: &mut *self, be, domain, prof: &mut *prof, bufs: vec![None, None] };
+            match segments::stream(&mut slots, input, &plan, first_chunk) {
+                Ok(done) => return merge_segments(&done, max_chunks, domain, out),
+                // The driver could not wrap or place the caller's memory: staging, which also
+                // halves its segments while memory is short, takes the input.
+                Err(Error::OutOfMemory { .. }) => {
+                    drop(slots);
+                    if let Some(p) = prof.as_deref_mut() {
+                        p.truncate(prof_len);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
         loop {
             self.ensure_stream(be, min)?;
             let seg_bytes = self.segment_cap;
@@ -323,6 +344,59 @@ impl SegmentSlots for Slots<'_, '_> {
 
     fn dispatch(&mut self, slot: usize, chunks: u64, counter: u64) -> Result<Enqueued> {
         self.w.dispatch_segment(self.be, slot, chunks, counter, self.domain, self.prof)
+    }
+
+    fn collect(&mut self, slot: usize, pending: Enqueued, chunks: u64) -> Result<Vec<Cv>> {
+        self.w.wait(&pending.read)?;
+        Ok(self.w.pieces(slot, chunks))
+    }
+}
+
+/// The caller's memory as the device's input, segment by segment: each segment is wrapped in a
+/// buffer over the caller's pages (`CL_MEM_USE_HOST_PTR`), which the driver reads (or copies
+/// with its own DMA) itself, so that no CPU thread copies a byte (see
+/// `OpenClOptions::host_ptr_uploads`). A segment's buffer is released when the slot takes the
+/// next one (the driver keeps it until the commands that use it are done); dropping the slots
+/// waits for every command, so no command reads the caller's memory after the call returns.
+struct HostPtrSlots<'a, 'p> {
+    w: &'a mut Worker,
+    be: &'a OpenClBackend,
+    domain: Domain,
+    prof: &'a mut Option<&'p mut Prof>,
+    bufs: Vec<Option<Mem>>,
+}
+
+impl Drop for HostPtrSlots<'_, '_> {
+    fn drop(&mut self) {
+        self.w.quiesce();
+    }
+}
+
+impl SegmentSlots for HostPtrSlots<'_, '_> {
+    type Pending = Enqueued;
+
+    fn slots(&self) -> usize {
+        self.bufs.len()
+    }
+
+    fn fill(&mut self, slot: usize, bytes: &[u8]) -> Result<()> {
+        // SAFETY: the buffer reads `bytes` (never writes: READ_ONLY, and kernels only read their
+        // input), which outlive it: it is released at the latest when these slots are dropped,
+        // after `quiesce` has waited for every command that uses it, and `bytes` is borrowed from
+        // the caller's input for the whole call.
+        let mem = unsafe {
+            core::create_buffer(&self.w.context, MemFlags::READ_ONLY | MemFlags::USE_HOST_PTR, bytes.len(), Some(bytes))
+        }
+        .map_err(|e| cl_err(self.w.device, "wrapping host memory in a buffer", e))?;
+        self.bufs[slot] = Some(mem);
+        Ok(())
+    }
+
+    fn dispatch(&mut self, slot: usize, chunks: u64, counter: u64) -> Result<Enqueued> {
+        let mem =
+            self.bufs[slot].clone().ok_or_else(|| Error::InvalidInput("internal: a slot without input".into()))?;
+        let run = Run { data: &mem, chunk_offset: 0, n: chunks, counter, domain: self.domain };
+        self.w.enqueue_subtrees(self.be, run, None, slot, None, self.prof)
     }
 
     fn collect(&mut self, slot: usize, pending: Enqueued, chunks: u64) -> Result<Vec<Cv>> {
