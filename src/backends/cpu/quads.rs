@@ -328,6 +328,18 @@ impl Wide for Ymm2 {
 /// ran 4 KiB at 0.772x upstream's speed against 0.802x, and 2 KiB (256-bit rows) at 0.863x
 /// against 0.895x; with rounds 1-6 as one rolled loop, 0.874x against 0.881x at 4 KiB and 0.871x
 /// against 0.910x at 2 KiB.
+///
+/// Also tried and dropped (commit 99d8638, unmerged; `examples/cpu_small.rs`, medians of eight
+/// interleaved runs of 15 rounds):
+/// - Four inputs on the transposed 4-lane kernel in EVEX encoding (16 state and 16 message
+///   vectors in `xmm0-31`, `vprord` rotations; the form of upstream's C `hash4_avx512`; the Rust
+///   crate runs upstream's assembly instead, whose 4-input path is these 512-bit rows). It has
+///   no shuffles in its rounds, but 112 instructions a round against these rows' 41: 4 KiB ran at
+///   0.544x upstream's speed against 0.840x on the Xeon, and at 0.83x against 0.96x (two 256-bit
+///   chains) on the 2-core machine's EPYC. Two 256-bit chains on the Xeon: 0.667x.
+/// - Each round's rows gathered one round ahead, after the previous round's diagonals (the
+///   place of upstream's in-place message permutation): 4 KiB 0.857x against 0.841x, 2 KiB
+///   0.916x against 0.914x on the Xeon; within the noise.
 #[derive(Clone, Copy)]
 struct Multi<V>(V);
 
