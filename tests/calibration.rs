@@ -131,3 +131,39 @@ fn garbage_foreign_and_torn_files_are_ignored_and_replaced() {
     hash_with_calibration(&dir, &blocked);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--backend all` takes the hardware GPUs from a valid calibration cache instead of listing
+/// every driver's devices (0.4-0.5 s on the GPU machine): a cache naming a GPU this machine does
+/// not have shows in the `-v` note, and the input is still hashed right (a GPU that does not open
+/// never joins; the CPU hashes it all). Without a usable cache, `all` lists as before.
+#[test]
+fn all_takes_its_gpus_from_the_calibration_cache() {
+    let dir = scratch("all");
+    let cal = dir.join("calibration.json");
+    // This build's own calibration file (made on this machine), with a GPU added to it.
+    let out = Command::new(B3ACCEL).args(["bench", "--calibrate"]).env("B3ACCEL_CALIBRATION", &cal).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    let absent =
+        serde_json::json!({"device": "opencl:97", "name": "a GPU that is not here", "points": [[4194304, 1.0]]});
+    v["gpus"].as_array_mut().unwrap().push(absent);
+    std::fs::write(&cal, v.to_string()).unwrap();
+    let data: Vec<u8> = (0..(70 << 20) + 5).map(|i: usize| (i % 239) as u8).collect();
+    std::fs::write(dir.join("f"), &data).unwrap();
+    let run = |cal: &Path| {
+        let out = Command::new(B3ACCEL)
+            .args(["-v", "--backend", "all", "f"])
+            .current_dir(&dir)
+            .env("B3ACCEL_CALIBRATION", cal)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{}  f\n", blake3::hash(&data).to_hex()));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let note = run(&cal);
+    assert!(note.contains("opencl:97"), "the cached GPU is not in the note: {note}");
+    let listed = run(&dir.join("no-such-dir").join("calibration.json"));
+    assert!(!listed.contains("opencl:97"), "listed devices name the cached GPU: {listed}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

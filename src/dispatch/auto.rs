@@ -29,8 +29,7 @@
 //! Data that already lies in a device buffer is hashed on that device (the backends'
 //! `hash_buffer` entry points): copying it back to the host is never faster.
 
-use super::registry::{backend, cpu_backend, devices};
-use super::spread::one_per_gpu;
+use super::registry::{backend, cpu_backend, devices, one_per_gpu};
 use crate::backends::cpu::CpuBackend;
 use crate::backends::stderr;
 use crate::core::cache;
@@ -269,6 +268,21 @@ fn curve_from_json(v: &serde_json::Value) -> Option<Curve> {
             .map(|p| Some((p[0].as_u64()?, p[1].as_f64()?)))
             .collect::<Option<Vec<_>>>()?,
     })
+}
+
+/// The hardware GPUs the cached calibration measured (the CPU aside), without listing or
+/// measuring anything: `None` where there is no usable cache file (see [`cache_file`]), an empty
+/// list on a machine without a hardware GPU. `--backend all` and
+/// [`hardware_devices`](crate::spread::hardware_devices) take their devices from it when it is
+/// there; `b3accel bench --calibrate` remakes it.
+///
+/// ```
+/// if let Some(gpus) = b3accel::auto::cached_gpus() {
+///     println!("hardware GPUs, as calibrated: {gpus:?}");
+/// }
+/// ```
+pub fn cached_gpus() -> Option<Vec<Device>> {
+    load().map(|cal| cal.gpus.iter().map(|g| g.device).collect())
 }
 
 /// The cached calibration, if the file is there, whole, of this format and made by this build

@@ -212,3 +212,47 @@ fn open_wgpu(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
 fn open_wgpu(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
     Err(Error::NotBuilt { device, feature: "wgpu" })
 }
+
+/// The devices of `found` with each GPU that OpenCL lists left out of wgpu's list (matched by
+/// name, as many times as OpenCL has it).
+pub(crate) fn one_per_gpu(found: &[DeviceInfo]) -> Vec<Device> {
+    let mut opencl_names: Vec<&str> =
+        found.iter().filter(|d| d.backend == BackendKind::OpenCl).map(|d| d.name.as_str()).collect();
+    let mut out = Vec::new();
+    for d in found {
+        if d.backend == BackendKind::Wgpu {
+            if let Some(i) = opencl_names.iter().position(|n| *n == d.name) {
+                opencl_names.swap_remove(i);
+                continue;
+            }
+        }
+        out.push(d.device);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(device: Device, backend: BackendKind, name: &str) -> DeviceInfo {
+        DeviceInfo { device, backend, name: name.into(), ..crate::backends::cpu::CpuBackend::new().info().clone() }
+    }
+
+    #[test]
+    fn a_gpu_both_apis_list_is_taken_once_through_opencl() {
+        let found = [
+            info(Device::Cpu, BackendKind::Cpu, "Xeon"),
+            info(Device::OpenCl(1), BackendKind::OpenCl, "H200"),
+            info(Device::OpenCl(2), BackendKind::OpenCl, "H200"),
+            info(Device::Wgpu(0), BackendKind::Wgpu, "H200"),
+            info(Device::Wgpu(1), BackendKind::Wgpu, "Radeon"),
+            info(Device::Wgpu(2), BackendKind::Wgpu, "H200"),
+            info(Device::Wgpu(3), BackendKind::Wgpu, "H200"),
+        ];
+        assert_eq!(
+            one_per_gpu(&found),
+            [Device::Cpu, Device::OpenCl(1), Device::OpenCl(2), Device::Wgpu(1), Device::Wgpu(3)]
+        );
+    }
+}

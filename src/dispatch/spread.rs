@@ -22,7 +22,8 @@
 //! takes no core from the CPU's share (1 GiB: 0.92-0.97x the CPU alone, against 0.68-0.85x
 //! staged; 4 GiB: 1.05-1.15x against 0.85-0.87x).
 
-use super::registry::{backend, opening, ready, start_opening};
+use super::auto::cached_gpus;
+use super::registry::{backend, one_per_gpu, opening, ready, start_opening};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{
@@ -491,29 +492,17 @@ pub fn copy_threads() -> usize {
 /// assert_eq!(b3accel::spread::hardware_devices()[0], b3accel::Device::Cpu);
 /// ```
 pub fn hardware_devices() -> Vec<Device> {
+    // Auto's calibration cache names them already (its GPUs are these, each measured): no
+    // driver need list its devices, which took 0.4-0.5 s of a one-shot `b3accel --backend all
+    // FILE` on the GPU machine (NVIDIA's OpenCL and Vulkan drivers starting up).
+    if let Some(gpus) = cached_gpus() {
+        return std::iter::once(Device::Cpu).chain(gpus).collect();
+    }
     let found: Vec<DeviceInfo> = super::registry::devices()
         .into_iter()
         .filter(|d| d.backend == BackendKind::Cpu || !d.is_software_gpu())
         .collect();
     one_per_gpu(&found)
-}
-
-/// The devices of `found` with each GPU that OpenCL lists left out of wgpu's list (matched by
-/// name, as many times as OpenCL has it).
-pub(super) fn one_per_gpu(found: &[DeviceInfo]) -> Vec<Device> {
-    let mut opencl_names: Vec<&str> =
-        found.iter().filter(|d| d.backend == BackendKind::OpenCl).map(|d| d.name.as_str()).collect();
-    let mut out = Vec::new();
-    for d in found {
-        if d.backend == BackendKind::Wgpu {
-            if let Some(i) = opencl_names.iter().position(|n| *n == d.name) {
-                opencl_names.swap_remove(i);
-                continue;
-            }
-        }
-        out.push(d.device);
-    }
-    out
 }
 
 impl Backend for Spread {
@@ -566,27 +555,6 @@ impl Backend for Spread {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn info(device: Device, backend: BackendKind, name: &str) -> DeviceInfo {
-        DeviceInfo { device, backend, name: name.into(), ..crate::backends::cpu::CpuBackend::new().info().clone() }
-    }
-
-    #[test]
-    fn a_gpu_both_apis_list_is_taken_once_through_opencl() {
-        let found = [
-            info(Device::Cpu, BackendKind::Cpu, "Xeon"),
-            info(Device::OpenCl(1), BackendKind::OpenCl, "H200"),
-            info(Device::OpenCl(2), BackendKind::OpenCl, "H200"),
-            info(Device::Wgpu(0), BackendKind::Wgpu, "H200"),
-            info(Device::Wgpu(1), BackendKind::Wgpu, "Radeon"),
-            info(Device::Wgpu(2), BackendKind::Wgpu, "H200"),
-            info(Device::Wgpu(3), BackendKind::Wgpu, "H200"),
-        ];
-        assert_eq!(
-            one_per_gpu(&found),
-            [Device::Cpu, Device::OpenCl(1), Device::OpenCl(2), Device::Wgpu(1), Device::Wgpu(3)]
-        );
-    }
 
     #[test]
     fn pieces_are_aligned_complete_subtrees_that_shrink_at_the_end() {

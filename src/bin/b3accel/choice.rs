@@ -66,6 +66,14 @@ impl Choice {
             Choice::One(_) => return Ok(None),
             Choice::All => b3accel::spread::hardware_devices(),
             Choice::List(list) if list.iter().all(|&d| d == Device::Cpu) => list.clone(),
+            // Every GPU named is one Auto's calibration cache lists as this machine's: no driver
+            // need list its devices first (see `spread::hardware_devices`).
+            Choice::List(list)
+                if b3accel::auto::cached_gpus()
+                    .is_some_and(|gpus| list.iter().all(|d| *d == Device::Cpu || gpus.contains(d))) =>
+            {
+                list.clone()
+            }
             Choice::List(list) => {
                 let found: Vec<DeviceInfo> = b3accel::devices();
                 for &d in list {
