@@ -35,6 +35,16 @@ const STAMP_ROOM: u64 = 256;
 /// chunk; `readback` starts with the same bytes, so that one copy brings all of them back (on an
 /// NVIDIA H200 each copy after the passes cost about 6 µs of device time), then room for each
 /// segment's timestamps.
+///
+/// Where the device has mappable storage buffers (`Gpu::mapped_pieces`), `pieces` is
+/// `STORAGE | MAP_READ` with the timestamps' room too, and `readback` is the same buffer: the
+/// passes write where the host maps, and nothing is copied after them. On an NVIDIA H200
+/// (Vulkan, driver 580; session 12, h17 runs 1-3, `examples/wgpu_probe.rs resident`) the device's
+/// time after the passes fell from 8.9-11.2 µs to 4.2-5.7 µs (two outliers of 8.8 and 9.5) at
+/// every size from 1 MiB to 1 GiB; `wgpu_probe costs`: one dispatch read back through a copy
+/// 43.9 µs, straight from where it wrote 34.9 µs. Plain wall medians (`resident-wall`, median of each run's interleaved rounds,
+/// base against this) were within run-to-run noise at 1 MiB (77.8/82.0, 80.8/78.1, 86.8/78.5 µs)
+/// and 1 GiB (752/761, 759/757, 772/761 µs) and better at 64 MiB (136/130, 133/125, 135/123 µs).
 pub(crate) struct Scratch {
     pub(super) cap: u64,
     pub(super) segs: u64,
@@ -62,8 +72,12 @@ impl Scratch {
     }
 
     /// Copies the pieces of segments `0..count`, and the `tail_bytes` at
-    /// [`tail_at`](Self::tail_at) (0: none), into the readback buffer: one copy.
+    /// [`tail_at`](Self::tail_at) (0: none), into the readback buffer: one copy, or none where
+    /// the readback buffer is `pieces` itself.
     pub(super) fn copy_back(&self, enc: &mut ::wgpu::CommandEncoder, count: u64, tail_bytes: u64) {
+        if self.readback == self.pieces {
+            return;
+        }
         let size = if tail_bytes > 0 { self.tail_at() + tail_bytes } else { PIECES_BYTES * count };
         enc.copy_buffer_to_buffer(&self.pieces, 0, &self.readback, 0, size);
     }
@@ -97,6 +111,26 @@ impl Scratch {
                 }),
             )
         });
+        let readback_bytes = (PIECES_BYTES + STAMP_ROOM) * segs + CHUNK_LEN as u64;
+        let (pieces, readback) = if gpu.mapped_pieces {
+            let usage = ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST;
+            let both = gpu.storage_buffer("b3accel pieces (mapped)", readback_bytes, usage);
+            (both.clone(), both)
+        } else {
+            (
+                gpu.storage_buffer(
+                    "b3accel pieces",
+                    PIECES_BYTES * segs + CHUNK_LEN as u64,
+                    ::wgpu::BufferUsages::COPY_SRC,
+                ),
+                gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                    label: Some("b3accel readback"),
+                    size: readback_bytes,
+                    usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+            )
+        };
         Scratch {
             cap,
             segs,
@@ -108,11 +142,7 @@ impl Scratch {
                 (cap >> CHUNK_LEVELS >> LOG_WORKGROUP).max(1) * 32,
                 ::wgpu::BufferUsages::empty(),
             ),
-            pieces: gpu.storage_buffer(
-                "b3accel pieces",
-                PIECES_BYTES * segs + CHUNK_LEN as u64,
-                ::wgpu::BufferUsages::COPY_SRC,
-            ),
+            pieces,
             params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
                 label: Some("b3accel params"),
                 // One block of pass parameters per segment, then copy_tail's.
@@ -120,12 +150,7 @@ impl Scratch {
                 usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
-            readback: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
-                label: Some("b3accel readback"),
-                size: (PIECES_BYTES + STAMP_ROOM) * segs + CHUNK_LEN as u64,
-                usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
+            readback,
             queries,
             params_shadow: HashMap::new(),
             groups: HashMap::new(),
