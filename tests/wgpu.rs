@@ -164,7 +164,10 @@ fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue
         for offset in [0u64, 256, 4096] {
             let mut placed = vec![0x5Au8; offset as usize];
             placed.extend_from_slice(&data);
-            let buf = storage_buffer(device, queue, &placed, 13);
+            // At one offset the buffer ends at the input's last 4-byte word, with no room for the
+            // chunk pass's 16-byte loads past it: the last chunk then comes through copy_tail.
+            let pad = if offset == 4096 { 0 } else { 13 };
+            let buf = storage_buffer(device, queue, &placed, pad);
             for mode in &modes() {
                 let want = upstream(mode, &data, 131);
                 let h = r

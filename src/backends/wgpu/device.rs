@@ -32,6 +32,8 @@ pub(crate) struct Gpu {
     /// Largest segment in chunks: a power of two that one storage binding and one dispatch
     /// dimension can hold.
     pub(super) max_segment_chunks: u64,
+    /// Largest storage binding, in bytes.
+    pub(super) max_binding: u64,
     /// `min_storage_buffer_offset_alignment`.
     pub(super) storage_align: u64,
     /// Pass and in-encoder timestamps are both available.
@@ -129,6 +131,7 @@ impl Gpu {
             pipes,
             id,
             max_segment_chunks,
+            max_binding: binding,
             storage_align,
             timestamps,
             timestamp_period,

@@ -31,10 +31,10 @@ const STAMP_ROOM: u64 = 256;
 /// Per-segment scratch on the device: the CVs between passes, the pieces, the pass parameters,
 /// the readback buffer, and timestamp queries where the device has them.
 ///
-/// `pieces` holds every segment's pieces end to end, then room for a resident input's last
-/// chunk; `readback` starts with the same bytes, so that one copy brings all of them back (on an
-/// NVIDIA H200 each copy after the passes cost about 6 µs of device time), then room for each
-/// segment's timestamps.
+/// `pieces` holds every segment's pieces end to end, a resident input's last chunk right after
+/// the last segment's, and room for it after all of them; `readback` starts with the same bytes,
+/// so that one copy brings all of them back (on an NVIDIA H200 each copy after the passes cost
+/// about 6 µs of device time), then room for each segment's timestamps.
 ///
 /// Where the device has mappable storage buffers (`Gpu::mapped_pieces`), `pieces` is
 /// `STORAGE | MAP_READ` with the timestamps' room too, and `readback` is the same buffer: the
@@ -61,25 +61,38 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
-    /// Byte of `pieces` and of `readback` where a resident input's last chunk goes.
-    pub(super) fn tail_at(&self) -> u64 {
-        PIECES_BYTES * self.segs
+    /// Byte of `pieces` and of `readback` where the last chunk of a resident input of `count`
+    /// segments goes: right after the last segment's pieces, where its chunk pass copies it.
+    pub(super) fn tail_at(count: u64) -> u64 {
+        PIECES_BYTES * count
     }
 
     /// Byte of `readback` where segment `k`'s timestamps go.
     pub(super) fn stamps_at(&self, k: u64) -> u64 {
-        self.tail_at() + CHUNK_LEN as u64 + STAMP_ROOM * k
+        PIECES_BYTES * self.segs + CHUNK_LEN as u64 + STAMP_ROOM * k
     }
 
-    /// Copies the pieces of segments `0..count`, and the `tail_bytes` at
-    /// [`tail_at`](Self::tail_at) (0: none), into the readback buffer: one copy, or none where
-    /// the readback buffer is `pieces` itself.
+    /// Copies the pieces of segments `0..count`, and the `tail_bytes` after them (0: none; see
+    /// [`tail_at`](Self::tail_at)), into the readback buffer: one copy, or none where the
+    /// readback buffer is `pieces` itself.
     pub(super) fn copy_back(&self, enc: &mut ::wgpu::CommandEncoder, count: u64, tail_bytes: u64) {
         if self.readback == self.pieces {
             return;
         }
-        let size = if tail_bytes > 0 { self.tail_at() + tail_bytes } else { PIECES_BYTES * count };
-        enc.copy_buffer_to_buffer(&self.pieces, 0, &self.readback, 0, size);
+        enc.copy_buffer_to_buffer(&self.pieces, 0, &self.readback, 0, Scratch::tail_at(count) + tail_bytes);
+    }
+
+    /// The bind group entry of a pass's parameters: binding 3, one block of `params` at the
+    /// dynamic offset the pass is set with.
+    pub(super) fn params_entry(&self) -> ::wgpu::BindGroupEntry<'_> {
+        ::wgpu::BindGroupEntry {
+            binding: 3,
+            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                buffer: &self.params,
+                offset: 0,
+                size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+            }),
+        }
     }
 
     /// Writes `bytes` at byte `at` of `params` unless they are there already.
@@ -202,7 +215,9 @@ impl Gpu {
 
     /// Encodes the passes that hash `n` chunks (1 <= n <= max_segment_chunks) lying in `src` at
     /// byte `offset` into the pieces of segment slot `seg` of `scr`: one CV per set bit of n
-    /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index.
+    /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index. A nonzero
+    /// `tail` has the chunk pass also copy the `tail` 16-byte words after the chunks in `src` (a
+    /// resident input's last chunk) to the room after the segment's pieces.
     #[allow(clippy::too_many_arguments)]
     ///
     /// The parameters are written only where `scr` does not already hold them, and the bind
@@ -220,9 +235,11 @@ impl Gpu {
         counter: u64,
         domain: Domain,
         timestamps: Option<(&::wgpu::QuerySet, u32)>,
-        first: Option<(&::wgpu::ComputePipeline, &::wgpu::BindGroup, u32)>,
+        tail: u64,
     ) {
-        debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs);
+        debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs && tail <= CHUNK_LEN as u64 / 16);
+        // A bind group over our own input is kept, keyed without the tail: it never has one.
+        debug_assert!(tail == 0 || !src_ours);
         let wg = pipelines::WORKGROUP as u64;
         let (passes, shift) = Gpu::plan(n);
         let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
@@ -236,7 +253,7 @@ impl Gpu {
                 n_items: items as u32,
                 flags: domain.flags,
                 piece_slot,
-                src_word: 0,
+                src_word: if l == 0 { tail as u32 } else { 0 },
                 levels,
             };
             piece_slot += levels;
@@ -253,8 +270,12 @@ impl Gpu {
             // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
             // less room than pass l, so cv_a is always large enough).
             let (input, output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            // The chunk pass binds the tail's words after its chunks, and room for them after
+            // its pieces.
+            let tail_bytes = if l == 0 { tail * 16 } else { 0 };
             let src_binding = if l == 0 {
-                ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
+                let size = ::wgpu::BufferSize::new(n * CHUNK_LEN as u64 + tail_bytes);
+                ::wgpu::BufferBinding { buffer: src, offset, size }
             } else {
                 cvs(input, items)
             };
@@ -272,17 +293,10 @@ impl Gpu {
                         resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
                             buffer: &scr.pieces,
                             offset: seg * PIECES_BYTES,
-                            size: ::wgpu::BufferSize::new(PIECES_BYTES),
+                            size: ::wgpu::BufferSize::new(PIECES_BYTES + tail_bytes),
                         }),
                     },
-                    ::wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                            buffer: &scr.params,
-                            offset: 0,
-                            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
-                        }),
-                    },
+                    scr.params_entry(),
                 ],
             })
         };
@@ -316,13 +330,6 @@ impl Gpu {
                     end_of_pass_write_index: Some(i + 1),
                 }),
             });
-            if let Some((pipeline, bg, dyn_offset)) = first {
-                // Independent of the hashing passes (no buffer in common but the input, read
-                // by both), so the device runs it alongside the chunk pass.
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, bg, &[dyn_offset]);
-                pass.dispatch_workgroups(1, 1, 1);
-            }
             for (l, (&(items, _), bg)) in passes.iter().zip(&bind_groups).enumerate() {
                 pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
                 let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;
