@@ -14,6 +14,9 @@
 //!   sizes;
 //! - `firsts`: the first resident hash, Merkle root and hash_many on a fresh device, then again;
 //! - `floor`: wgpu's own cost per call: an empty submission, and a 32-byte copy read back;
+//! - `costs`: the host's cost of each wgpu step a resident hash takes (error scopes, a bind
+//!   group, encoding a pass, a parameter write), and a one-dispatch submission read back through
+//!   a copy or (where the device has mappable storage) where the dispatch wrote;
 //! - `placement [--order leaves-first|extras-first] [--extra N] [--fill write|mapped|none]
 //!   [--leaves wgpu|dedicated] [--hints perf|usage] [--warm-ms N]`: where 2^25 Merkle leaves
 //!   and the other 1 GiB buffers land (the allocator's blocks, the Vulkan heaps' usage) and what
@@ -508,7 +511,8 @@ fn main() {
         Some("resident-wall") => resident_wall(&args),
         Some("firsts") => firsts(&args),
         Some("floor") => floor(&args),
-        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] [--mib L] | resident-wall [--mib L] | firsts | floor | placement [...] | many-host"),
+        Some("costs") => costs(&args),
+        _ => eprintln!("usage: wgpu_probe heaps | merkle [...] | many [--trusted] | resident [--trusted] [--mib L] | resident-wall [--mib L] | firsts | floor | costs | placement [...] | many-host"),
     }
 }
 
@@ -546,15 +550,7 @@ fn floor(args: &[String]) {
     use std::sync::Arc;
     let gpu = open(args);
     let (device, queue) = (gpu.device(), gpu.queue());
-    // Hands `register` a flag for its callback to set, then polls until the callback has run.
-    let until = |register: &dyn Fn(Arc<AtomicBool>)| {
-        let done = Arc::new(AtomicBool::new(false));
-        register(done.clone());
-        while !done.load(Ordering::Acquire) {
-            device.poll(wgpu::PollType::Poll).unwrap();
-            std::thread::yield_now();
-        }
-    };
+    let until = |register: &dyn Fn(Arc<AtomicBool>)| poll_until(device, register);
     let empty = timed(50, 500, || {
         queue.submit([]);
         until(&|d| queue.on_submitted_work_done(move || d.store(true, Ordering::Release)));
@@ -583,6 +579,17 @@ fn floor(args: &[String]) {
     stats("32-byte copy + map + read", copy);
 }
 
+/// Hands `register` a flag for its callback to set, then polls `device` until the callback has
+/// run.
+fn poll_until(device: &wgpu::Device, register: &dyn Fn(std::sync::Arc<std::sync::atomic::AtomicBool>)) {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    register(done.clone());
+    while !done.load(std::sync::atomic::Ordering::Acquire) {
+        device.poll(wgpu::PollType::Poll).unwrap();
+        std::thread::yield_now();
+    }
+}
+
 /// The wall time of each of `n` calls of `f`, after `warm` unmeasured ones.
 fn timed(warm: usize, n: usize, mut f: impl FnMut()) -> Vec<Duration> {
     (0..warm + n)
@@ -602,4 +609,159 @@ fn resident_wall(args: &[String]) {
         let times = timed(50, 200, || assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), expected));
         stats(&format!("{} MiB resident wall", len >> 20), times);
     });
+}
+
+/// The host's cost of each wgpu step of a resident hash, 500 calls each after 50 unmeasured, on
+/// a pipeline shaped like the hashing passes' (three storage buffers and a uniform with a dynamic
+/// offset): what `encode` in a resident breakdown is made of, and a one-dispatch submission read
+/// back through a copy into a mapped buffer or, where the device has mappable storage, straight
+/// from the buffer the dispatch wrote.
+fn costs(args: &[String]) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let gpu = open(args);
+    let (device, queue) = (gpu.device(), gpu.queue());
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(
+            "@group(0) @binding(0) var<storage, read> a: array<u32>;
+             @group(0) @binding(1) var<storage, read_write> b: array<u32>;
+             @group(0) @binding(2) var<storage, read_write> c: array<u32>;
+             @group(0) @binding(3) var<uniform> p: vec4<u32>;
+             @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) i: vec3<u32>) {
+                 b[i.x] = a[i.x] + p.x; c[i.x] = a[i.x] ^ p.y;
+             }"
+            .into(),
+        ),
+    });
+    let storage_entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: None,
+        entries: &[
+            storage_entry(0, true),
+            storage_entry(1, false),
+            storage_entry(2, false),
+            wgpu::BindGroupLayoutEntry {
+                binding: 3,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: true,
+                    min_binding_size: None,
+                },
+                count: None,
+            },
+        ],
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: Some(&device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: None,
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        })),
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let input = storage(&gpu, &[3u8; 1 << 20], wgpu::BufferUsages::empty());
+    let work = storage(&gpu, &[0u8; 256], wgpu::BufferUsages::COPY_SRC);
+    let mapped_ok = device.features().contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+    let buffer = |usage| {
+        device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage, mapped_at_creation: false })
+    };
+    let rb = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+    let direct = mapped_ok.then(|| buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE));
+    let params = buffer(wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+    let bind = |c: &wgpu::Buffer| {
+        fn whole(b: &wgpu::Buffer, size: u64) -> wgpu::BindingResource<'_> {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: b,
+                offset: 0,
+                size: wgpu::BufferSize::new(size),
+            })
+        }
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: whole(&input, 1 << 20) },
+                wgpu::BindGroupEntry { binding: 1, resource: whole(&work, 256) },
+                wgpu::BindGroupEntry { binding: 2, resource: whole(c, 256) },
+                wgpu::BindGroupEntry { binding: 3, resource: whole(&params, 16) },
+            ],
+        })
+    };
+    let scopes = timed(50, 500, || {
+        let s = [wgpu::ErrorFilter::OutOfMemory, wgpu::ErrorFilter::Validation, wgpu::ErrorFilter::Internal]
+            .map(|f| device.push_error_scope(f));
+        for g in s.into_iter().rev() {
+            assert!(pollster::block_on(g.pop()).is_none());
+        }
+    });
+    stats("3 error scopes pushed and popped", scopes);
+    stats("create_bind_group (4 buffers)", timed(50, 500, || drop(bind(&work))));
+    let bg = bind(&work);
+    let encode = |bg: &wgpu::BindGroup, dispatches: u32| {
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            for _ in 0..dispatches {
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, bg, &[0]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+        }
+        enc
+    };
+    stats("encoder + pass of 1 dispatch + finish", timed(50, 500, || drop(encode(&bg, 1).finish())));
+    stats("encoder + pass of 3 dispatches + finish", timed(50, 500, || drop(encode(&bg, 3).finish())));
+    let mut k = 0u32;
+    stats(
+        "write_buffer 64 B",
+        timed(50, 500, || {
+            k += 1;
+            queue.write_buffer(&params, 0, &[k.to_le_bytes(); 16].concat());
+        }),
+    );
+    // The dispatches below then write the input's own bytes (3s), which the reads check.
+    queue.write_buffer(&params, 0, &[0u8; 64]);
+    let until = |register: &dyn Fn(Arc<AtomicBool>)| poll_until(device, register);
+    let read_back = |b: &wgpu::Buffer| {
+        until(&|d| {
+            b.map_async(wgpu::MapMode::Read, .., move |r| {
+                r.unwrap();
+                d.store(true, Ordering::Release)
+            })
+        });
+        assert_eq!(b.get_mapped_range(..4).unwrap()[0], 3);
+        b.unmap();
+    };
+    let copied = timed(50, 500, || {
+        let mut enc = encode(&bg, 1);
+        enc.copy_buffer_to_buffer(&work, 0, &rb, 0, 256);
+        queue.submit([enc.finish()]);
+        read_back(&rb);
+    });
+    stats("1 dispatch + copy into a mapped buffer, submitted and read", copied);
+    if let Some(direct) = &direct {
+        let bg = bind(direct);
+        let t = timed(50, 500, || {
+            queue.submit([encode(&bg, 1).finish()]);
+            read_back(direct);
+        });
+        stats("1 dispatch into a STORAGE | MAP_READ buffer, submitted and read", t);
+    } else {
+        println!("no mappable storage on this device: the direct readback is not measured");
+    }
 }

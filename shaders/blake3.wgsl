@@ -41,7 +41,9 @@ struct Params {
     flags: u32,
     // Slot in `pieces` of this pass's bit 0.
     piece_slot: u32,
-    // copy_tail: first word of the tail in `tail_src`.
+    // copy_tail: first word of the tail in `tail_src`. A chunk pass: 16-byte words of a
+    // device-resident input's last chunk that follow the pass's chunks in `src`, for workgroup 0
+    // to copy after the segment's pieces (0: none; see `copy_last_chunk`).
     src_word: u32,
     // Tree levels a workgroup of this pass reduces (1 to LOG_WG), or LOG_WG + 1 for the last pass
     // of a segment (one workgroup of at most WG items: every level, the top one a piece too).
@@ -256,6 +258,17 @@ fn block_flags(b: u32) -> u32 {
     return f;
 }
 
+// A device-resident input's last chunk (partial or whole), where the host asks for it: the
+// params.src_word 16-byte words that follow the pass's chunks in `src` (bytes past the input's end
+// included, which the host ignores), copied by workgroup 0 of the last segment's chunk pass to
+// the room after the segment's PIECE_SLOTS pieces, which the host reads back with them. Done here
+// rather than by copy_tail saves a bind group and a dispatch per call.
+fn copy_last_chunk(wg: u32, lid: u32) {
+    if (wg == 0u && lid < params.src_word) {
+        pieces[2u * PIECE_SLOTS + lid] = src[params.n_items * 64u + lid];
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Entry points.
 
@@ -268,6 +281,7 @@ fn block_flags(b: u32) -> u32 {
 fn chunk_pass(@builtin(local_invocation_index) lid: u32,
               @builtin(workgroup_id) wid: vec3<u32>) {
     let wg = wid.x;
+    copy_last_chunk(wg, lid);
     let r = items_in(wg);
     let chunk = wg * group_items() + lid;
     if (lid < r) {
@@ -304,6 +318,7 @@ fn chunk_pass(@builtin(local_invocation_index) lid: u32,
 fn chunk_pass_staged(@builtin(local_invocation_index) lid: u32,
                      @builtin(workgroup_id) wid: vec3<u32>) {
     let wg = wid.x;
+    copy_last_chunk(wg, lid);
     let r = items_in(wg);
     let chunk = wg * group_items() + lid;
     let ctr = counter_of(chunk);
@@ -372,7 +387,9 @@ fn hash_blocks(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 // Copies the last chunk of a device-resident input (n_items words) out of the caller's buffer
-// into ours, so the caller's buffer needs no COPY_SRC usage.
+// into ours, so the caller's buffer needs no COPY_SRC usage: for inputs with no full chunk before
+// it, or whose buffer ends before the chunk pass could copy it in whole 16-byte words
+// (`copy_last_chunk`).
 @compute @workgroup_size(256)
 fn copy_tail(@builtin(local_invocation_index) lid: u32) {
     if (lid < params.n_items) {

@@ -790,7 +790,7 @@ fn explicit_wgpu_devices_keep_stderr_empty() {
         let line = listed.lines().nth(1).unwrap_or_default();
         assert!(line.starts_with(&format!("{dev} ")) && line.contains(" ok "), "{dev}:\n{listed}");
         // -v: one line per optional feature, each saying which path the device takes.
-        for feature in ["timestamps: ", "pipeline cache: ", "subgroups: ", "64-bit atomics: "] {
+        for feature in ["timestamps: ", "mappable storage: ", "pipeline cache: ", "subgroups: ", "64-bit atomics: "] {
             assert!(listed.lines().any(|l| l.trim_start().starts_with(feature)), "{dev}: {feature}\n{listed}");
         }
     }

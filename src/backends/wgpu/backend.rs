@@ -261,7 +261,8 @@ impl Backend for WgpuBackend {
         16 << 20
     }
 
-    /// Timestamp queries (the device times itself, or the wall clock does), the pipeline cache
+    /// Timestamp queries (the device times itself, or the wall clock does), mappable storage (the
+    /// results are read where the passes write them, or copied after the passes), the pipeline cache
     /// (used where the device has one: its file, kept between processes), subgroups and 64-bit
     /// atomics (what the adapter has; the shaders need neither today).
     ///
@@ -278,6 +279,7 @@ impl Backend for WgpuBackend {
             self.adapter_features,
             self.adapter_backend,
             self.gpu.timestamps,
+            self.gpu.mapped_pieces,
             self.gpu.pipeline_cache.as_deref(),
         )
     }

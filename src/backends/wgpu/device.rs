@@ -4,7 +4,7 @@
 use super::many::{ManyScratch, MANY_ROUND_BYTES};
 use super::merkle::MerkleScratch;
 use super::options::{Loads, WgpuOptions, DEFAULT_MERKLE_LEVELS};
-use super::paths::has_timestamps;
+use super::paths::{has_mapped_pieces, has_timestamps};
 use super::pipeline_cache::DiskCache;
 use super::pipelines::{self, Pipelines, LOG_WORKGROUP, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::Scratch;
@@ -32,12 +32,16 @@ pub(crate) struct Gpu {
     /// Largest segment in chunks: a power of two that one storage binding and one dispatch
     /// dimension can hold.
     pub(super) max_segment_chunks: u64,
+    /// Largest storage binding, in bytes.
+    pub(super) max_binding: u64,
     /// `min_storage_buffer_offset_alignment`.
     pub(super) storage_align: u64,
     /// Pass and in-encoder timestamps are both available.
     pub(super) timestamps: bool,
     /// Nanoseconds per timestamp tick.
     pub(super) timestamp_period: f64,
+    /// The passes write their results where the host maps them (`paths::has_mapped_pieces`).
+    pub(super) mapped_pieces: bool,
     /// The file the device's pipeline cache is kept in, where it has one (`pipeline_cache.rs`).
     pub(super) pipeline_cache: Option<PathBuf>,
     pub(super) health: Option<Arc<Health>>,
@@ -109,6 +113,7 @@ impl Gpu {
         }
         let timestamps = has_timestamps(device.features());
         let timestamp_period = queue.get_timestamp_period() as f64;
+        let mapped_pieces = has_mapped_pieces(device.features());
         let disk = DiskCache::open(&device);
         let cache = disk.as_ref().map(DiskCache::cache);
         let pipes = scoped(&device, id, || Ok(Pipelines::new(&device, opts.loads, opts.checks, cache))).map_err(
@@ -126,9 +131,11 @@ impl Gpu {
             pipes,
             id,
             max_segment_chunks,
+            max_binding: binding,
             storage_align,
             timestamps,
             timestamp_period,
+            mapped_pieces,
             pipeline_cache: disk.map(|d| d.path().to_path_buf()),
             health,
             // Segment scratch, kept for the next call: up to 16 sets, the largest.

@@ -12,10 +12,11 @@ fn timestamps() -> ::wgpu::Features {
 }
 
 /// The features a device is opened with: only those the code uses, where the adapter has them:
-/// the timestamp pair, and the pipeline cache when `cache` (caches are on and have a directory).
-/// The shaders need nothing beyond core WGSL.
+/// the timestamp pair, mappable storage buffers (see [`has_mapped_pieces`]), and the pipeline
+/// cache when `cache` (caches are on and have a directory). The shaders need nothing beyond core
+/// WGSL.
 pub(super) fn wanted_features(adapter: ::wgpu::Features, cache: bool) -> ::wgpu::Features {
-    let mut wanted = ::wgpu::Features::empty();
+    let mut wanted = adapter & ::wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
     if adapter.contains(timestamps()) {
         wanted |= timestamps();
     }
@@ -30,13 +31,27 @@ pub(super) fn has_timestamps(features: ::wgpu::Features) -> bool {
     features.contains(timestamps())
 }
 
+/// True when a device opened with `features` lets the last pass write its results where the host
+/// maps them (`Scratch`: the pieces buffer is `STORAGE | MAP_READ`), with no copy after the
+/// passes. wgpu warns that mappable storage "can severely hinder performance" on a discrete GPU:
+/// that holds for bulk data in host memory, not for the few hundred bytes of CVs and the last
+/// chunk written here (see `Scratch` for what it saved on an H200). Session 10 had dropped it
+/// when three breakdown runs showed the host noticing the end 35-40 µs later; in session 12 that
+/// delay came and went per process on both paths (one of eight breakdown processes with mapped
+/// pieces, one of twelve wall processes with the copy: 127.6 µs at 1 MiB against 77-92).
+pub(super) fn has_mapped_pieces(features: ::wgpu::Features) -> bool {
+    features.contains(::wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+}
+
 /// Which path a device on an adapter with `adapter` features, on `backend`, takes for each
 /// optional feature the backend looks at; `timed`: the device was opened with timestamps;
-/// `cache_file`: the file its pipeline cache is kept in, where it has one.
+/// `mapped`: its results are written where the host maps them; `cache_file`: the file its
+/// pipeline cache is kept in, where it has one.
 pub(super) fn feature_paths(
     adapter: ::wgpu::Features,
     backend: ::wgpu::Backend,
     timed: bool,
+    mapped: bool,
     cache_file: Option<&Path>,
 ) -> Vec<FeaturePath> {
     use ::wgpu::Features as F;
@@ -66,6 +81,17 @@ pub(super) fn feature_paths(
             path: timestamp_path.into(),
         },
         FeaturePath {
+            feature: "mappable storage",
+            available: adapter.contains(F::MAPPABLE_PRIMARY_BUFFERS),
+            used: mapped,
+            path: if mapped {
+                "results read back where the last pass writes them: no copy after the passes"
+            } else {
+                "results copied into a mapped buffer after the passes (one copy)"
+            }
+            .into(),
+        },
+        FeaturePath {
             feature: "pipeline cache",
             available: adapter.contains(F::PIPELINE_CACHE),
             used: cache_file.is_some(),
@@ -93,8 +119,12 @@ mod tests {
 
     #[test]
     fn only_used_features_are_requested() {
-        assert_eq!(wanted_features(F::all(), false), timestamps());
-        assert_eq!(wanted_features(F::all(), true), timestamps() | F::PIPELINE_CACHE);
+        let mapped = F::MAPPABLE_PRIMARY_BUFFERS;
+        assert_eq!(wanted_features(F::all(), false), timestamps() | mapped);
+        assert_eq!(wanted_features(F::all(), true), timestamps() | mapped | F::PIPELINE_CACHE);
+        assert_eq!(wanted_features(mapped | F::SUBGROUP, false), mapped);
+        assert!(has_mapped_pieces(wanted_features(F::all(), false)));
+        assert!(!has_mapped_pieces(wanted_features(F::TIMESTAMP_QUERY, true)));
         assert_eq!(wanted_features(F::TIMESTAMP_QUERY | F::SUBGROUP, true), F::empty());
         assert_eq!(wanted_features(F::PIPELINE_CACHE, true), F::PIPELINE_CACHE);
         assert_eq!(wanted_features(F::empty(), true), F::empty());
@@ -106,19 +136,21 @@ mod tests {
     fn every_adapter_gets_a_path_for_each_feature() {
         let names = |ps: &[FeaturePath]| ps.iter().map(|p| p.feature).collect::<Vec<_>>();
         let file = Path::new("/cache/b3accel/wgpu-0123456789abcdef.bin");
-        let full = feature_paths(F::all(), ::wgpu::Backend::Vulkan, true, Some(file));
-        let bare = feature_paths(F::empty(), ::wgpu::Backend::Gl, false, None);
+        let full = feature_paths(F::all(), ::wgpu::Backend::Vulkan, true, true, Some(file));
+        let bare = feature_paths(F::empty(), ::wgpu::Backend::Gl, false, false, None);
         assert_eq!(names(&full), names(&bare));
         assert!(full.iter().all(|p| p.available));
-        assert!(full[1].used && full[1].path.contains(&file.display().to_string()), "{}", full[1]);
+        assert!(full[1].used && full[1].path.contains("no copy"), "{}", full[1]);
+        assert!(bare[1].path.contains("copied"), "{}", bare[1]);
+        assert!(full[2].used && full[2].path.contains(&file.display().to_string()), "{}", full[2]);
         assert!(bare.iter().all(|p| !p.available && !p.used));
-        let off = feature_paths(F::PIPELINE_CACHE, ::wgpu::Backend::Vulkan, false, None);
-        assert!(off[1].available && !off[1].used && off[1].path.contains("B3ACCEL_CACHE=off"));
+        let off = feature_paths(F::PIPELINE_CACHE, ::wgpu::Backend::Vulkan, false, false, None);
+        assert!(off[2].available && !off[2].used && off[2].path.contains("B3ACCEL_CACHE=off"));
         assert_eq!(full[0].to_string(), format!("timestamps: yes ({})", full[0].path));
         assert!(bare[0].path.contains("wall clock"));
-        assert!(bare[1].path.starts_with("Vulkan only"));
-        let partial = feature_paths(F::TIMESTAMP_QUERY, ::wgpu::Backend::Vulkan, false, None);
+        assert!(bare[2].path.starts_with("Vulkan only"));
+        let partial = feature_paths(F::TIMESTAMP_QUERY, ::wgpu::Backend::Vulkan, false, false, None);
         assert!(partial[0].path.contains("passes only"));
-        assert!(partial[1].path.contains("the driver has none"));
+        assert!(partial[2].path.contains("the driver has none"));
     }
 }

@@ -31,6 +31,9 @@ pub(crate) struct Params {
     pub n_items: u32,
     pub flags: u32,
     pub piece_slot: u32,
+    /// copy_tail: the tail's first word in its binding. A chunk pass: 16-byte words of the
+    /// input's last chunk that follow its chunks in `src`, copied after the segment's pieces
+    /// (0: none; `copy_last_chunk` in the shader).
     pub src_word: u32,
     /// Levels a workgroup reduces (`levels` in the shader; LOG_WORKGROUP + 1 in a segment's last
     /// pass).
@@ -159,7 +162,9 @@ impl Pipelines {
             // `n_items` chunks (1024 bytes) or CVs (32 bytes) as `src` and only invocations with
             // an item index below `n_items` read it; `dst` holds one CV per full workgroup and
             // only full workgroups write it; `pieces` holds 64 slots and slot = the levels of the earlier passes + bit
-            // stays below 64 because a segment has fewer than 2^32 chunks; `tail_src` is bound
+            // stays below 64 because a segment has fewer than 2^32 chunks; a chunk pass with
+            // `src_word` > 0 has `src` bound to `src_word` more 16-byte words and `pieces` to
+            // `src_word` more after its 64 slots (`Gpu::prepare_segment`); `tail_src` is bound
             // to at least `src_word + n_items` words; workgroup arrays are indexed below their
             // constant sizes (`lid < WG`, `w < 16`). Loops have constant or uniform bounds.
             // `merkle_pass` reads nodes below `n_local` of `src` (bound to exactly that many),

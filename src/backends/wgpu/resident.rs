@@ -2,7 +2,7 @@
 
 use super::device::Gpu;
 use super::options::WgpuOptions;
-use super::pipelines::{Params, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use super::pipelines::{Params, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::{Scratch, MAX_PASSES, QUERIES_PER_SEG};
 use super::wait::{scoped, MapTicket};
 use crate::backends::gpu::pieces::pieces_of;
@@ -532,47 +532,30 @@ impl ResidentHasher {
                 // whole submission.
                 enc.write_timestamp(q, 0);
             }
-            // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage: in the
-            // first segment's compute pass, alongside its chunk pass, where there is one, to the
-            // room after the pieces, which come back with it in one copy.
+            // The last chunk, copied out by a shader so that the buffer needs no COPY_SRC usage, to
+            // right after the last segment's pieces, which come back with it: by the last
+            // segment's chunk pass in whole 16-byte words (no bind group or dispatch of its own),
+            // or by copy_tail, word by word, where there is no chunk pass, or where those words
+            // would overrun the buffer or the largest binding. On an H200 (Vulkan; session 12,
+            // h17 run 3, `wgpu_probe resident-wall`, median of 5 interleaved rounds, copy_tail
+            // against this, both with mapped pieces) 1 MiB took 78.5 / 71.7 µs, 4 MiB 80.5 / 74.4,
+            // 64 MiB 123.1 / 118.1, 1 GiB 761.4 / 752.1; the passes' device time fell by about
+            // 2 µs at every size (`wgpu_probe resident`: 1 MiB 32.4-32.7 -> 30.4-30.5 µs), and a
+            // bind group (2.6 µs) and a dispatch (1.8 µs) left the host's encoding
+            // (`wgpu_probe costs`).
+            //
+            // All of it is one submission. Submitting the chunk pass alone first and encoding the
+            // rest while the device runs it was measured (h17 run 2) and dropped: the device's
+            // passes grew by 14-16 µs at every size (1 MiB 32.5 -> 46.6-49.0 µs, 1 GiB 698 ->
+            // 713 µs), more than the 15-20 µs of host encoding it hid (1 MiB wall, median of 4
+            // rounds, 78.1 µs in one submission against 89.7 in two).
             let tail_start = offset + full * CHUNK_LEN as u64;
-            let aligned = tail_start / gpu.storage_align * gpu.storage_align;
-            let src_word = (tail_start - aligned) / 4;
             let words = last.div_ceil(4);
-            let tail_params_at = MAX_PASSES * PARAMS_STRIDE * scr.segs;
-            let p = Params { n_items: words as u32, src_word: src_word as u32, ..Default::default() };
-            scr.write_params(gpu, tail_params_at, p.bytes().to_vec());
-            let bg = gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
-                label: Some("b3accel copy_tail"),
-                layout: &gpu.pipes.tail_layout,
-                entries: &[
-                    ::wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                            buffer: &scr.pieces,
-                            offset: scr.tail_at(),
-                            size: ::wgpu::BufferSize::new(CHUNK_LEN as u64),
-                        }),
-                    },
-                    ::wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                            buffer: &scr.params,
-                            offset: 0,
-                            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
-                        }),
-                    },
-                    ::wgpu::BindGroupEntry {
-                        binding: 4,
-                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                            buffer,
-                            offset: aligned,
-                            size: ::wgpu::BufferSize::new((src_word + words) * 4),
-                        }),
-                    },
-                ],
-            });
-            let in_pass = count > 0;
+            let vec4s = last.div_ceil(16);
+            let last_seg = full - count.saturating_sub(1) * seg;
+            let in_pass = count > 0
+                && tail_start + vec4s * 16 <= buffer.size()
+                && last_seg * CHUNK_LEN as u64 + vec4s * 16 <= gpu.max_binding;
             for k in 0..count {
                 let n_k = seg.min(full - k * seg);
                 gpu.encode_segment(
@@ -586,11 +569,38 @@ impl ResidentHasher {
                     start + k * seg,
                     domain,
                     queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
-                    (k == 0 && in_pass).then_some((&gpu.pipes.tail, &bg, tail_params_at as u32)),
+                    if in_pass && k + 1 == count { vec4s } else { 0 },
                 );
             }
-
             if !in_pass {
+                let aligned = tail_start / gpu.storage_align * gpu.storage_align;
+                let src_word = (tail_start - aligned) / 4;
+                let tail_params_at = MAX_PASSES * PARAMS_STRIDE * scr.segs;
+                let p = Params { n_items: words as u32, src_word: src_word as u32, ..Default::default() };
+                scr.write_params(gpu, tail_params_at, p.bytes().to_vec());
+                let bg = gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+                    label: Some("b3accel copy_tail"),
+                    layout: &gpu.pipes.tail_layout,
+                    entries: &[
+                        ::wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                                buffer: &scr.pieces,
+                                offset: Scratch::tail_at(count),
+                                size: ::wgpu::BufferSize::new(CHUNK_LEN as u64),
+                            }),
+                        },
+                        scr.params_entry(),
+                        ::wgpu::BindGroupEntry {
+                            binding: 4,
+                            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                                buffer,
+                                offset: aligned,
+                                size: ::wgpu::BufferSize::new((src_word + words) * 4),
+                            }),
+                        },
+                    ],
+                });
                 let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
                     label: Some("b3accel copy_tail"),
                     timestamp_writes: None,
@@ -599,8 +609,8 @@ impl ResidentHasher {
                 pass.set_bind_group(0, &bg, &[tail_params_at as u32]);
                 pass.dispatch_workgroups(1, 1, 1);
             }
-            let tail_at = scr.tail_at();
-            scr.copy_back(&mut enc, count, words * 4);
+            let tail_at = Scratch::tail_at(count);
+            scr.copy_back(&mut enc, count, vec4s * 16);
             if let Some((q, resolve)) = queries {
                 enc.write_timestamp(q, 1);
                 enc.resolve_query_set(q, 0..count.max(1) as u32 * QUERIES_PER_SEG, resolve, 0);

@@ -31,10 +31,20 @@ const STAMP_ROOM: u64 = 256;
 /// Per-segment scratch on the device: the CVs between passes, the pieces, the pass parameters,
 /// the readback buffer, and timestamp queries where the device has them.
 ///
-/// `pieces` holds every segment's pieces end to end, then room for a resident input's last
-/// chunk; `readback` starts with the same bytes, so that one copy brings all of them back (on an
-/// NVIDIA H200 each copy after the passes cost about 6 µs of device time), then room for each
-/// segment's timestamps.
+/// `pieces` holds every segment's pieces end to end, a resident input's last chunk right after
+/// the last segment's, and room for it after all of them; `readback` starts with the same bytes,
+/// so that one copy brings all of them back (on an NVIDIA H200 each copy after the passes cost
+/// about 6 µs of device time), then room for each segment's timestamps.
+///
+/// Where the device has mappable storage buffers (`Gpu::mapped_pieces`), `pieces` is
+/// `STORAGE | MAP_READ` with the timestamps' room too, and `readback` is the same buffer: the
+/// passes write where the host maps, and nothing is copied after them. On an NVIDIA H200
+/// (Vulkan, driver 580; session 12, h17 runs 1-3, `examples/wgpu_probe.rs resident`) the device's
+/// time after the passes fell from 8.9-11.2 µs to 4.2-5.7 µs (two outliers of 8.8 and 9.5) at
+/// every size from 1 MiB to 1 GiB; `wgpu_probe costs`: one dispatch read back through a copy
+/// 43.9 µs, straight from where it wrote 34.9 µs. Plain wall medians (`resident-wall`, median of each run's interleaved rounds,
+/// base against this) were within run-to-run noise at 1 MiB (77.8/82.0, 80.8/78.1, 86.8/78.5 µs)
+/// and 1 GiB (752/761, 759/757, 772/761 µs) and better at 64 MiB (136/130, 133/125, 135/123 µs).
 pub(crate) struct Scratch {
     pub(super) cap: u64,
     pub(super) segs: u64,
@@ -51,21 +61,38 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
-    /// Byte of `pieces` and of `readback` where a resident input's last chunk goes.
-    pub(super) fn tail_at(&self) -> u64 {
-        PIECES_BYTES * self.segs
+    /// Byte of `pieces` and of `readback` where the last chunk of a resident input of `count`
+    /// segments goes: right after the last segment's pieces, where its chunk pass copies it.
+    pub(super) fn tail_at(count: u64) -> u64 {
+        PIECES_BYTES * count
     }
 
     /// Byte of `readback` where segment `k`'s timestamps go.
     pub(super) fn stamps_at(&self, k: u64) -> u64 {
-        self.tail_at() + CHUNK_LEN as u64 + STAMP_ROOM * k
+        PIECES_BYTES * self.segs + CHUNK_LEN as u64 + STAMP_ROOM * k
     }
 
-    /// Copies the pieces of segments `0..count`, and the `tail_bytes` at
-    /// [`tail_at`](Self::tail_at) (0: none), into the readback buffer: one copy.
+    /// Copies the pieces of segments `0..count`, and the `tail_bytes` after them (0: none; see
+    /// [`tail_at`](Self::tail_at)), into the readback buffer: one copy, or none where the
+    /// readback buffer is `pieces` itself.
     pub(super) fn copy_back(&self, enc: &mut ::wgpu::CommandEncoder, count: u64, tail_bytes: u64) {
-        let size = if tail_bytes > 0 { self.tail_at() + tail_bytes } else { PIECES_BYTES * count };
-        enc.copy_buffer_to_buffer(&self.pieces, 0, &self.readback, 0, size);
+        if self.readback == self.pieces {
+            return;
+        }
+        enc.copy_buffer_to_buffer(&self.pieces, 0, &self.readback, 0, Scratch::tail_at(count) + tail_bytes);
+    }
+
+    /// The bind group entry of a pass's parameters: binding 3, one block of `params` at the
+    /// dynamic offset the pass is set with.
+    pub(super) fn params_entry(&self) -> ::wgpu::BindGroupEntry<'_> {
+        ::wgpu::BindGroupEntry {
+            binding: 3,
+            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                buffer: &self.params,
+                offset: 0,
+                size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+            }),
+        }
     }
 
     /// Writes `bytes` at byte `at` of `params` unless they are there already.
@@ -97,6 +124,26 @@ impl Scratch {
                 }),
             )
         });
+        let readback_bytes = (PIECES_BYTES + STAMP_ROOM) * segs + CHUNK_LEN as u64;
+        let (pieces, readback) = if gpu.mapped_pieces {
+            let usage = ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST;
+            let both = gpu.storage_buffer("b3accel pieces (mapped)", readback_bytes, usage);
+            (both.clone(), both)
+        } else {
+            (
+                gpu.storage_buffer(
+                    "b3accel pieces",
+                    PIECES_BYTES * segs + CHUNK_LEN as u64,
+                    ::wgpu::BufferUsages::COPY_SRC,
+                ),
+                gpu.device.create_buffer(&::wgpu::BufferDescriptor {
+                    label: Some("b3accel readback"),
+                    size: readback_bytes,
+                    usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+            )
+        };
         Scratch {
             cap,
             segs,
@@ -108,11 +155,7 @@ impl Scratch {
                 (cap >> CHUNK_LEVELS >> LOG_WORKGROUP).max(1) * 32,
                 ::wgpu::BufferUsages::empty(),
             ),
-            pieces: gpu.storage_buffer(
-                "b3accel pieces",
-                PIECES_BYTES * segs + CHUNK_LEN as u64,
-                ::wgpu::BufferUsages::COPY_SRC,
-            ),
+            pieces,
             params: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
                 label: Some("b3accel params"),
                 // One block of pass parameters per segment, then copy_tail's.
@@ -120,12 +163,7 @@ impl Scratch {
                 usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
-            readback: gpu.device.create_buffer(&::wgpu::BufferDescriptor {
-                label: Some("b3accel readback"),
-                size: (PIECES_BYTES + STAMP_ROOM) * segs + CHUNK_LEN as u64,
-                usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
+            readback,
             queries,
             params_shadow: HashMap::new(),
             groups: HashMap::new(),
@@ -177,7 +215,9 @@ impl Gpu {
 
     /// Encodes the passes that hash `n` chunks (1 <= n <= max_segment_chunks) lying in `src` at
     /// byte `offset` into the pieces of segment slot `seg` of `scr`: one CV per set bit of n
-    /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index.
+    /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index. A nonzero
+    /// `tail` has the chunk pass also copy the `tail` 16-byte words after the chunks in `src` (a
+    /// resident input's last chunk) to the room after the segment's pieces.
     #[allow(clippy::too_many_arguments)]
     ///
     /// The parameters are written only where `scr` does not already hold them, and the bind
@@ -195,9 +235,11 @@ impl Gpu {
         counter: u64,
         domain: Domain,
         timestamps: Option<(&::wgpu::QuerySet, u32)>,
-        first: Option<(&::wgpu::ComputePipeline, &::wgpu::BindGroup, u32)>,
+        tail: u64,
     ) {
-        debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs);
+        debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs && tail <= CHUNK_LEN as u64 / 16);
+        // A bind group over our own input is kept, keyed without the tail: it never has one.
+        debug_assert!(tail == 0 || !src_ours);
         let wg = pipelines::WORKGROUP as u64;
         let (passes, shift) = Gpu::plan(n);
         let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
@@ -211,7 +253,7 @@ impl Gpu {
                 n_items: items as u32,
                 flags: domain.flags,
                 piece_slot,
-                src_word: 0,
+                src_word: if l == 0 { tail as u32 } else { 0 },
                 levels,
             };
             piece_slot += levels;
@@ -228,8 +270,12 @@ impl Gpu {
             // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
             // less room than pass l, so cv_a is always large enough).
             let (input, output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            // The chunk pass binds the tail's words after its chunks, and room for them after
+            // its pieces.
+            let tail_bytes = if l == 0 { tail * 16 } else { 0 };
             let src_binding = if l == 0 {
-                ::wgpu::BufferBinding { buffer: src, offset, size: ::wgpu::BufferSize::new(n * CHUNK_LEN as u64) }
+                let size = ::wgpu::BufferSize::new(n * CHUNK_LEN as u64 + tail_bytes);
+                ::wgpu::BufferBinding { buffer: src, offset, size }
             } else {
                 cvs(input, items)
             };
@@ -247,17 +293,10 @@ impl Gpu {
                         resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
                             buffer: &scr.pieces,
                             offset: seg * PIECES_BYTES,
-                            size: ::wgpu::BufferSize::new(PIECES_BYTES),
+                            size: ::wgpu::BufferSize::new(PIECES_BYTES + tail_bytes),
                         }),
                     },
-                    ::wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
-                            buffer: &scr.params,
-                            offset: 0,
-                            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
-                        }),
-                    },
+                    scr.params_entry(),
                 ],
             })
         };
@@ -291,13 +330,6 @@ impl Gpu {
                     end_of_pass_write_index: Some(i + 1),
                 }),
             });
-            if let Some((pipeline, bg, dyn_offset)) = first {
-                // Independent of the hashing passes (no buffer in common but the input, read
-                // by both), so the device runs it alongside the chunk pass.
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, bg, &[dyn_offset]);
-                pass.dispatch_workgroups(1, 1, 1);
-            }
             for (l, (&(items, _), bg)) in passes.iter().zip(&bind_groups).enumerate() {
                 pass.set_pipeline(if l == 0 { &self.pipes.chunk } else { &self.pipes.reduce });
                 let dyn_offset = (params_base + l as u64 * PARAMS_STRIDE) as u32;

@@ -222,7 +222,7 @@ impl SegmentSlots for Slots<'_, '_> {
             counter,
             self.domain,
             queries.map(|(q, _)| (q, 2)),
-            None,
+            0,
         );
         slot.scratch.copy_back(&mut enc, 1, 0);
         if let Some((q, resolve)) = queries {

@@ -99,6 +99,10 @@ impl Gpu {
 
 /// Runs `f` inside out-of-memory, validation and internal error scopes on `device`, so that wgpu
 /// reports its errors to us as values (never through the default handler, which panics).
+///
+/// The three scopes cost 0.5 µs per call on the H200 machine's host (`examples/wgpu_probe.rs
+/// costs`, session 12), against 2.6 µs for a bind group and 8.3 µs for an encoder with one
+/// dispatch: not worth fewer scopes.
 pub(super) fn scoped<T>(device: &::wgpu::Device, id: Device, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let oom = device.push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
     let validation = device.push_error_scope(::wgpu::ErrorFilter::Validation);
