@@ -167,3 +167,62 @@ fn all_takes_its_gpus_from_the_calibration_cache() {
     assert!(!listed.contains("opencl:97"), "listed devices name the cached GPU: {listed}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A list call that the CPU is expected to finish before a GPU could open (its rate from the
+/// calibration cache) starts no GPU; one it is not expected to finish that soon starts them in
+/// the background, as before. Run in child processes, each with its own calibration file: one
+/// that makes the CPU a million times faster than any real one, one that makes it crawl.
+#[test]
+fn a_list_starts_no_gpu_for_a_call_the_cpu_finishes_first() {
+    let dir = scratch("start");
+    let out = Command::new(B3ACCEL)
+        .args(["bench", "--calibrate"])
+        .env("B3ACCEL_CALIBRATION", dir.join("made.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let made: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("made.json")).unwrap()).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    for (what, rate, expect_opening) in [("fast", 1e15, false), ("slow", 1e3, true)] {
+        let mut cal = made.clone();
+        cal["cpu"]["points"] = serde_json::json!([[4194304, rate], [536870912, rate]]);
+        let file = dir.join(format!("{what}.json"));
+        std::fs::write(&file, cal.to_string()).unwrap();
+        let out = Command::new(&exe)
+            .args(["--exact", "list_start_child", "--include-ignored", "--nocapture", "--test-threads=1"])
+            .env("B3ACCEL_CALIBRATION", &file)
+            .env("LIST_START_EXPECT_OPENING", expect_opening.to_string())
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{what} CPU:\n{text}");
+        assert!(text.contains("1 passed"), "the child test did not run:\n{text}");
+        if !text.contains("opening checked") {
+            assert!(std::env::var("CI").is_err(), "no GPU device to check with, under CI:\n{text}");
+            eprintln!("NO GPU DEVICE: the list's start rule was not checked");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[ignore = "run by a_list_starts_no_gpu_for_a_call_the_cpu_finishes_first, with its calibration file"]
+fn list_start_child() {
+    use b3accel::spread::Spread;
+    use b3accel::{Device, Mode};
+    let Some(gpu) = b3accel::devices().into_iter().map(|d| d.device).find(|&d| d != Device::Cpu) else {
+        return;
+    };
+    let expect: bool = std::env::var("LIST_START_EXPECT_OPENING").unwrap().parse().unwrap();
+    let list = Spread::new(&[Device::Cpu, gpu]).unwrap().with_min_bytes(0);
+    let data: Vec<u8> = (0..(1 << 20) + 9).map(|i: usize| (i % 233) as u8).collect();
+    let mut out = [0u8; 32];
+    b3accel::xof_reader_with(&list, &Mode::Hash, &data).unwrap().fill(&mut out);
+    assert_eq!(out, *blake3::hash(&data).as_bytes());
+    // Opening a device takes tens of milliseconds at least (PoCL, lavapipe), the CPU's 1 MiB a
+    // millisecond: a GPU started by the call is still opening when it returns.
+    assert_eq!(b3accel::opening_in_background(), expect, "{gpu} opening after the call");
+    b3accel::settle();
+    println!("opening checked with {gpu}");
+}

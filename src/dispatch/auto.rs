@@ -285,6 +285,12 @@ pub fn cached_gpus() -> Option<Vec<Device>> {
     load().map(|cal| cal.gpus.iter().map(|g| g.device).collect())
 }
 
+/// The CPU backend's throughput at `len` bytes (bytes per second) from the cached calibration,
+/// without measuring anything: `None` without a usable cache or a CPU curve in it.
+pub(crate) fn cached_cpu_rate(len: u64) -> Option<f64> {
+    load().filter(|cal| !cal.cpu.points.is_empty()).map(|cal| cal.cpu.at(len))
+}
+
 /// The cached calibration, if the file is there, whole, of this format and made by this build
 /// on this machine; anything else (garbage included) is no calibration.
 fn load() -> Option<Calibration> {

@@ -22,7 +22,7 @@
 //! takes no core from the CPU's share (1 GiB: 0.92-0.97x the CPU alone, against 0.68-0.85x
 //! staged; 4 GiB: 1.05-1.15x against 0.85-0.87x).
 
-use super::auto::cached_gpus;
+use super::auto::{cached_cpu_rate, cached_gpus};
 use super::registry::{backend, one_per_gpu, opening, ready, start_opening};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
@@ -37,6 +37,13 @@ use std::time::{Duration, Instant};
 /// By default, inputs smaller than this go to the first device alone: below it, starting the
 /// other devices' pipelines costs more than they add ([`Spread::with_min_bytes`] changes it).
 pub const SPREAD_MIN_BYTES: u64 = 64 << 20;
+/// About how long a GPU takes to open (driver, context, kernels from the cache): a call that the
+/// list's first device is expected to finish sooner starts no GPU. On the GPU machine (NVIDIA
+/// H200, warm caches) OpenCL opened in 0.37-0.41 s and Vulkan in 0.31-0.35 s; a one-shot
+/// `b3accel --backend all` that started the driver while the CPU hashed took 39-48 ms for a
+/// 64 MiB file, 133-205 ms for 1 GiB and 242-363 ms for 5 GiB against 8-9, 33-41 and 127-132
+/// ms on the CPU alone, the GPU taking no share (session 12, run 30).
+pub(crate) const GPU_OPEN_TIME: Duration = Duration::from_millis(300);
 /// The largest piece by default (64 MiB): enough for a GPU's segment pipeline to fill.
 pub const BIG_PIECE_BYTES: u64 = 64 << 20;
 /// The smallest piece by default (4 MiB): the last pieces' size, so that the devices finish
@@ -241,12 +248,20 @@ impl Spread {
         let n = (input.len() / CHUNK_LEN) as u64;
         let members = self.members();
         // The other devices open now (if not open yet), in the background: a list used only for
-        // small inputs never starts a GPU (nor waits for one in `settle`).
-        for &d in &members[1..] {
-            start_opening(d);
+        // small inputs never starts a GPU (nor waits for one in `settle`), and neither does a call
+        // that the first device alone is expected to finish before a GPU could open.
+        let known = lock(&self.rates).clone();
+        let first_rate = known.get(&members[0]).copied().or_else(|| {
+            // Nothing measured by this list yet: the CPU's rate from Auto's calibration cache.
+            (members[0] == Device::Cpu).then(|| cached_cpu_rate(input.len() as u64)).flatten()
+        });
+        let alone = first_rate.map(|r| Duration::from_secs_f64(input.len() as f64 / r.max(1.0)));
+        if alone.is_none_or(|t| t >= GPU_OPEN_TIME) {
+            for &d in &members[1..] {
+                start_opening(d);
+            }
         }
         let pieces = plan_pieces(n, max_chunks, members.len(), self.big_chunks, self.small_chunks);
-        let known = lock(&self.rates).clone();
         let queue = Queue::new(&pieces, members.iter().map(|d| known.get(d).copied()).collect());
         let results: Vec<OnceLock<Vec<Cv>>> = (0..pieces.len()).map(|_| OnceLock::new()).collect();
         let errors: Mutex<Vec<(Device, Error)>> = Mutex::new(Vec::new());
