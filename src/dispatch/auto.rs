@@ -113,8 +113,18 @@ pub struct Calibration {
 /// }
 /// ```
 pub fn calibration() -> &'static Calibration {
-    static CAL: OnceLock<Calibration> = OnceLock::new();
-    CAL.get_or_init(|| load().unwrap_or_else(|| measure_and_store(false)))
+    CALIBRATION.get_or_init(|| cached().cloned().unwrap_or_else(|| measure_and_store(false)))
+}
+
+/// The calibration in force, once [`calibration`] has made or loaded it.
+static CALIBRATION: OnceLock<Calibration> = OnceLock::new();
+
+/// The calibration in force if there is one already, else the cache file as this process first
+/// read it: the file is read and parsed once per process, however many lists, `--backend all`
+/// and Auto ask (never measured here).
+fn cached() -> Option<&'static Calibration> {
+    static LOADED: OnceLock<Option<Calibration>> = OnceLock::new();
+    CALIBRATION.get().or_else(|| LOADED.get_or_init(load).as_ref())
 }
 
 /// Measures anew and rewrites the cache (what `b3accel bench --calibrate` does). The process
@@ -282,13 +292,13 @@ fn curve_from_json(v: &serde_json::Value) -> Option<Curve> {
 /// }
 /// ```
 pub fn cached_gpus() -> Option<Vec<Device>> {
-    load().map(|cal| cal.gpus.iter().map(|g| g.device).collect())
+    cached().map(|cal| cal.gpus.iter().map(|g| g.device).collect())
 }
 
 /// The CPU backend's throughput at `len` bytes (bytes per second) from the cached calibration,
 /// without measuring anything: `None` without a usable cache or a CPU curve in it.
 pub(crate) fn cached_cpu_rate(len: u64) -> Option<f64> {
-    load().filter(|cal| !cal.cpu.points.is_empty()).map(|cal| cal.cpu.at(len))
+    cached().filter(|cal| !cal.cpu.points.is_empty()).map(|cal| cal.cpu.at(len))
 }
 
 /// The cached calibration, if the file is there, whole, of this format and made by this build
