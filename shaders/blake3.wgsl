@@ -457,6 +457,56 @@ fn keep_node(i: u32, h0: vec4<u32>, h1: vec4<u32>) {
     pieces[2u * i + 1u] = h1;
 }
 
+// The rest of a Merkle workgroup's levels, `done + 1` to `levels`, through workgroup memory: the
+// `count` nodes of level `done` (node i in invocation i's h0, h1) of a level of `total` nodes whose
+// inner nodes start at `level_at`; then the last level made goes to `dst`. Workgroup g takes
+// `group_nodes` nodes. Must be reached in uniform control flow.
+fn merkle_finish(lid: u32, g: u32, group_nodes: u32, done: u32, count_in: u32, total_in: u32,
+                 at_in: u32, keep: bool, h0_in: vec4<u32>, h1_in: vec4<u32>) {
+    let gfirst = (mparams.group_base + g) * group_nodes;
+    var count = count_in;
+    var total = total_in;
+    var level_at = at_in;
+    var h0 = h0_in;
+    var h1 = h1_in;
+    let levels = mparams.levels;
+    if (levels > done) {
+        if (lid < count) {
+            store_cv(lid, h0, h1);
+        }
+        workgroupBarrier();
+        for (var level = done + 1u; level <= levels; level = level + 1u) {
+            let stride = 1u << (level - done - 1u);
+            let pairs = count >> 1u;
+            if (lid < pairs) {
+                let left = (2u * lid) * stride;
+                let right = left + stride;
+                let s = merkle_parent(load_lo(left), load_hi(left), load_lo(right), load_hi(right));
+                h0 = s.a ^ s.c;
+                h1 = s.b ^ s.d;
+                store_cv(left, h0, h1);
+                if (keep) {
+                    keep_node(level_at + (gfirst >> level) + lid, h0, h1);
+                }
+            }
+            level_at = level_at + (total >> 1u);
+            total = (total + 1u) >> 1u;
+            count = (count + 1u) >> 1u;
+            workgroupBarrier();
+        }
+        if (lid < count) {
+            let slot = lid << (levels - done);
+            h0 = load_lo(slot);
+            h1 = load_hi(slot);
+        }
+    }
+    if (lid < count) {
+        let o = ((mparams.group_base + g) * (group_nodes >> levels) + lid) * 2u;
+        dst[o] = h0;
+        dst[o + 1u] = h1;
+    }
+}
+
 @compute @workgroup_size(256)
 fn merkle_pass(@builtin(local_invocation_index) lid: u32,
                @builtin(workgroup_id) wid: vec3<u32>,
@@ -493,42 +543,78 @@ fn merkle_pass(@builtin(local_invocation_index) lid: u32,
     total = (total + 1u) >> 1u;
     count = (count + 1u) >> 1u;
 
-    let levels = mparams.levels;
-    if (levels > 1u) {
-        if (lid < count) {
-            store_cv(lid, h0, h1);
+    merkle_finish(lid, g, 2u * WG, 1u, count, total, level_at, keep, h0, h1);
+}
+
+// The bulk Merkle levels, four nodes an invocation: the invocation hashes its two pairs (two
+// independent compressions) and their parent in registers, and only the levels above that go
+// through workgroup memory and its barriers. A workgroup takes 4 * WG nodes; `levels` is at
+// least 2. Same carry rule, inner-node layout and output as `merkle_pass`.
+@compute @workgroup_size(256)
+fn merkle_pass4(@builtin(local_invocation_index) lid: u32,
+                @builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = wid.y * nwg.x + wid.x;
+    if (g >= mparams.groups) {
+        return;
+    }
+    let first = g * (4u * WG);
+    let gfirst = (mparams.group_base + g) * (4u * WG);
+    var count = min(4u * WG, mparams.n_local - first);
+    var total = mparams.n_total;
+    var level_at = mparams.inner_at;
+    let keep = mparams.keep != 0u;
+
+    // Level 1: nodes 2 lid and 2 lid + 1 of the level made here, from leaves 4 lid .. 4 lid + 3.
+    var a0 = vec4<u32>(0u);
+    var a1 = vec4<u32>(0u);
+    var b0 = vec4<u32>(0u);
+    var b1 = vec4<u32>(0u);
+    var pairs = count >> 1u;
+    let q = 2u * (first + 4u * lid);
+    if (2u * lid < pairs) {
+        let s = merkle_parent(src[q], src[q + 1u], src[q + 2u], src[q + 3u]);
+        a0 = s.a ^ s.c;
+        a1 = s.b ^ s.d;
+        if (keep) {
+            keep_node(level_at + (gfirst >> 1u) + 2u * lid, a0, a1);
         }
-        workgroupBarrier();
-        for (var level = 2u; level <= levels; level = level + 1u) {
-            let stride = 1u << (level - 2u);
-            pairs = count >> 1u;
-            if (lid < pairs) {
-                let left = (2u * lid) * stride;
-                let right = left + stride;
-                let s = merkle_parent(load_lo(left), load_hi(left), load_lo(right), load_hi(right));
-                h0 = s.a ^ s.c;
-                h1 = s.b ^ s.d;
-                store_cv(left, h0, h1);
-                if (keep) {
-                    keep_node(level_at + (gfirst >> level) + lid, h0, h1);
-                }
-            }
-            level_at = level_at + (total >> 1u);
-            total = (total + 1u) >> 1u;
-            count = (count + 1u) >> 1u;
-            workgroupBarrier();
+    } else if (2u * lid == pairs && (count & 1u) == 1u) {
+        a0 = src[q];
+        a1 = src[q + 1u];
+    }
+    if (2u * lid + 1u < pairs) {
+        let s = merkle_parent(src[q + 4u], src[q + 5u], src[q + 6u], src[q + 7u]);
+        b0 = s.a ^ s.c;
+        b1 = s.b ^ s.d;
+        if (keep) {
+            keep_node(level_at + (gfirst >> 1u) + 2u * lid + 1u, b0, b1);
         }
-        if (lid < count) {
-            let slot = lid << (levels - 1u);
-            h0 = load_lo(slot);
-            h1 = load_hi(slot);
+    } else if (2u * lid + 1u == pairs && (count & 1u) == 1u) {
+        b0 = src[q + 4u];
+        b1 = src[q + 5u];
+    }
+    level_at = level_at + (total >> 1u);
+    total = (total + 1u) >> 1u;
+    count = (count + 1u) >> 1u;
+
+    // Level 2, in registers: node lid from the two above.
+    var h0 = a0;
+    var h1 = a1;
+    pairs = count >> 1u;
+    if (lid < pairs) {
+        let s = merkle_parent(a0, a1, b0, b1);
+        h0 = s.a ^ s.c;
+        h1 = s.b ^ s.d;
+        if (keep) {
+            keep_node(level_at + (gfirst >> 2u) + lid, h0, h1);
         }
     }
-    if (lid < count) {
-        let o = ((mparams.group_base + g) * ((2u * WG) >> levels) + lid) * 2u;
-        dst[o] = h0;
-        dst[o + 1u] = h1;
-    }
+    level_at = level_at + (total >> 1u);
+    total = (total + 1u) >> 1u;
+    count = (count + 1u) >> 1u;
+
+    merkle_finish(lid, g, 4u * WG, 2u, count, total, level_at, keep, h0, h1);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 //! uploads host leaves and calls the same code.
 //!
 //! A Merkle tree takes one dispatch per `merkle_levels` levels while a level is large (4 by
-//! default), and one per 9 levels once it is small (a workgroup of 256 invocations takes 512
-//! nodes and reduces them by up to 9 levels: 2^25 leaves are 4 dispatches), all in one compute
+//! default; `merkle_pass4`, a workgroup of 256 invocations taking 1024 nodes, the first two
+//! levels in each invocation's registers), and one per 9 levels once it is small
+//! (`merkle_pass`: 512 nodes reduced by up to 9 levels: 2^25 leaves are 4 dispatches), all in one compute
 //! pass of one submission; only the root (32 bytes) comes back unless the inner nodes are asked for. Levels
 //! larger than one storage binding are split over several dispatches, and every dispatch uses a
 //! 2D grid, so neither the binding size nor the 65535 workgroups per dimension limit the leaf
@@ -17,7 +18,7 @@ use super::passes::{
 };
 use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
 use super::wait::scoped;
-use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes, MerklePass};
+use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes, MerklePass, LARGE_LEVEL};
 use crate::core::compress::Cv;
 use crate::tree::{Error, Result, Timings};
 use std::time::Instant;
@@ -26,6 +27,19 @@ use std::time::Instant;
 const MERKLE_SPAN: u32 = LOG_WORKGROUP + 1;
 /// Nodes one workgroup of `merkle_pass` takes.
 const GROUP_NODES: u64 = 2 * WORKGROUP as u64;
+/// Nodes one workgroup of `merkle_pass4` (the bulk levels, four nodes an invocation) takes.
+const GROUP_NODES4: u64 = 4 * WORKGROUP as u64;
+
+/// Whether a pass runs `merkle_pass4`: a large level (see [`LARGE_LEVEL`]) reduced by at least
+/// the two levels one invocation makes in registers.
+///
+/// Measured on an NVIDIA H200 (Vulkan, session 13, run 36: `merkle_steady`, 2^25 leaves, fresh
+/// processes interleaved): device time 1264 µs against 1326 µs with two nodes an invocation
+/// (OpenCL's kernels: 1288 µs); plain wall medians 1313-1354 µs against 1381-1417 µs in the
+/// processes whose clocks held.
+fn four_per_invocation(pass: &MerklePass) -> bool {
+    pass.levels >= 2 && pass.count >= LARGE_LEVEL
+}
 
 /// What one Merkle call needs on the device besides the leaves, kept per device between calls
 /// (level buffers, parameters, the root's readback, timestamps, and the bind groups that name
@@ -151,7 +165,7 @@ fn merkle_on_device(
         }
         levels
     });
-    let per_binding = (max_binding(gpu) / 32 / GROUP_NODES) * GROUP_NODES;
+    let per_binding = (max_binding(gpu) / 32 / GROUP_NODES4) * GROUP_NODES4;
     if per_binding == 0 {
         return Err(Error::Unavailable {
             device: gpu.id,
@@ -165,21 +179,23 @@ fn merkle_on_device(
     let mut dispatches = Vec::new();
     for (p, pass) in passes.iter().enumerate() {
         let src_base = if p == 0 { offset } else { 0 };
+        let wide = four_per_invocation(pass);
+        let group_nodes = if wide { GROUP_NODES4 } else { GROUP_NODES };
         let mut first = 0u64;
         while first < pass.count {
             let local = per_binding.min(pass.count - first);
-            let groups = local.div_ceil(GROUP_NODES);
+            let groups = local.div_ceil(group_nodes);
             let params = [
                 local as u32,
                 pass.count as u32,
-                (first / GROUP_NODES) as u32,
+                (first / group_nodes) as u32,
                 groups as u32,
                 pass.levels,
                 u32::from(keep),
                 pass.inner_at as u32,
                 0,
             ];
-            dispatches.push((p, src_base + first * 32, local, grid(gpu, groups)?, params));
+            dispatches.push((p, src_base + first * 32, local, grid(gpu, groups)?, params, wide));
             first += local;
         }
     }
@@ -195,7 +211,8 @@ fn merkle_on_device(
     )
 }
 
-type MerkleDispatch = (usize, u64, u64, (u32, u32), [u32; 8]);
+/// (pass, source byte offset, nodes, grid, parameters, `merkle_pass4`).
+type MerkleDispatch = (usize, u64, u64, (u32, u32), [u32; 8], bool);
 
 #[allow(clippy::too_many_arguments)]
 fn merkle_with(
@@ -243,7 +260,7 @@ fn merkle_with(
     };
     // The first pass's groups name the caller's buffer: made per call, never kept.
     let mut bind_groups = Vec::with_capacity(dispatches.len());
-    for &(p, src_at, local, _, _) in dispatches {
+    for &(p, src_at, local, _, _, _) in dispatches {
         if p == 0 || keep {
             bind_groups.push(make(scr, p, src_at, local));
             continue;
@@ -275,8 +292,12 @@ fn merkle_with(
             label: Some("b3accel merkle"),
             timestamp_writes: timer.map(PassTimer::writes),
         });
-        pass.set_pipeline(&gpu.pipes.merkle);
+        let mut wide = None;
         for (i, (d, bg)) in dispatches.iter().zip(&bind_groups).enumerate() {
+            if wide != Some(d.5) {
+                pass.set_pipeline(if d.5 { &gpu.pipes.merkle4 } else { &gpu.pipes.merkle });
+                wide = Some(d.5);
+            }
             pass.set_bind_group(0, bg, &[(i as u64 * PARAMS_STRIDE) as u32]);
             pass.dispatch_workgroups(d.3 .0, d.3 .1, 1);
         }

@@ -100,6 +100,8 @@ pub(crate) struct Pipelines {
     /// params (binding 5, dynamic offset).
     pub merkle_layout: ::wgpu::BindGroupLayout,
     pub merkle: ::wgpu::ComputePipeline,
+    /// `merkle_pass4`: the bulk levels, four nodes an invocation.
+    pub merkle4: ::wgpu::ComputePipeline,
     /// Layout of `many_chunks`: dst (hashes or chunk CVs), tail_src (messages as words), many
     /// params (binding 6, dynamic offset).
     pub many_layout: ::wgpu::BindGroupLayout,
@@ -167,7 +169,7 @@ impl Pipelines {
             // `src_word` more after its 64 slots (`Gpu::prepare_segment`); `tail_src` is bound
             // to at least `src_word + n_items` words; workgroup arrays are indexed below their
             // constant sizes (`lid < WG`, `w < 16`). Loops have constant or uniform bounds.
-            // `merkle_pass` reads nodes below `n_local` of `src` (bound to exactly that many),
+            // `merkle_pass` and `merkle_pass4` read nodes below `n_local` of `src` (bound to exactly that many),
             // writes `dst` below ceil(n_total / 2^levels) and, with `keep`, `pieces` below
             // n_total - 1 + inner_at (the host binds the whole inner buffer); its workgroup slots
             // are below WG. `many_chunks` reads `tail_src` only below `n_words` (checked in the
@@ -227,6 +229,7 @@ impl Pipelines {
             blocks: make(&layout, "hash_blocks"),
             tail: make(&tail_layout, "copy_tail"),
             merkle: make(&merkle_layout, "merkle_pass"),
+            merkle4: make(&merkle_layout, "merkle_pass4"),
             many: make(&many_layout, "many_chunks"),
             many4: make(&many4_layout, "many_vec4"),
             many4_layout,
