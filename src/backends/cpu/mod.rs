@@ -241,11 +241,16 @@ impl CpuBackend {
     /// rows).
     fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
         // Four inputs or fewer under AVX-512VL (a small input's chunks, the top parent levels):
-        // what the loop below would choose, without the loop. Sending up to eight one-block
-        // inputs (the 8-parent level of 16 chunks) here as well, rather than to the 8-lane
-        // kernel, gained nothing on the H200 machine's Xeon (16 KiB: 0.91x upstream either way).
+        // what the loop below would choose, without the loop. Five to eight one-block inputs
+        // (the 8-parent level of 16 chunks) go there too, as two groups on 512-bit rows rather
+        // than one pass of the 8-lane kernel: with the message moved in place on those rows, on
+        // the H200 machine's Xeon (`examples/cpu_parts.rs`, one thread) the 16-chunk subtree
+        // went from 1.047x upstream's time to 1.021x, and 16 KiB (`examples/cpu_small.rs`,
+        // medians of 16 interleaved runs) from 0.924x upstream's speed to 0.945x; on the 2-core
+        // machine's EPYC 0.966x -> 0.957x (12 runs), within its noise. (Before the rows moved
+        // their message in place, it gained nothing: 0.91x either way.)
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.evex && out.len() <= 4 {
+        if self.evex && (out.len() <= 4 || (blocks == 1 && out.len() <= 8)) {
             // SAFETY: `evex` is set only where the CPU has AVX-512F and VL; `for_groups` asserts
             // that the inputs lie inside `input`.
             return unsafe { quads::hash_quads(input, stride, blocks, job, out, self.split_quads) };
