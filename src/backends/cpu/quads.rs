@@ -352,9 +352,9 @@ impl Wide for Ymm2 {
 /// | 8 KiB | 0.870 | 0.917 | 0.952 | 0.963 |
 /// | 16 KiB | 0.912 | 0.937 | 0.961 | 0.970 |
 ///
-/// A second Xeon run with every row form moving its message in place (20 runs): 2 KiB 0.915 ->
-/// 0.973, 4 KiB 0.896 -> 0.972, 8 KiB 0.938 -> 0.953, 16 KiB 0.929 -> 0.956; on the EPYC (16
-/// runs) 2 KiB 0.948 -> 0.968, 4 KiB 1.002 -> 1.056, 8 KiB 0.951 -> 0.960, 16 KiB 0.956 -> 0.968.
+/// A second Xeon run with every row form moving its message in place (20 runs, e9b9e30's CPU
+/// code): 2 KiB 0.915 -> 0.978, 4 KiB 0.896 -> 0.983, 8 KiB 0.938 -> 0.949, 16 KiB 0.929 ->
+/// 0.952; on the EPYC (16 runs) 2 KiB 0.948 -> 0.968, 4 KiB 1.002 -> 1.056, 8 KiB 0.951 -> 0.960, 16 KiB 0.956 -> 0.968.
 ///
 /// Four chunks' CVs went from about 1310 ns to 1080-1160 ns on the Xeon (`examples/cpu_parts.rs`),
 /// against 1050 ns for one chunk on 128-bit rows. Tried with it and dropped: rounds 1-6 as a
