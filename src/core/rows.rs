@@ -13,186 +13,204 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::compress::{g, seven_rounds, Word};
-use super::constants::{BLOCK_LEN, IV, MSG_SCHEDULE};
+use super::constants::{BLOCK_LEN, IV};
 
-/// For each round, the message words in the order the row form consumes them: the columns' first
-/// and second words, then the diagonals' first and second words. Diagonal i is computed in lane
-/// (i + 1) % 4 (see [`round`]), so the diagonal words are rotated by one lane.
-pub(crate) const ROW_ORDER: [[u32; 16]; 7] = {
-    let mut o = [[0u32; 16]; 7];
-    let mut r = 0;
-    while r < 7 {
-        let mut i = 0;
-        while i < 4 {
-            o[r][i] = MSG_SCHEDULE[r][2 * i] as u32;
-            o[r][4 + i] = MSG_SCHEDULE[r][2 * i + 1] as u32;
-            let d = (i + 3) % 4;
-            o[r][8 + i] = MSG_SCHEDULE[r][8 + 2 * d] as u32;
-            o[r][12 + i] = MSG_SCHEDULE[r][8 + 2 * d + 1] as u32;
-            i += 1;
-        }
-        r += 1;
-    }
-    o
-};
-
-/// A permute's index vector, aligned for a 512-bit load.
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-pub(crate) struct Idx(pub(crate) [u32; 16]);
-
-/// How the row form on one or more inputs (one per 128-bit lane) gathers row `j` of round `r` from the block held as quarters (`Q[k]` holds words
-/// 4k..4k+3 of input i in lane i): a two-source permute of quarters `src[0]` and `src[1]`, then,
-/// for words in a third or fourth quarter, a masked permute from each. Every index stays within its
-/// 128-bit lane, so the inputs never mix.
-#[derive(Clone, Copy)]
-pub(crate) struct Gather {
-    pub(crate) src: [usize; 4],
-    pub(crate) sources: usize,
-    pub(crate) idx: [Idx; 3],
-    pub(crate) mask: [u16; 2],
+/// A `pshufd`/`shufps` immediate: output word i takes source word `wi` (for `shufps`, words 0
+/// and 1 from the first source, 2 and 3 from the second).
+pub(crate) const fn sel(w0: i32, w1: i32, w2: i32, w3: i32) -> i32 {
+    w0 | w1 << 2 | w2 << 4 | w3 << 6
 }
 
-/// [`Gather`] for every row of every round, from [`ROW_ORDER`], for vectors of `inputs` 128-bit
-/// lanes (a permute's second source starts at index `4 * inputs`).
-pub(crate) const fn gather_table(inputs: usize) -> [[Gather; 4]; 7] {
-    let empty = Gather { src: [0; 4], sources: 0, idx: [Idx([0; 16]); 3], mask: [0; 2] };
-    let second = 4 * inputs as u32;
-    let mut out = [[empty; 4]; 7];
-    let mut r = 0;
-    while r < 7 {
-        let mut j = 0;
-        while j < 4 {
-            let mut g = empty;
-            // The quarters this row reads, in order of first use.
-            let mut t = 0;
-            while t < 4 {
-                let q = ROW_ORDER[r][4 * j + t] as usize / 4;
-                let mut seen = false;
-                let mut k = 0;
-                while k < g.sources {
-                    seen |= g.src[k] == q;
-                    k += 1;
-                }
-                if !seen {
-                    g.src[g.sources] = q;
-                    g.sources += 1;
-                }
-                t += 1;
-            }
-            if g.sources == 1 {
-                g.src[1] = g.src[0];
-            }
-            // Word t of lane i: from quarter src[s], word w % 4 of the same lane.
-            let mut t = 0;
-            while t < 4 {
-                let w = ROW_ORDER[r][4 * j + t] as usize;
-                let mut s = 0;
-                while g.src[s] != w / 4 {
-                    s += 1;
-                }
-                let mut lane = 0;
-                while lane < inputs {
-                    let at = 4 * lane + t;
-                    let word = (4 * lane + w % 4) as u32;
-                    if s < 2 {
-                        g.idx[0].0[at] = word + second * s as u32;
-                    } else {
-                        g.idx[s - 1].0[at] = word + second;
-                        g.mask[s - 2] |= 1 << at;
-                    }
-                    lane += 1;
-                }
-                t += 1;
-            }
-            out[r][j] = g;
-            j += 1;
-        }
-        r += 1;
-    }
-    out
+/// Word moves within each 128-bit lane (the same on 128-, 256- and 512-bit vectors): what moving
+/// the message rows from one round to the next takes ([`permute_msg`]).
+pub(crate) trait InLane: Copy {
+    /// Word i takes this vector's word `IMM >> 2i & 3` (`pshufd`).
+    ///
+    /// # Safety
+    /// The CPU must support the instruction set (for every method of this trait).
+    unsafe fn pshufd<const IMM: i32>(self) -> Self;
+    /// Words 0 and 1 from `self`, 2 and 3 from `hi`, picked by `IMM` as for `pshufd` (`shufps`).
+    ///
+    /// # Safety
+    /// As for `pshufd`.
+    unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self;
+    /// Words `self[0], o[0], self[1], o[1]` (`punpckldq`).
+    ///
+    /// # Safety
+    /// As for `pshufd`.
+    unsafe fn unpacklo(self, o: Self) -> Self;
+    /// Word i from `o` where bit i of `MASK` is set, else from `self`.
+    ///
+    /// # Safety
+    /// As for `pshufd`.
+    unsafe fn blend<const MASK: i32>(self, o: Self) -> Self;
 }
 
-/// A row of the state, with the way its instruction set gathers each round's message words.
-pub(crate) trait Row: Word {
-    /// The block (or blocks) as the instruction set holds it.
-    type Msg: Copy;
-    /// Round `r`'s message words as four rows, in [`ROW_ORDER`].
+/// `opaque*(x)` is `x`, through an empty `asm!` that LLVM cannot see into: the in-lane moves
+/// of [`permute_msg`] stay the instructions written, one each. Left to itself, LLVM merges each
+/// chain of them into one two-source permute (`vpermt2d`: three cycles on port 5 on Intel, where
+/// each of these takes one), which is what the in-place moves are there to avoid.
+macro_rules! opaque {
+    ($name:ident, $t:ty, $class:ident, $feature:literal) => {
+        /// See [`opaque`].
+        ///
+        /// # Safety
+        /// The CPU must support the instruction set named.
+        #[inline]
+        #[target_feature(enable = $feature)]
+        pub(crate) unsafe fn $name(mut x: $t) -> $t {
+            // SAFETY: an empty instruction string: `x` is left as it is.
+            unsafe { core::arch::asm!("/* {0} */", inout($class) x, options(pure, nomem, nostack, preserves_flags)) };
+            x
+        }
+    };
+}
+opaque!(opaque128, __m128i, xmm_reg, "sse2");
+opaque!(opaque256, __m256i, ymm_reg, "avx");
+opaque!(opaque512, __m512i, zmm_reg, "avx512f");
+
+/// Round 0's message rows from the block's quarters (`q[k]` holds words 4k..4k+3), in the order
+/// the row form consumes them: the columns' first words, their second words, then the
+/// diagonals' first and second words, diagonal i in lane (i + 1) % 4 (see [`round`]).
+#[inline(always)]
+pub(crate) unsafe fn first_msg<L: InLane>(q: [L; 4]) -> [L; 4] {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let diag_x = q[2].shufps::<{ sel(0, 2, 0, 2) }>(q[3]);
+        let diag_y = q[2].shufps::<{ sel(1, 3, 1, 3) }>(q[3]);
+        [
+            q[0].shufps::<{ sel(0, 2, 0, 2) }>(q[1]),
+            q[0].shufps::<{ sel(1, 3, 1, 3) }>(q[1]),
+            diag_x.pshufd::<{ sel(3, 0, 1, 2) }>(),
+            diag_y.pshufd::<{ sel(3, 0, 1, 2) }>(),
+        ]
+    }
+}
+
+/// Round r + 1's message rows from round r's, both in the order of [`first_msg`]: BLAKE3's
+/// message permutation done in place on the row form, by eleven in-lane moves. Derived from the
+/// permutation: with round r's rows a, b, c, d, round r + 1's are the words below (`a1` is word 1
+/// of row a). Rows 1-3 are each one `shufps` of two vectors that hold its words (blends or a
+/// `punpckldq` of two rows); row 0 is a `shufps` of rows a and b, then a `pshufd`. The test
+/// `message_moved_in_place_follows_the_schedule` checks every word of every round.
+#[inline(always)]
+pub(crate) unsafe fn permute_msg<L: InLane>(m: [L; 4]) -> [L; 4] {
+    let [a, b, c, d] = m;
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        // [a1, a2, b1, b3] -> [a1, b1, b3, a2]
+        let r0 = a.shufps::<{ sel(1, 2, 1, 3) }>(b).pshufd::<{ sel(0, 2, 3, 1) }>();
+        // [a0, a1, c2, a3] and [a0, a1, a2, d3] -> [a3, c2, a0, d3]
+        let r1 = a.blend::<0b0100>(c).shufps::<{ sel(3, 2, 0, 3) }>(a.blend::<0b1000>(d));
+        // [d0, b0, d1, b1] and [c0, d1, c2, c3] -> [d0, b0, c3, d1]
+        let r2 = d.unpacklo(b).shufps::<{ sel(0, 1, 3, 1) }>(c.blend::<0b0010>(d));
+        // [c0, c1, d2, c3] and [c0, b1, b2, b3] -> [c1, d2, b2, c0]
+        let r3 = c.blend::<0b0100>(d).shufps::<{ sel(1, 2, 2, 0) }>(b.blend::<0b0001>(c));
+        [r0, r1, r2, r3]
+    }
+}
+
+/// A row of the state: the arithmetic ([`Word`]), the diagonal rotations and the message moves
+/// ([`InLane`]), within each 128-bit lane.
+pub(crate) trait Row: Word + InLane {
+    /// The row's words permuted within each 128-bit lane (a `pshufd` immediate), for the
+    /// diagonal rotations (no `opaque` fence: there is nothing to merge them with).
     ///
     /// # Safety
     /// The CPU must support the instruction set.
-    unsafe fn round_msg(msg: &Self::Msg, r: usize) -> [Self; 4];
-    /// The row's words permuted within each 128-bit lane (a `pshufd` immediate).
-    ///
-    /// # Safety
-    /// As for `round_msg`.
     unsafe fn shuffle<const IMM: i32>(self) -> Self;
 }
 
-/// A row of one input in a 128-bit vector. SSE4.1 inserts each round's message words one by one;
-/// AVX2 and AVX-512 keep the block in wide registers and permute it, which keeps the shuffle port
-/// free for the diagonal rotations.
+/// A row of one input in a 128-bit vector: SSE4.1, AVX2 (VEX encoding) or AVX-512VL (`vprord`).
 trait Row1: Row {
     fn wrap(x: __m128i) -> Self;
     fn unwrap(self) -> __m128i;
-    /// # Safety
-    /// The CPU must support the instruction set.
-    unsafe fn load_msg(m: &[u32; 16]) -> Self::Msg;
 }
 
-/// [`Row::shuffle`] for a [`Row1`].
-macro_rules! shuffle_128 {
-    () => {
-        #[inline(always)]
-        unsafe fn shuffle<const IMM: i32>(self) -> Self {
-            // SAFETY: SSE2, part of every instruction set here.
-            Self::wrap(unsafe { _mm_shuffle_epi32::<IMM>(self.unwrap()) })
+/// [`Row1`], [`Row`] and [`InLane`] for a row type around `__m128i` (`$wrap` makes one from a
+/// vector, `$unwrap` takes it back), on SSE4.1 instructions (VEX-encoded where the caller has
+/// AVX).
+macro_rules! row_128 {
+    ($t:ty, $wrap:expr, $unwrap:expr) => {
+        impl Row1 for $t {
+            #[inline(always)]
+            fn wrap(x: __m128i) -> Self {
+                $wrap(x)
+            }
+            #[inline(always)]
+            fn unwrap(self) -> __m128i {
+                $unwrap(self)
+            }
+        }
+
+        impl Row for $t {
+            #[inline(always)]
+            unsafe fn shuffle<const IMM: i32>(self) -> Self {
+                // SAFETY: SSE2, part of every instruction set here.
+                Self::wrap(unsafe { _mm_shuffle_epi32::<IMM>(self.unwrap()) })
+            }
+        }
+
+        impl InLane for $t {
+            #[inline(always)]
+            unsafe fn pshufd<const IMM: i32>(self) -> Self {
+                // SAFETY: SSE2.
+                Self::wrap(unsafe { opaque128(_mm_shuffle_epi32::<IMM>(self.unwrap())) })
+            }
+            #[inline(always)]
+            unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+                let (lo, hi) = (self.unwrap(), hi.unwrap());
+                // SAFETY: SSE.
+                Self::wrap(unsafe {
+                    opaque128(_mm_castps_si128(_mm_shuffle_ps::<IMM>(_mm_castsi128_ps(lo), _mm_castsi128_ps(hi))))
+                })
+            }
+            #[inline(always)]
+            unsafe fn unpacklo(self, o: Self) -> Self {
+                // SAFETY: SSE2.
+                Self::wrap(unsafe { opaque128(_mm_unpacklo_epi32(self.unwrap(), o.unwrap())) })
+            }
+            #[inline(always)]
+            unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+                let (a, b) = (self.unwrap(), o.unwrap());
+                // SAFETY: SSE4.1, as the caller guarantees.
+                Self::wrap(unsafe {
+                    opaque128(_mm_castps_si128(_mm_blend_ps::<MASK>(_mm_castsi128_ps(a), _mm_castsi128_ps(b))))
+                })
+            }
         }
     };
 }
 
-impl Row1 for __m128i {
-    #[inline(always)]
-    fn wrap(x: __m128i) -> Self {
-        x
-    }
-    #[inline(always)]
-    fn unwrap(self) -> __m128i {
-        self
-    }
-    #[inline(always)]
-    unsafe fn load_msg(m: &[u32; 16]) -> [u32; 16] {
-        *m
-    }
-}
+row_128!(__m128i, |x| x, |x| x);
+row_128!(A2, A2, |x: A2| x.0);
+row_128!(Vl, Vl, |x: Vl| x.0);
 
-impl Row for __m128i {
-    type Msg = [u32; 16];
-    shuffle_128!();
-    #[inline(always)]
-    unsafe fn round_msg(m: &[u32; 16], r: usize) -> [Self; 4] {
-        let o = &ROW_ORDER[r];
-        let w = |i: usize| m[o[i] as usize] as i32;
-        // SAFETY: SSE2. (No closure around the intrinsics: a closure would be compiled without
-        // the caller's instruction set and called, not inlined.)
-        unsafe {
-            [
-                _mm_set_epi32(w(3), w(2), w(1), w(0)),
-                _mm_set_epi32(w(7), w(6), w(5), w(4)),
-                _mm_set_epi32(w(11), w(10), w(9), w(8)),
-                _mm_set_epi32(w(15), w(14), w(13), w(12)),
-            ]
-        }
-    }
-}
-
-/// A row in an AVX2 function: the SSE4.1 arithmetic (VEX-encoded), message words permuted in
-/// 256-bit registers.
+/// A row in an AVX2 function: the SSE4.1 arithmetic and moves, VEX-encoded.
 #[derive(Clone, Copy)]
 struct A2(__m128i);
 
-/// A row in an AVX-512 function: one-instruction rotations (`vprord`), message words gathered
-/// from the block's quarters.
+/// A row in an AVX-512 function: one-instruction rotations (`vprord`). Every single-block
+/// compression on AVX-512 runs on it: a chunk's blocks ([`compress_blocks_avx512`]), a last
+/// block, a parent, a 64-byte input. It has no 512-bit instruction at all: on the H200
+/// machine's Xeon (Sapphire Rapids) a 512-bit instruction in flight takes port 1 from these rows,
+/// which are latency-bound and short of ports then (with the block in one 512-bit register and
+/// one `vpermd` per round, a 1 KiB input ran at 0.90x upstream's speed against 1.04x).
+///
+/// The message moved in place ([`permute_msg`]) against the gathers it replaced (main at
+/// c1de909; `examples/cpu_small.rs`, one thread, ours over upstream's speed, medians of 16
+/// interleaved runs on the Xeon, 12 on the 2-core machine's EPYC):
+/// - a chunk's blocks, against seven two-source `vpermt2d` a round from the quarters: 1 KiB
+///   1.032x -> 1.055x on the Xeon, 1.058x -> 1.062x on the EPYC;
+/// - single compressions, against the block in two 256-bit halves and two `vpermt2d` a round:
+///   64 B 1.023x -> 1.064x on the Xeon (a noisy size there: 0.97-1.14 over runs), 0.962x ->
+///   0.988x on the EPYC; 8 KiB 0.921x -> 0.949x and 16 KiB 0.924x -> 0.942x on the Xeon (its
+///   parents and root).
+///
+/// SSE4.1 and AVX2 rows (each round's words inserted one by one, or picked from 256-bit halves
+/// by `vpermd`, before) gained as much on the EPYC with `B3ACCEL_CPU` capping the instruction
+/// set (8 runs): SSE4.1 64 B 0.66x -> 0.90x, 1 KiB 0.73x -> 0.94x; AVX2 64 B 0.87x -> 0.91x,
+/// 1 KiB 0.90x -> 0.93x (against upstream on AVX-512).
 #[derive(Clone, Copy)]
 struct Vl(__m128i);
 
@@ -263,167 +281,14 @@ impl Word for Vl {
     }
 }
 
-impl Row1 for A2 {
-    #[inline(always)]
-    fn wrap(x: __m128i) -> Self {
-        A2(x)
-    }
-    #[inline(always)]
-    fn unwrap(self) -> __m128i {
-        self.0
-    }
-    #[inline(always)]
-    unsafe fn load_msg(m: &[u32; 16]) -> [__m256i; 2] {
-        // SAFETY: AVX2; 16 words are readable.
-        unsafe {
-            [_mm256_loadu_si256(m.as_ptr() as *const __m256i), _mm256_loadu_si256(m.as_ptr().add(8) as *const __m256i)]
-        }
-    }
-}
-
-impl Row for A2 {
-    type Msg = [__m256i; 2];
-    shuffle_128!();
-    #[inline(always)]
-    unsafe fn round_msg(m: &[__m256i; 2], r: usize) -> [Self; 4] {
-        // SAFETY: AVX2.
-        unsafe {
-            let a = pick8(m, &ROW_ORDER[r][..8]);
-            let b = pick8(m, &ROW_ORDER[r][8..]);
-            [
-                A2(_mm256_castsi256_si128(a)),
-                A2(_mm256_extracti128_si256::<1>(a)),
-                A2(_mm256_castsi256_si128(b)),
-                A2(_mm256_extracti128_si256::<1>(b)),
-            ]
-        }
-    }
-}
-
-/// Eight of the block's sixteen words (held as two 256-bit halves), lane i holding word `idx[i]`.
-#[inline(always)]
-unsafe fn pick8(m: &[__m256i; 2], idx: &[u32]) -> __m256i {
-    debug_assert!(idx.len() >= 8);
-    // SAFETY: AVX2; `idx` holds eight words.
-    unsafe {
-        let idx = _mm256_loadu_si256(idx.as_ptr() as *const __m256i);
-        let from_lo = _mm256_permutevar8x32_epi32(m[0], idx);
-        let from_hi = _mm256_permutevar8x32_epi32(m[1], idx);
-        // Lanes whose word index is 8 or more come from the high half.
-        let high = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(7));
-        _mm256_blendv_epi8(from_lo, from_hi, high)
-    }
-}
-
-/// [`Gather`] for one input.
-const GATHER_1: [[Gather; 4]; 7] = gather_table(1);
-
-impl Row1 for Vl {
-    #[inline(always)]
-    fn wrap(x: __m128i) -> Self {
-        Vl(x)
-    }
-    #[inline(always)]
-    fn unwrap(self) -> __m128i {
-        self.0
-    }
-    #[inline(always)]
-    unsafe fn load_msg(m: &[u32; 16]) -> [__m128i; 4] {
-        // SAFETY: SSE2; 16 words are readable.
-        unsafe { core::array::from_fn(|k| _mm_loadu_si128(m.as_ptr().add(4 * k) as *const __m128i)) }
-    }
-}
-
-/// The block as its four quarters in 128-bit registers, each round's rows gathered with 128-bit
-/// two-source permutes ([`Gather`], one to three per row): no 512-bit instruction at all. On the
-/// H200 machine's Xeon (Sapphire Rapids) a 512-bit instruction in flight takes port 1 from the
-/// 128-bit rows, which are latency-bound and short of ports then: with the block in one 512-bit
-/// register and one `vpermd` per round (four instructions a round on port 5, against seven
-/// here), a 1 KiB input ran at 0.90x upstream's speed on one thread, with quarters at 1.04x
-/// (medians of ten runs of 15 interleaved rounds); on the 2-core machine's EPYC 1.01x and
-/// 1.05x. Two 256-bit halves and two `vpermt2d` a round ran at 0.81x on the Xeon.
-impl Row for Vl {
-    type Msg = [__m128i; 4];
-    shuffle_128!();
-    #[inline(always)]
-    unsafe fn round_msg(m: &[__m128i; 4], r: usize) -> [Self; 4] {
-        // SAFETY: AVX-512F and VL. (No closures around the intrinsics: see `Row for __m128i`.)
-        unsafe {
-            let mut rows = [Vl(m[0]); 4];
-            for (out, g) in rows.iter_mut().zip(&GATHER_1[r]) {
-                let idx = |n: usize| _mm_load_si128(g.idx[n].0.as_ptr() as *const __m128i);
-                let mut x = _mm_permutex2var_epi32(m[g.src[0]], idx(0), m[g.src[1]]);
-                if g.sources > 2 {
-                    x = _mm_mask_permutex2var_epi32(x, g.mask[0] as u8, idx(1), m[g.src[2]]);
-                }
-                if g.sources > 3 {
-                    x = _mm_mask_permutex2var_epi32(x, g.mask[1] as u8, idx(2), m[g.src[3]]);
-                }
-                *out = Vl(x);
-            }
-            rows
-        }
-    }
-}
-
-/// A [`Vl`] row whose block is held in two 256-bit registers and gathered with two-source
-/// permutes (`vpermt2d`, two a round), with no 512-bit instruction at all: for a single
-/// compression (a 64-byte input, a last block, a parent), where every round's gathers are ready
-/// at once and compete with the first rounds for port 5. Measured on the 2-core machine, one
-/// thread, 64-byte input: 0.91x upstream's speed with the block in one 512-bit register, 0.98x
-/// with this one, 0.90x with quarters ([`Vl`]'s own form). In a chunk's loop of blocks quarters
-/// are faster (see `Row for Vl`), so [`compress_blocks_avx512`] uses them.
-#[derive(Clone, Copy)]
-struct VlHalves(Vl);
-
-delegate_word!(VlHalves);
-
-impl Row1 for VlHalves {
-    #[inline(always)]
-    fn wrap(x: __m128i) -> Self {
-        VlHalves(Vl(x))
-    }
-    #[inline(always)]
-    fn unwrap(self) -> __m128i {
-        self.0 .0
-    }
-    #[inline(always)]
-    unsafe fn load_msg(m: &[u32; 16]) -> [__m256i; 2] {
-        // SAFETY: AVX-512VL implies the AVX2 that A2's load needs.
-        unsafe { A2::load_msg(m) }
-    }
-}
-
-impl Row for VlHalves {
-    type Msg = [__m256i; 2];
-    shuffle_128!();
-    #[inline(always)]
-    unsafe fn round_msg(m: &[__m256i; 2], r: usize) -> [Self; 4] {
-        // SAFETY: AVX-512F and VL. Word indices 0-7 pick from the low half, 8-15 from the high.
-        unsafe {
-            let idx = ROW_ORDER[r].as_ptr() as *const __m256i;
-            let a = _mm256_permutex2var_epi32(m[0], _mm256_loadu_si256(idx), m[1]);
-            let b = _mm256_permutex2var_epi32(m[0], _mm256_loadu_si256(idx.add(1)), m[1]);
-            let row = |x: __m128i| VlHalves(Vl(x));
-            [
-                row(_mm256_castsi256_si128(a)),
-                row(_mm256_extracti128_si256::<1>(a)),
-                row(_mm256_castsi256_si128(b)),
-                row(_mm256_extracti128_si256::<1>(b)),
-            ]
-        }
-    }
-}
-
 /// One round: columns, then diagonals, then the rows rotated back. For the diagonals, rows 0, 2
 /// and 3 are rotated (by -1, +1 and +2 lanes) and row 1 is left in place, so that lane j holds
 /// diagonal (j + 3) % 4: G(v[j-1], v[4+j], v[8+(j+1)], v[12+(j+2)]) (indices mod 4). Row 1 is the
 /// one each G finishes with, so leaving it alone keeps the shuffles off the dependency chain.
 #[inline(always)]
-unsafe fn round<R: Row>(rows: &mut [R; 4], msg: &R::Msg, r: usize) {
+unsafe fn round<R: Row>(rows: &mut [R; 4], [cx, cy, dx, dy]: [R; 4]) {
     // SAFETY (whole body): as for the callers.
     unsafe {
-        let [cx, cy, dx, dy] = R::round_msg(msg, r);
         g(rows, [[0, 1, 2, 3]], [cx], [cy]);
         rows[0] = rows[0].shuffle::<0b10_01_00_11>();
         rows[2] = rows[2].shuffle::<0b00_11_10_01>();
@@ -435,21 +300,66 @@ unsafe fn round<R: Row>(rows: &mut [R; 4], msg: &R::Msg, r: usize) {
     }
 }
 
-/// The seven rounds.
+/// The seven rounds on the block given as its quarters (`q[k]` holds words 4k..4k+3 of each
+/// lane's block): round 0's message rows made by [`first_msg`], each later round's moved in place
+/// from the round before's by [`permute_msg`]. Written out, not as a loop over rounds 1-6: the
+/// loop was slower on both machines (see `backends/cpu/quads.rs`).
 #[inline(always)]
-pub(crate) unsafe fn all_rounds<R: Row>(rows: &mut [R; 4], msg: &R::Msg) {
-    // SAFETY: as for the callers.
-    seven_rounds!(|r| unsafe { round(rows, msg, r) });
+pub(crate) unsafe fn all_rounds<R: Row>(rows: &mut [R; 4], q: [R; 4]) {
+    // SAFETY (whole body): as for the callers.
+    unsafe {
+        let mut m = first_msg(q);
+        seven_rounds!(|r| {
+            if r > 0 {
+                m = permute_msg(m);
+            }
+            round(rows, m);
+        });
+    }
+}
+
+/// The 16 words of a block as its four quarters.
+///
+/// # Safety
+/// SSE2 (every instruction set here).
+#[inline(always)]
+unsafe fn quarters(m: &[u32; 16]) -> [__m128i; 4] {
+    // SAFETY: 16 words are readable.
+    unsafe { core::array::from_fn(|k| _mm_loadu_si128(m.as_ptr().add(4 * k) as *const __m128i)) }
+}
+
+/// A block given as two 256-bit halves (two child CVs, or a short block loaded masked) as its
+/// four quarters.
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+unsafe fn halves_to_quarters(lo: __m256i, hi: __m256i) -> [__m128i; 4] {
+    // SAFETY: AVX2, as the caller guarantees.
+    unsafe {
+        [
+            _mm256_castsi256_si128(lo),
+            _mm256_extracti128_si256::<1>(lo),
+            _mm256_castsi256_si128(hi),
+            _mm256_extracti128_si256::<1>(hi),
+        ]
+    }
 }
 
 #[inline(always)]
-unsafe fn compress_rows<R: Row1>(cv: &[u32; 8], msg: R::Msg, block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
+unsafe fn compress_rows<R: Row1>(
+    cv: &[u32; 8],
+    q: [__m128i; 4],
+    block_len: u32,
+    counter: u64,
+    flags: u32,
+) -> [u32; 16] {
     // SAFETY (whole body): the caller's instruction set covers SSE4.1; loads and stores are
     // unaligned ones on arrays of the right length.
     unsafe {
         let cv_lo = _mm_loadu_si128(cv.as_ptr() as *const __m128i);
         let cv_hi = _mm_loadu_si128(cv.as_ptr().add(4) as *const __m128i);
-        let out = compress_regs::<R>(cv_lo, cv_hi, msg, block_len, counter, flags);
+        let out = compress_regs::<R>(cv_lo, cv_hi, q, block_len, counter, flags);
         let mut words = [0u32; 16];
         for (i, v) in out.iter().enumerate() {
             _mm_storeu_si128(words.as_mut_ptr().add(4 * i) as *mut __m128i, *v);
@@ -458,13 +368,13 @@ unsafe fn compress_rows<R: Row1>(cv: &[u32; 8], msg: R::Msg, block_len: u32, cou
     }
 }
 
-/// The compression from and to registers: the CV's two halves in, the 16 output words as four
-/// rows out (the first two are the output CV).
+/// The compression from and to registers: the CV's two halves and the block's quarters in, the
+/// 16 output words as four rows out (the first two are the output CV).
 #[inline(always)]
 unsafe fn compress_regs<R: Row1>(
     cv_lo: __m128i,
     cv_hi: __m128i,
-    msg: R::Msg,
+    q: [__m128i; 4],
     block_len: u32,
     counter: u64,
     flags: u32,
@@ -477,7 +387,7 @@ unsafe fn compress_regs<R: Row1>(
             R::wrap(_mm_loadu_si128(IV.as_ptr() as *const __m128i)),
             R::wrap(_mm_set_epi32(flags as i32, block_len as i32, (counter >> 32) as i32, counter as i32)),
         ];
-        all_rounds(&mut rows, &msg);
+        all_rounds(&mut rows, q.map(R::wrap));
         let [r0, r1, r2, r3] = rows.map(R::unwrap);
         [_mm_xor_si128(r0, r2), _mm_xor_si128(r1, r3), _mm_xor_si128(r2, cv_lo), _mm_xor_si128(r3, cv_hi)]
     }
@@ -496,7 +406,7 @@ pub(crate) unsafe fn compress_sse41(
     flags: u32,
 ) -> [u32; 16] {
     // SAFETY: SSE4.1 is enabled here.
-    unsafe { compress_rows::<__m128i>(cv, __m128i::load_msg(m), block_len, counter, flags) }
+    unsafe { compress_rows::<__m128i>(cv, quarters(m), block_len, counter, flags) }
 }
 
 /// The compression on rows in an AVX2 function; the same result as `compress::compress_portable`.
@@ -512,7 +422,7 @@ pub(crate) unsafe fn compress_avx2(
     flags: u32,
 ) -> [u32; 16] {
     // SAFETY: AVX2 (and so SSE4.1) is enabled here.
-    unsafe { compress_rows::<A2>(cv, A2::load_msg(m), block_len, counter, flags) }
+    unsafe { compress_rows::<A2>(cv, quarters(m), block_len, counter, flags) }
 }
 
 /// The compression on AVX-512VL rows; the same result as `compress::compress_portable`.
@@ -528,14 +438,14 @@ pub(crate) unsafe fn compress_avx512(
     flags: u32,
 ) -> [u32; 16] {
     // SAFETY: AVX-512F and VL (and so SSE4.1) are enabled here.
-    unsafe { compress_rows::<VlHalves>(cv, VlHalves::load_msg(m), block_len, counter, flags) }
+    unsafe { compress_rows::<Vl>(cv, quarters(m), block_len, counter, flags) }
 }
 
 /// The compression of a block given as its bytes (`block.len()` of at most 64 is the block
-/// length; the rest of the block is zeros) on AVX-512VL rows ([`VlHalves`]). The bytes are read
-/// with two masked 256-bit loads straight from where they lie: no padded copy is made, and no load
-/// waits on the stores that such a copy would take (for a 64-byte input, that wait was a third of
-/// the hash's time).
+/// length; the rest of the block is zeros) on AVX-512VL rows. The bytes are read with two masked
+/// 256-bit loads straight from where they lie: no padded copy is made, and no load waits on the
+/// stores that such a copy would take (for a 64-byte input, that wait was a third of the hash's
+/// time).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512VL and AVX-512BW.
@@ -548,14 +458,14 @@ pub(crate) unsafe fn compress_bytes_avx512(cv: &[u32; 8], block: &[u8], counter:
         let mask = if block.is_empty() { 0 } else { u64::MAX >> (64 - block.len()) };
         let lo = _mm256_maskz_loadu_epi8(mask as u32, block.as_ptr() as *const i8);
         let hi = _mm256_maskz_loadu_epi8((mask >> 32) as u32, block.as_ptr().wrapping_add(32) as *const i8);
-        compress_rows::<VlHalves>(cv, [lo, hi], block.len() as u32, counter, flags)
+        compress_rows::<Vl>(cv, halves_to_quarters(lo, hi), block.len() as u32, counter, flags)
     }
 }
 
-/// A parent node's compression on AVX-512VL rows ([`VlHalves`]): the block is the two child
-/// CVs, each read with one 256-bit load from where it lies. No block is assembled in memory and
-/// read back, and a CV that a kernel has just written with one 256-bit store reaches the load
-/// whole (a load that spans several smaller stores waits for them to reach the cache).
+/// A parent node's compression on AVX-512VL rows: the block is the two child CVs, each read with
+/// one 256-bit load from where it lies. No block is assembled in memory and read back, and a CV
+/// that a kernel has just written with one 256-bit store reaches the load whole (a load that
+/// spans several smaller stores waits for them to reach the cache).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512VL.
@@ -570,7 +480,7 @@ pub(crate) unsafe fn compress_parent_avx512(
     unsafe {
         let l = _mm256_loadu_si256(left.as_ptr() as *const __m256i);
         let r = _mm256_loadu_si256(right.as_ptr() as *const __m256i);
-        compress_rows::<VlHalves>(key, [l, r], BLOCK_LEN as u32, 0, flags)
+        compress_rows::<Vl>(key, halves_to_quarters(l, r), BLOCK_LEN as u32, 0, flags)
     }
 }
 
@@ -610,7 +520,66 @@ pub(crate) unsafe fn compress_blocks_avx512(
 mod tests {
     use super::*;
     use crate::core::compress::{block_words, compress_portable};
+    use crate::core::constants::MSG_SCHEDULE;
     use crate::core::platform::avx512_rows_supported;
+
+    /// For each round, the message words in the order the row form consumes them: the columns' first
+    /// and second words, then the diagonals' first and second words. Diagonal i is computed in lane
+    /// (i + 1) % 4 (see `round`), so the diagonal words are rotated by one lane.
+    const ROW_ORDER: [[u32; 16]; 7] = {
+        let mut o = [[0u32; 16]; 7];
+        let mut r = 0;
+        while r < 7 {
+            let mut i = 0;
+            while i < 4 {
+                o[r][i] = MSG_SCHEDULE[r][2 * i] as u32;
+                o[r][4 + i] = MSG_SCHEDULE[r][2 * i + 1] as u32;
+                let d = (i + 3) % 4;
+                o[r][8 + i] = MSG_SCHEDULE[r][8 + 2 * d] as u32;
+                o[r][12 + i] = MSG_SCHEDULE[r][8 + 2 * d + 1] as u32;
+                i += 1;
+            }
+            r += 1;
+        }
+        o
+    };
+
+    /// Four words standing for one 128-bit lane: [`InLane`] on plain arrays.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    struct Model([u32; 4]);
+
+    impl InLane for Model {
+        unsafe fn pshufd<const IMM: i32>(self) -> Self {
+            Model(core::array::from_fn(|i| self.0[(IMM >> (2 * i) & 3) as usize]))
+        }
+        unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+            Model(core::array::from_fn(|i| [self, hi][i / 2].0[(IMM >> (2 * i) & 3) as usize]))
+        }
+        unsafe fn unpacklo(self, o: Self) -> Self {
+            Model([self.0[0], o.0[0], self.0[1], o.0[1]])
+        }
+        unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+            Model(core::array::from_fn(|i| if MASK >> i & 1 == 1 { o.0[i] } else { self.0[i] }))
+        }
+    }
+
+    /// The in-place message moves give every round's rows in [`ROW_ORDER`], which is built from
+    /// the scalar schedule: each word is its own index, so every position of every round is
+    /// checked.
+    #[test]
+    fn message_moved_in_place_follows_the_schedule() {
+        let quarters: [Model; 4] = core::array::from_fn(|k| Model(core::array::from_fn(|i| (4 * k + i) as u32)));
+        // SAFETY: plain arrays.
+        let mut rows = unsafe { first_msg(quarters) };
+        for (r, order) in ROW_ORDER.iter().enumerate() {
+            if r > 0 {
+                // SAFETY: plain arrays.
+                rows = unsafe { permute_msg(rows) };
+            }
+            let want: [Model; 4] = core::array::from_fn(|j| Model(core::array::from_fn(|i| order[4 * j + i])));
+            assert_eq!(rows, want, "round {r}");
+        }
+    }
 
     #[test]
     fn both_row_forms_match_portable() {

@@ -10,17 +10,15 @@ use core::arch::x86_64::*;
 use super::lanes::{for_groups, hash_rows, lane_ptr, stage_last_blocks, Aligned, Group, Job};
 use crate::core::compress::{words_to_cv, Cv, Word};
 use crate::core::constants::{BLOCK_LEN, IV};
-use crate::core::rows::{all_rounds, gather_table, Gather, Idx, Row};
+use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row};
 
 /// A vector of 128-bit lanes, each holding one row of one input's state: what the row form on
 /// several inputs ([`Multi`]) needs of it. Implemented for 512-bit vectors (four inputs),
 /// 256-bit ones (two inputs) and pairs of 256-bit ones (four inputs), all with AVX-512VL's
 /// one-instruction rotations.
-trait Wide: Word {
+trait Wide: Word + InLane {
     /// Inputs side by side: 128-bit lanes.
     const N: usize;
-    /// How each round's rows are gathered (see [`gather_table`]).
-    const GATHER: [[Gather; 4]; 7];
     /// Words `0..4 * N` of `words`, word i in position i.
     ///
     /// # Safety
@@ -46,17 +44,6 @@ trait Wide: Word {
     /// # Safety
     /// As for `load`, and 16 bytes are readable at each of the first `N` pointers.
     unsafe fn lanes(p: [*const u8; 4]) -> Self;
-    /// A two-source permute (`vpermt2d`): position j takes word `idx[j]` of `a` then `b` (indices
-    /// `0..4 * N` from `a`, `4 * N..8 * N` from `b`).
-    ///
-    /// # Safety
-    /// As for `load`.
-    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self;
-    /// [`permute2`](Wide::permute2) into the positions of `mask` only; the others keep `a`'s.
-    ///
-    /// # Safety
-    /// As for `load`.
-    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self;
     /// The positions of `mask` set to `x`.
     ///
     /// # Safety
@@ -71,7 +58,6 @@ trait Wide: Word {
 
 impl Wide for __m512i {
     const N: usize = 4;
-    const GATHER: [[Gather; 4]; 7] = gather_table(4);
     #[inline(always)]
     unsafe fn load(words: &[u32; 16]) -> Self {
         // SAFETY: AVX-512F; 16 words are readable.
@@ -103,24 +89,6 @@ impl Wide for __m512i {
             _mm512_inserti32x4::<3>(x, q(3))
         }
     }
-    /// The index is read from memory at each use (a volatile load): left to itself the compiler
-    /// keeps some of the 49 index vectors in registers across the loop over blocks, and then
-    /// copies a quarter before each permute that overwrites it. Measured on the H200 machine's
-    /// Xeon (Sapphire Rapids), one thread, 4 KiB: 0.75x -> 0.80x upstream's speed (medians of
-    /// ten runs of 15 interleaved rounds); no change on the 2-core machine's EPYC. The 256-bit
-    /// form is better without it (2 KiB: 0.87x against 0.80x on the Xeon).
-    #[inline(always)]
-    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self {
-        // SAFETY: AVX-512F; `Idx` is 64-byte aligned.
-        unsafe { _mm512_permutex2var_epi32(a, core::ptr::read_volatile(&idx.0 as *const _ as *const __m512i), b) }
-    }
-    #[inline(always)]
-    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self {
-        // SAFETY: as for `permute2`.
-        let idx = unsafe { core::ptr::read_volatile(&idx.0 as *const _ as *const __m512i) };
-        // SAFETY: AVX-512F.
-        unsafe { _mm512_mask_permutex2var_epi32(a, mask, idx, b) }
-    }
     #[inline(always)]
     unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
         // SAFETY: AVX-512F.
@@ -130,6 +98,31 @@ impl Wide for __m512i {
     unsafe fn shuffle<const IMM: i32>(self) -> Self {
         // SAFETY: AVX-512F.
         unsafe { _mm512_shuffle_epi32::<IMM>(self) }
+    }
+}
+
+impl InLane for __m512i {
+    #[inline(always)]
+    unsafe fn pshufd<const IMM: i32>(self) -> Self {
+        // SAFETY: AVX-512F.
+        unsafe { opaque512(_mm512_shuffle_epi32::<IMM>(self)) }
+    }
+    #[inline(always)]
+    unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+        // SAFETY: AVX-512F.
+        unsafe {
+            opaque512(_mm512_castps_si512(_mm512_shuffle_ps::<IMM>(_mm512_castsi512_ps(self), _mm512_castsi512_ps(hi))))
+        }
+    }
+    #[inline(always)]
+    unsafe fn unpacklo(self, o: Self) -> Self {
+        // SAFETY: AVX-512F.
+        unsafe { opaque512(_mm512_unpacklo_epi32(self, o)) }
+    }
+    #[inline(always)]
+    unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+        // SAFETY: AVX-512F.
+        unsafe { opaque512(_mm512_mask_blend_epi32(MASK as u16 * 0x1111, self, o)) }
     }
 }
 
@@ -163,9 +156,36 @@ impl Word for Ymm {
     }
 }
 
+impl InLane for Ymm {
+    #[inline(always)]
+    unsafe fn pshufd<const IMM: i32>(self) -> Self {
+        // SAFETY: AVX2.
+        Ymm(unsafe { opaque256(_mm256_shuffle_epi32::<IMM>(self.0)) })
+    }
+    #[inline(always)]
+    unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+        // SAFETY: AVX.
+        Ymm(unsafe {
+            opaque256(_mm256_castps_si256(_mm256_shuffle_ps::<IMM>(
+                _mm256_castsi256_ps(self.0),
+                _mm256_castsi256_ps(hi.0),
+            )))
+        })
+    }
+    #[inline(always)]
+    unsafe fn unpacklo(self, o: Self) -> Self {
+        // SAFETY: AVX2.
+        Ymm(unsafe { opaque256(_mm256_unpacklo_epi32(self.0, o.0)) })
+    }
+    #[inline(always)]
+    unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+        // SAFETY: AVX-512F and VL.
+        Ymm(unsafe { opaque256(_mm256_mask_blend_epi32(MASK as u8 * 0x11, self.0, o.0)) })
+    }
+}
+
 impl Wide for Ymm {
     const N: usize = 2;
-    const GATHER: [[Gather; 4]; 7] = gather_table(2);
     #[inline(always)]
     unsafe fn load(words: &[u32; 16]) -> Self {
         // SAFETY: AVX; 8 of the 16 words are read.
@@ -195,18 +215,6 @@ impl Wide for Ymm {
         }
     }
     #[inline(always)]
-    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self {
-        // SAFETY: AVX-512F and VL.
-        Ymm(unsafe { _mm256_permutex2var_epi32(a.0, _mm256_load_si256(idx.0.as_ptr() as *const __m256i), b.0) })
-    }
-    #[inline(always)]
-    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self {
-        // SAFETY: AVX-512F and VL. Positions 8 and up do not exist here: the mask's low byte.
-        Ymm(unsafe {
-            _mm256_mask_permutex2var_epi32(a.0, mask as u8, _mm256_load_si256(idx.0.as_ptr() as *const __m256i), b.0)
-        })
-    }
-    #[inline(always)]
     unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
         // SAFETY: AVX-512F and VL.
         Ymm(unsafe { _mm256_mask_set1_epi32(self.0, mask as u8, x as i32) })
@@ -220,7 +228,7 @@ impl Wide for Ymm {
 
 /// Two [`Ymm`] side by side: four inputs' rows, two in each, as two independent chains of 256-bit
 /// instructions, for CPUs where they beat one chain of 512-bit instructions (see
-/// `platform::prefers_256_bit_rows`). Each half gathers its rows as a [`Ymm`] does.
+/// `platform::prefers_256_bit_rows`). Each half moves its message rows as a [`Ymm`] does.
 #[derive(Clone, Copy)]
 struct Ymm2([Ymm; 2]);
 
@@ -251,9 +259,31 @@ impl Word for Ymm2 {
     }
 }
 
+impl InLane for Ymm2 {
+    #[inline(always)]
+    unsafe fn pshufd<const IMM: i32>(self) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2(self.0.map(|x| x.pshufd::<IMM>())) }
+    }
+    #[inline(always)]
+    unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([self.0[0].shufps::<IMM>(hi.0[0]), self.0[1].shufps::<IMM>(hi.0[1])]) }
+    }
+    #[inline(always)]
+    unsafe fn unpacklo(self, o: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([self.0[0].unpacklo(o.0[0]), self.0[1].unpacklo(o.0[1])]) }
+    }
+    #[inline(always)]
+    unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe { Ymm2([self.0[0].blend::<MASK>(o.0[0]), self.0[1].blend::<MASK>(o.0[1])]) }
+    }
+}
+
 impl Wide for Ymm2 {
     const N: usize = 4;
-    const GATHER: [[Gather; 4]; 7] = gather_table(2);
     #[inline(always)]
     unsafe fn load(words: &[u32; 16]) -> Self {
         // SAFETY: AVX; 16 words are readable.
@@ -289,16 +319,6 @@ impl Wide for Ymm2 {
         unsafe { Ymm2([Ymm::lanes(p), Ymm::lanes([p[2], p[3], p[2], p[3]])]) }
     }
     #[inline(always)]
-    unsafe fn permute2(a: Self, idx: &Idx, b: Self) -> Self {
-        // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([Ymm::permute2(a.0[0], idx, b.0[0]), Ymm::permute2(a.0[1], idx, b.0[1])]) }
-    }
-    #[inline(always)]
-    unsafe fn mask_permute2(a: Self, mask: u16, idx: &Idx, b: Self) -> Self {
-        // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([Ymm::mask_permute2(a.0[0], mask, idx, b.0[0]), Ymm::mask_permute2(a.0[1], mask, idx, b.0[1])]) }
-    }
-    #[inline(always)]
     unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
         // SAFETY: as the caller guarantees.
         unsafe { Ymm2([self.0[0].mask_set(mask, x), self.0[1].mask_set(mask >> 8, x)]) }
@@ -315,19 +335,34 @@ impl Wide for Ymm2 {
 /// blocks, in about the time of one: the row form is latency-bound and leaves the ports room.
 /// For groups of two to four inputs (small messages, the top levels of a tree) this beats the
 /// transposed lane kernels, which run their 900 instructions per block at full throughput.
-/// The block is loaded as quarters (one 128-bit load per input and quarter) and each round's rows
-/// are gathered from them with one to three lane-preserving `vpermt2d` ([`Gather`]): seven
-/// per round instead of the twelve that permuting each input's block and transposing took
-/// (2-4 KiB inputs 5-7% faster). Four blocks on 512-bit rows still take about 1.2x the time of
-/// one on the H200 machine's Xeon (`examples/cpu_parts.rs`: four chunks 1220 ns, one 1010 ns;
-/// upstream's whole 4 KiB hash 1160 ns).
+/// The block is loaded as quarters (one 128-bit load per input and quarter); round 0's rows are
+/// made from them by six in-lane shuffles ([`first_msg`]) and each later round's are moved in
+/// place from the round before's by eleven ([`permute_msg`]: six `shufps`/`pshufd`/`punpckldq`,
+/// one cycle each, and five blends, which need not take the shuffle port).
 ///
-/// Tried and dropped, on that Xeon (`examples/cpu_small.rs`, medians of ten interleaved runs):
-/// upstream's way of moving the message, each round's rows gathered from the previous round's
-/// (one fixed gather, `vpermt2d` from two or three rows: seven a round, as from the quarters),
-/// ran 4 KiB at 0.772x upstream's speed against 0.802x, and 2 KiB (256-bit rows) at 0.863x
-/// against 0.895x; with rounds 1-6 as one rolled loop, 0.874x against 0.881x at 4 KiB and 0.871x
-/// against 0.910x at 2 KiB.
+/// Measured against gathering each round's rows from the quarters with one to three two-source
+/// `vpermt2d` per row (seven a round; three cycles each, on port 5 on Intel), main at c1de909,
+/// `examples/cpu_small.rs` (one thread, ours over upstream's speed, medians of 16 interleaved
+/// runs on the H200 machine's Xeon, 12 on the 2-core machine's EPYC):
+///
+/// | size | Xeon gathers | Xeon in place | EPYC gathers | EPYC in place |
+/// |---|---|---|---|---|
+/// | 2 KiB (256-bit rows) | 0.905 | 0.957 | 0.948 | 0.969 |
+/// | 4 KiB (512-bit rows) | 0.827 | 0.945 | 1.005 | 1.061 |
+/// | 8 KiB | 0.870 | 0.917 | 0.952 | 0.963 |
+/// | 16 KiB | 0.912 | 0.937 | 0.961 | 0.970 |
+///
+/// A second Xeon run with every row form moving its message in place (20 runs, e9b9e30's CPU
+/// code): 2 KiB 0.915 -> 0.978, 4 KiB 0.896 -> 0.983, 8 KiB 0.938 -> 0.949, 16 KiB 0.929 ->
+/// 0.952; on the EPYC (16 runs) 2 KiB 0.948 -> 0.968, 4 KiB 1.002 -> 1.056, 8 KiB 0.951 -> 0.960, 16 KiB 0.956 -> 0.968.
+///
+/// Four chunks' CVs went from about 1310 ns to 1080-1160 ns on the Xeon (`examples/cpu_parts.rs`),
+/// against 1050 ns for one chunk on 128-bit rows. Tried with it and dropped: rounds 1-6 as a
+/// loop (4 KiB 0.893x on the Xeon, 2 KiB 0.929x; 1.054x and 0.942x on the EPYC), and the moves
+/// written with AVX-512's merge-masked `pshufd` (nine instructions a round, eight of them
+/// shuffles: 4 KiB 0.912x, 2 KiB 0.944x on the Xeon; as fast on the EPYC). Earlier tries at
+/// moving the message between rounds (a fixed `vpermt2d` gather from the previous round's rows,
+/// seven a round) lost to the gathers from the quarters (4 KiB 0.772x against 0.802x).
 ///
 /// Also tried and dropped (commit 99d8638, unmerged; `examples/cpu_small.rs`, medians of eight
 /// interleaved runs of 15 rounds):
@@ -345,28 +380,30 @@ struct Multi<V>(V);
 
 crate::core::rows::delegate_word!(Multi<V>, V: Wide);
 
-impl<V: Wide> Row for Multi<V> {
-    /// The inputs' blocks as quarters: `m[k]` holds words 4k..4k+3 of input i in lane i.
-    type Msg = [V; 4];
+impl<V: Wide> InLane for Multi<V> {
     #[inline(always)]
-    unsafe fn round_msg(m: &[V; 4], r: usize) -> [Self; 4] {
-        // SAFETY (whole body): AVX-512F and VL, as the caller guarantees.
-        // (No closures around intrinsics here: see `Row for __m128i`.)
-        unsafe {
-            let mut rows = [Multi(m[0]); 4];
-            for (out, g) in rows.iter_mut().zip(&V::GATHER[r]) {
-                let mut x = V::permute2(m[g.src[0]], &g.idx[0], m[g.src[1]]);
-                if g.sources > 2 {
-                    x = V::mask_permute2(x, g.mask[0], &g.idx[1], m[g.src[2]]);
-                }
-                if g.sources > 3 {
-                    x = V::mask_permute2(x, g.mask[1], &g.idx[2], m[g.src[3]]);
-                }
-                *out = Multi(x);
-            }
-            rows
-        }
+    unsafe fn pshufd<const IMM: i32>(self) -> Self {
+        // SAFETY: as the caller guarantees.
+        Multi(unsafe { self.0.pshufd::<IMM>() })
     }
+    #[inline(always)]
+    unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        Multi(unsafe { self.0.shufps::<IMM>(hi.0) })
+    }
+    #[inline(always)]
+    unsafe fn unpacklo(self, o: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        Multi(unsafe { self.0.unpacklo(o.0) })
+    }
+    #[inline(always)]
+    unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+        // SAFETY: as the caller guarantees.
+        Multi(unsafe { self.0.blend::<MASK>(o.0) })
+    }
+}
+
+impl<V: Wide> Row for Multi<V> {
     #[inline(always)]
     unsafe fn shuffle<const IMM: i32>(self) -> Self {
         // SAFETY: as the caller guarantees.
@@ -382,7 +419,7 @@ unsafe fn compress_multi<V: Wide>(lo: &mut V, hi: &mut V, row3: V, m: &[V; 4]) {
     unsafe {
         let iv = V::broadcast(&[IV[0], IV[1], IV[2], IV[3]]);
         let mut rows = [Multi(*lo), Multi(*hi), Multi(iv), Multi(row3)];
-        all_rounds(&mut rows, m);
+        all_rounds(&mut rows, m.map(Multi));
         *lo = rows[0].0.xor(rows[2].0);
         *hi = rows[1].0.xor(rows[3].0);
     }
