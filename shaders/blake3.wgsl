@@ -507,43 +507,61 @@ fn merkle_finish(lid: u32, g: u32, group_nodes: u32, done: u32, count_in: u32, t
     }
 }
 
+// A Merkle workgroup's place: its index g in the dispatch, the index in the dispatch's binding
+// and in the whole level of its first node, and its node count (group_nodes, or fewer for the
+// dispatch's last).
+struct MerkleGroup {
+    g: u32,
+    first: u32,
+    gfirst: u32,
+    count: u32,
+}
+
+fn merkle_group(wid: vec3<u32>, nwg: vec3<u32>, group_nodes: u32) -> MerkleGroup {
+    let g = wid.y * nwg.x + wid.x;
+    let first = g * group_nodes;
+    return MerkleGroup(g, first, (mparams.group_base + g) * group_nodes,
+                       min(group_nodes, mparams.n_local - min(first, mparams.n_local)));
+}
+
+// Node j of the first level a workgroup makes from its `count` nodes (of src, from `first`): the
+// parent of nodes 2j and 2j + 1, kept at inner node `keep_at` with `keep`; node 2j itself where it
+// is the odd last one; zeros past the end.
+struct Cv2 {
+    lo: vec4<u32>,
+    hi: vec4<u32>,
+}
+
+fn merkle_first_level(first: u32, j: u32, count: u32, keep: bool, keep_at: u32) -> Cv2 {
+    let q = 2u * (first + 2u * j);
+    let pairs = count >> 1u;
+    var n = Cv2(vec4<u32>(0u), vec4<u32>(0u));
+    if (j < pairs) {
+        let s = merkle_parent(src[q], src[q + 1u], src[q + 2u], src[q + 3u]);
+        n = Cv2(s.a ^ s.c, s.b ^ s.d);
+        if (keep) {
+            keep_node(keep_at, n.lo, n.hi);
+        }
+    } else if (j == pairs && (count & 1u) == 1u) {
+        n = Cv2(src[q], src[q + 1u]);
+    }
+    return n;
+}
+
 @compute @workgroup_size(256)
 fn merkle_pass(@builtin(local_invocation_index) lid: u32,
                @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
-    let g = wid.y * nwg.x + wid.x;
-    if (g >= mparams.groups) {
+    let m = merkle_group(wid, nwg, 2u * WG);
+    if (m.g >= mparams.groups) {
         return;
     }
-    let first = g * (2u * WG);
-    let gfirst = (mparams.group_base + g) * (2u * WG);
-    var count = min(2u * WG, mparams.n_local - first);
-    var total = mparams.n_total;
-    var level_at = mparams.inner_at;
     let keep = mparams.keep != 0u;
-
+    let total = mparams.n_total;
     // Level 1: a pair from global memory, in registers.
-    var h0 = vec4<u32>(0u);
-    var h1 = vec4<u32>(0u);
-    var pairs = count >> 1u;
-    if (lid < pairs) {
-        let q = 2u * (first + 2u * lid);
-        let s = merkle_parent(src[q], src[q + 1u], src[q + 2u], src[q + 3u]);
-        h0 = s.a ^ s.c;
-        h1 = s.b ^ s.d;
-        if (keep) {
-            keep_node(level_at + (gfirst >> 1u) + lid, h0, h1);
-        }
-    } else if (lid == pairs && (count & 1u) == 1u) {
-        let q = 2u * (first + 2u * lid);
-        h0 = src[q];
-        h1 = src[q + 1u];
-    }
-    level_at = level_at + (total >> 1u);
-    total = (total + 1u) >> 1u;
-    count = (count + 1u) >> 1u;
-
-    merkle_finish(lid, g, 2u * WG, 1u, count, total, level_at, keep, h0, h1);
+    let n = merkle_first_level(m.first, lid, m.count, keep, mparams.inner_at + (m.gfirst >> 1u) + lid);
+    merkle_finish(lid, m.g, 2u * WG, 1u, (m.count + 1u) >> 1u, (total + 1u) >> 1u,
+                  mparams.inner_at + (total >> 1u), keep, n.lo, n.hi);
 }
 
 // The bulk Merkle levels, four nodes an invocation: the invocation hashes its two pairs (two
@@ -554,67 +572,30 @@ fn merkle_pass(@builtin(local_invocation_index) lid: u32,
 fn merkle_pass4(@builtin(local_invocation_index) lid: u32,
                 @builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(num_workgroups) nwg: vec3<u32>) {
-    let g = wid.y * nwg.x + wid.x;
-    if (g >= mparams.groups) {
+    let m = merkle_group(wid, nwg, 4u * WG);
+    if (m.g >= mparams.groups) {
         return;
     }
-    let first = g * (4u * WG);
-    let gfirst = (mparams.group_base + g) * (4u * WG);
-    var count = min(4u * WG, mparams.n_local - first);
-    var total = mparams.n_total;
-    var level_at = mparams.inner_at;
     let keep = mparams.keep != 0u;
-
-    // Level 1: nodes 2 lid and 2 lid + 1 of the level made here, from leaves 4 lid .. 4 lid + 3.
-    var a0 = vec4<u32>(0u);
-    var a1 = vec4<u32>(0u);
-    var b0 = vec4<u32>(0u);
-    var b1 = vec4<u32>(0u);
-    var pairs = count >> 1u;
-    let q = 2u * (first + 4u * lid);
-    if (2u * lid < pairs) {
-        let s = merkle_parent(src[q], src[q + 1u], src[q + 2u], src[q + 3u]);
-        a0 = s.a ^ s.c;
-        a1 = s.b ^ s.d;
-        if (keep) {
-            keep_node(level_at + (gfirst >> 1u) + 2u * lid, a0, a1);
-        }
-    } else if (2u * lid == pairs && (count & 1u) == 1u) {
-        a0 = src[q];
-        a1 = src[q + 1u];
-    }
-    if (2u * lid + 1u < pairs) {
-        let s = merkle_parent(src[q + 4u], src[q + 5u], src[q + 6u], src[q + 7u]);
-        b0 = s.a ^ s.c;
-        b1 = s.b ^ s.d;
-        if (keep) {
-            keep_node(level_at + (gfirst >> 1u) + 2u * lid + 1u, b0, b1);
-        }
-    } else if (2u * lid + 1u == pairs && (count & 1u) == 1u) {
-        b0 = src[q + 4u];
-        b1 = src[q + 5u];
-    }
-    level_at = level_at + (total >> 1u);
+    // Level 1: nodes 2 lid and 2 lid + 1, from nodes 4 lid .. 4 lid + 3.
+    let at1 = mparams.inner_at + (m.gfirst >> 1u);
+    let a = merkle_first_level(m.first, 2u * lid, m.count, keep, at1 + 2u * lid);
+    let b = merkle_first_level(m.first, 2u * lid + 1u, m.count, keep, at1 + 2u * lid + 1u);
+    var total = mparams.n_total;
+    var level_at = mparams.inner_at + (total >> 1u);
     total = (total + 1u) >> 1u;
-    count = (count + 1u) >> 1u;
-
-    // Level 2, in registers: node lid from the two above.
-    var h0 = a0;
-    var h1 = a1;
-    pairs = count >> 1u;
-    if (lid < pairs) {
-        let s = merkle_parent(a0, a1, b0, b1);
-        h0 = s.a ^ s.c;
-        h1 = s.b ^ s.d;
+    let count = (m.count + 1u) >> 1u;
+    // Level 2, in registers: node lid from the two above, or the first of them carried up.
+    var h = a;
+    if (lid < (count >> 1u)) {
+        let s = merkle_parent(a.lo, a.hi, b.lo, b.hi);
+        h = Cv2(s.a ^ s.c, s.b ^ s.d);
         if (keep) {
-            keep_node(level_at + (gfirst >> 2u) + lid, h0, h1);
+            keep_node(level_at + (m.gfirst >> 2u) + lid, h.lo, h.hi);
         }
     }
-    level_at = level_at + (total >> 1u);
-    total = (total + 1u) >> 1u;
-    count = (count + 1u) >> 1u;
-
-    merkle_finish(lid, g, 4u * WG, 2u, count, total, level_at, keep, h0, h1);
+    merkle_finish(lid, m.g, 4u * WG, 2u, (count + 1u) >> 1u, (total + 1u) >> 1u,
+                  level_at + (total >> 1u), keep, h.lo, h.hi);
 }
 
 // ---------------------------------------------------------------------------------------------
