@@ -241,16 +241,11 @@ impl CpuBackend {
     /// rows).
     fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
         // Four inputs or fewer under AVX-512VL (a small input's chunks, the top parent levels):
-        // what the loop below would choose, without the loop. Sending up to eight one-block
-        // inputs (the 8-parent level of 16 chunks) here as well, rather than to the 8-lane
-        // kernel, gained nothing on the H200 machine's Xeon (16 KiB: 0.91x upstream either way),
-        // nor once the rows moved their message in place (f2cc692; `examples/cpu_small.rs`, 16
-        // KiB, medians of 16-20 interleaved runs: 0.945x against 0.924x in one run, 0.956x
-        // against 0.952x in another; `examples/cpu_parts.rs` had it 2.5% ahead in one and
-        // 2.8% behind in the other); on the 2-core machine's EPYC it lost (0.956x against
-        // 0.970x).
+        // what the loop below would choose, without the loop. Five to eight one-block inputs
+        // (the 8-parent level of 16 chunks) too: as two interleaved chains of 512-bit rows
+        // rather than on the 8-lane kernel (`quads::rows_take` has the figures).
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.evex && out.len() <= 4 {
+        if self.evex && quads::rows_take(out.len(), blocks) {
             // SAFETY: `evex` is set only where the CPU has AVX-512F and VL; `for_groups` asserts
             // that the inputs lie inside `input`.
             return unsafe { quads::hash_quads(input, stride, blocks, job, out, self.split_quads) };

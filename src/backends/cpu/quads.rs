@@ -12,6 +12,9 @@ use crate::core::compress::{words_to_cv, Cv, Word};
 use crate::core::constants::{BLOCK_LEN, IV};
 use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row};
 
+/// Most inputs side by side on rows: two 512-bit chains of four.
+const MAX_N: usize = 8;
+
 /// A vector of 128-bit lanes, each holding one row of one input's state: what the row form on
 /// several inputs ([`Multi`]) needs of it. Implemented for 512-bit vectors (four inputs),
 /// 256-bit ones (two inputs) and pairs of 256-bit ones (four inputs), all with AVX-512VL's
@@ -22,13 +25,14 @@ trait Wide: Word + InLane {
     /// Words `0..4 * N` of `words`, word i in position i.
     ///
     /// # Safety
-    /// The CPU must support AVX-512F and VL (for every method of this trait).
-    unsafe fn load(words: &[u32; 16]) -> Self;
+    /// The CPU must support AVX-512F and VL (for every method of this trait); `words` holds at
+    /// least `4 * N` words.
+    unsafe fn load(words: &[u32]) -> Self;
     /// Writes the `4 * N` words to `out[..4 * N]`.
     ///
     /// # Safety
-    /// As for `load`.
-    unsafe fn store(self, out: &mut [u32; 16]);
+    /// As for `load`; `out` has room for `4 * N` words.
+    unsafe fn store(self, out: &mut [u32]);
     /// `words` in every 128-bit lane.
     ///
     /// # Safety
@@ -43,12 +47,12 @@ trait Wide: Word + InLane {
     ///
     /// # Safety
     /// As for `load`, and 16 bytes are readable at each of the first `N` pointers.
-    unsafe fn lanes(p: [*const u8; 4]) -> Self;
-    /// The positions of `mask` set to `x`.
+    unsafe fn lanes(p: [*const u8; MAX_N]) -> Self;
+    /// The positions of `mask` set to `x` (bit i: word i).
     ///
     /// # Safety
     /// As for `load`.
-    unsafe fn mask_set(self, mask: u16, x: u32) -> Self;
+    unsafe fn mask_set(self, mask: u32, x: u32) -> Self;
     /// Each 128-bit lane's words permuted (a `pshufd` immediate).
     ///
     /// # Safety
@@ -59,13 +63,13 @@ trait Wide: Word + InLane {
 impl Wide for __m512i {
     const N: usize = 4;
     #[inline(always)]
-    unsafe fn load(words: &[u32; 16]) -> Self {
-        // SAFETY: AVX-512F; 16 words are readable.
+    unsafe fn load(words: &[u32]) -> Self {
+        // SAFETY: AVX-512F; the caller guarantees 16 readable words.
         unsafe { _mm512_loadu_si512(words.as_ptr() as *const __m512i) }
     }
     #[inline(always)]
-    unsafe fn store(self, out: &mut [u32; 16]) {
-        // SAFETY: AVX-512F; 16 words are writable.
+    unsafe fn store(self, out: &mut [u32]) {
+        // SAFETY: AVX-512F; the caller guarantees room for 16 words.
         unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut __m512i, self) }
     }
     #[inline(always)]
@@ -79,8 +83,8 @@ impl Wide for __m512i {
         unsafe { _mm512_broadcast_i32x4(_mm_set_epi32(w[3] as i32, w[2] as i32, w[1] as i32, w[0] as i32)) }
     }
     #[inline(always)]
-    unsafe fn lanes(p: [*const u8; 4]) -> Self {
-        // SAFETY: AVX-512F; the caller guarantees 16 readable bytes at each pointer.
+    unsafe fn lanes(p: [*const u8; MAX_N]) -> Self {
+        // SAFETY: AVX-512F; the caller guarantees 16 readable bytes at the first four pointers.
         unsafe {
             let q = |i: usize| _mm_loadu_si128(p[i] as *const __m128i);
             let x = _mm512_castsi128_si512(q(0));
@@ -90,9 +94,9 @@ impl Wide for __m512i {
         }
     }
     #[inline(always)]
-    unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
+    unsafe fn mask_set(self, mask: u32, x: u32) -> Self {
         // SAFETY: AVX-512F.
-        unsafe { _mm512_mask_set1_epi32(self, mask, x as i32) }
+        unsafe { _mm512_mask_set1_epi32(self, mask as u16, x as i32) }
     }
     #[inline(always)]
     unsafe fn shuffle<const IMM: i32>(self) -> Self {
@@ -187,13 +191,13 @@ impl InLane for Ymm {
 impl Wide for Ymm {
     const N: usize = 2;
     #[inline(always)]
-    unsafe fn load(words: &[u32; 16]) -> Self {
-        // SAFETY: AVX; 8 of the 16 words are read.
+    unsafe fn load(words: &[u32]) -> Self {
+        // SAFETY: AVX; the caller guarantees 8 readable words.
         Ymm(unsafe { _mm256_loadu_si256(words.as_ptr() as *const __m256i) })
     }
     #[inline(always)]
-    unsafe fn store(self, out: &mut [u32; 16]) {
-        // SAFETY: AVX; 8 of the 16 words are written.
+    unsafe fn store(self, out: &mut [u32]) {
+        // SAFETY: AVX; the caller guarantees room for 8 words.
         unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, self.0) }
     }
     #[inline(always)]
@@ -207,7 +211,7 @@ impl Wide for Ymm {
         Ymm(unsafe { _mm256_broadcastsi128_si256(_mm_set_epi32(w[3] as i32, w[2] as i32, w[1] as i32, w[0] as i32)) })
     }
     #[inline(always)]
-    unsafe fn lanes(p: [*const u8; 4]) -> Self {
+    unsafe fn lanes(p: [*const u8; MAX_N]) -> Self {
         // SAFETY: AVX2; the caller guarantees 16 readable bytes at the first two pointers.
         unsafe {
             let q = |i: usize| _mm_loadu_si128(p[i] as *const __m128i);
@@ -215,7 +219,7 @@ impl Wide for Ymm {
         }
     }
     #[inline(always)]
-    unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
+    unsafe fn mask_set(self, mask: u32, x: u32) -> Self {
         // SAFETY: AVX-512F and VL.
         Ymm(unsafe { _mm256_mask_set1_epi32(self.0, mask as u8, x as i32) })
     }
@@ -226,107 +230,105 @@ impl Wide for Ymm {
     }
 }
 
-/// Two [`Ymm`] side by side: four inputs' rows, two in each, as two independent chains of 256-bit
-/// instructions, for CPUs where they beat one chain of 512-bit instructions (see
-/// `platform::prefers_256_bit_rows`). Each half moves its message rows as a [`Ymm`] does.
+/// Two [`Wide`] vectors side by side: twice as many inputs' rows, as two independent chains of
+/// instructions, each half moving its message rows as `V` does. `Pair<Ymm>` runs four inputs as
+/// two chains of 256-bit rows, for CPUs where they beat one chain of 512-bit rows (see
+/// `platform::prefers_256_bit_rows`); `Pair<__m512i>` runs eight one-block inputs (see
+/// [`hash_quads`]).
 #[derive(Clone, Copy)]
-struct Ymm2([Ymm; 2]);
+struct Pair<V>([V; 2]);
 
-impl Word for Ymm2 {
+impl<V: Wide> Word for Pair<V> {
     #[inline(always)]
     fn add(self, o: Self) -> Self {
-        Ymm2([self.0[0].add(o.0[0]), self.0[1].add(o.0[1])])
+        Pair([self.0[0].add(o.0[0]), self.0[1].add(o.0[1])])
     }
     #[inline(always)]
     fn xor(self, o: Self) -> Self {
-        Ymm2([self.0[0].xor(o.0[0]), self.0[1].xor(o.0[1])])
+        Pair([self.0[0].xor(o.0[0]), self.0[1].xor(o.0[1])])
     }
     #[inline(always)]
     fn rotr16(self) -> Self {
-        Ymm2([self.0[0].rotr16(), self.0[1].rotr16()])
+        Pair([self.0[0].rotr16(), self.0[1].rotr16()])
     }
     #[inline(always)]
     fn rotr12(self) -> Self {
-        Ymm2([self.0[0].rotr12(), self.0[1].rotr12()])
+        Pair([self.0[0].rotr12(), self.0[1].rotr12()])
     }
     #[inline(always)]
     fn rotr8(self) -> Self {
-        Ymm2([self.0[0].rotr8(), self.0[1].rotr8()])
+        Pair([self.0[0].rotr8(), self.0[1].rotr8()])
     }
     #[inline(always)]
     fn rotr7(self) -> Self {
-        Ymm2([self.0[0].rotr7(), self.0[1].rotr7()])
+        Pair([self.0[0].rotr7(), self.0[1].rotr7()])
     }
 }
 
-impl InLane for Ymm2 {
+impl<V: Wide> InLane for Pair<V> {
     #[inline(always)]
     unsafe fn pshufd<const IMM: i32>(self) -> Self {
         // SAFETY: as the caller guarantees.
-        unsafe { Ymm2(self.0.map(|x| x.pshufd::<IMM>())) }
+        unsafe { Pair(self.0.map(|x| x.pshufd::<IMM>())) }
     }
     #[inline(always)]
     unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
         // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([self.0[0].shufps::<IMM>(hi.0[0]), self.0[1].shufps::<IMM>(hi.0[1])]) }
+        unsafe { Pair([self.0[0].shufps::<IMM>(hi.0[0]), self.0[1].shufps::<IMM>(hi.0[1])]) }
     }
     #[inline(always)]
     unsafe fn unpacklo(self, o: Self) -> Self {
         // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([self.0[0].unpacklo(o.0[0]), self.0[1].unpacklo(o.0[1])]) }
+        unsafe { Pair([self.0[0].unpacklo(o.0[0]), self.0[1].unpacklo(o.0[1])]) }
     }
     #[inline(always)]
     unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
         // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([self.0[0].blend::<MASK>(o.0[0]), self.0[1].blend::<MASK>(o.0[1])]) }
+        unsafe { Pair([self.0[0].blend::<MASK>(o.0[0]), self.0[1].blend::<MASK>(o.0[1])]) }
     }
 }
 
-impl Wide for Ymm2 {
-    const N: usize = 4;
+impl<V: Wide> Wide for Pair<V> {
+    const N: usize = 2 * V::N;
     #[inline(always)]
-    unsafe fn load(words: &[u32; 16]) -> Self {
-        // SAFETY: AVX; 16 words are readable.
-        unsafe {
-            let p = words.as_ptr() as *const __m256i;
-            Ymm2([Ymm(_mm256_loadu_si256(p)), Ymm(_mm256_loadu_si256(p.add(1)))])
-        }
+    unsafe fn load(words: &[u32]) -> Self {
+        // SAFETY: as the caller guarantees (`4 * N` words).
+        unsafe { Pair([V::load(words), V::load(&words[4 * V::N..])]) }
     }
     #[inline(always)]
-    unsafe fn store(self, out: &mut [u32; 16]) {
-        // SAFETY: AVX; 16 words are writable.
+    unsafe fn store(self, out: &mut [u32]) {
+        // SAFETY: as the caller guarantees (room for `4 * N` words).
         unsafe {
-            let p = out.as_mut_ptr() as *mut __m256i;
-            _mm256_storeu_si256(p, self.0[0].0);
-            _mm256_storeu_si256(p.add(1), self.0[1].0);
+            self.0[0].store(out);
+            self.0[1].store(&mut out[4 * V::N..]);
         }
     }
     #[inline(always)]
     unsafe fn broadcast(words: &[u32; 4]) -> Self {
         // SAFETY: as the caller guarantees.
-        let x = unsafe { Ymm::broadcast(words) };
-        Ymm2([x, x])
+        let x = unsafe { V::broadcast(words) };
+        Pair([x, x])
     }
     #[inline(always)]
     unsafe fn broadcast_words(w: [u32; 4]) -> Self {
         // SAFETY: as the caller guarantees.
-        let x = unsafe { Ymm::broadcast_words(w) };
-        Ymm2([x, x])
+        let x = unsafe { V::broadcast_words(w) };
+        Pair([x, x])
     }
     #[inline(always)]
-    unsafe fn lanes(p: [*const u8; 4]) -> Self {
-        // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([Ymm::lanes(p), Ymm::lanes([p[2], p[3], p[2], p[3]])]) }
+    unsafe fn lanes(p: [*const u8; MAX_N]) -> Self {
+        // SAFETY: as the caller guarantees (16 bytes at each of the first `N` pointers).
+        unsafe { Pair([V::lanes(p), V::lanes(core::array::from_fn(|i| p[(i + V::N).min(MAX_N - 1)]))]) }
     }
     #[inline(always)]
-    unsafe fn mask_set(self, mask: u16, x: u32) -> Self {
+    unsafe fn mask_set(self, mask: u32, x: u32) -> Self {
         // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([self.0[0].mask_set(mask, x), self.0[1].mask_set(mask >> 8, x)]) }
+        unsafe { Pair([self.0[0].mask_set(mask, x), self.0[1].mask_set(mask >> (4 * V::N), x)]) }
     }
     #[inline(always)]
     unsafe fn shuffle<const IMM: i32>(self) -> Self {
         // SAFETY: as the caller guarantees.
-        unsafe { Ymm2([self.0[0].shuffle::<IMM>(), self.0[1].shuffle::<IMM>()]) }
+        unsafe { Pair([self.0[0].shuffle::<IMM>(), self.0[1].shuffle::<IMM>()]) }
     }
 }
 
@@ -430,7 +432,7 @@ unsafe fn compress_multi<V: Wide>(lo: &mut V, hi: &mut V, row3: V, m: &[V; 4]) {
 /// # Safety
 /// AVX-512F and VL; 64 bytes are readable at each of the first `V::N` pointers.
 #[inline(always)]
-unsafe fn quarters<V: Wide>(p: [*const u8; 4]) -> [V; 4] {
+unsafe fn quarters<V: Wide>(p: [*const u8; MAX_N]) -> [V; 4] {
     // SAFETY: as the caller guarantees.
     unsafe {
         [V::lanes(p), V::lanes(p.map(|p| p.add(16))), V::lanes(p.map(|p| p.add(32))), V::lanes(p.map(|p| p.add(48)))]
@@ -446,7 +448,15 @@ unsafe fn quarters<V: Wide>(p: [*const u8; 4]) -> [V; 4] {
 #[inline(always)]
 unsafe fn row3<V: Wide>(job: &Job) -> V {
     /// Lane i's counter step in its first word.
-    static STEP: [u32; 16] = [0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0];
+    static STEP: [u32; 4 * MAX_N] = {
+        let mut x = [0; 4 * MAX_N];
+        let mut i = 0;
+        while i < MAX_N {
+            x[4 * i] = i as u32;
+            i += 1;
+        }
+        x
+    };
     let (lo, hi) = (job.counter as u32, (job.counter >> 32) as u32);
     // SAFETY (whole body): as the caller guarantees.
     unsafe {
@@ -457,7 +467,7 @@ unsafe fn row3<V: Wide>(job: &Job) -> V {
         if lo.checked_add(V::N as u32 - 1).is_some() {
             return base.add(V::load(&STEP));
         }
-        let mut row3 = [0u32; 16];
+        let mut row3 = [0u32; 4 * MAX_N];
         for lane in 0..V::N {
             let c = job.input_counter(lane);
             row3[4 * lane..4 * lane + 3].copy_from_slice(&[c as u32, (c >> 32) as u32, BLOCK_LEN as u32]);
@@ -478,8 +488,8 @@ impl<V: Wide> Group for MultiGroup<V> {
         let ptr = |lane: usize| lane_ptr(input, stride, valid, lane);
 
         // Word 2 and word 3 of every lane.
-        const LEN: u16 = 0x4444;
-        const FLAGS: u16 = 0x8888;
+        const LEN: u32 = 0x4444_4444;
+        const FLAGS: u32 = 0x8888_8888;
         // SAFETY (whole body): AVX-512F and VL, as the caller guarantees; every load reads a full
         // block of an input below `valid` (the caller guarantees those bytes) or of the stack.
         unsafe {
@@ -494,17 +504,16 @@ impl<V: Wide> Group for MultiGroup<V> {
             let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
             for b in 0..full {
                 let at = b * BLOCK_LEN;
-                let m = quarters::<V>([ptr(0).add(at), ptr(1).add(at), ptr(2).add(at), ptr(3).add(at)]);
+                let m = quarters::<V>(core::array::from_fn(|lane| ptr(lane).add(at)));
                 compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(b, blocks)), &m);
             }
             if full < blocks {
-                let staged = stage_last_blocks::<4>(input, stride, valid, full, job);
-                let block = |lane: usize| staged.0[lane.min(valid - 1)].as_ptr();
-                let m = quarters::<V>([block(0), block(1), block(2), block(3)]);
+                let staged = stage_last_blocks::<MAX_N>(input, stride, valid, full, job);
+                let m = quarters::<V>(core::array::from_fn(|lane| staged.0[lane.min(valid - 1)].as_ptr()));
                 counters = counters.mask_set(LEN, job.last_block_len as u32);
                 compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(full, blocks)), &m);
             }
-            let mut words = Aligned([[0u32; 16]; 2]);
+            let mut words = Aligned([[0u32; 4 * MAX_N]; 2]);
             lo.store(&mut words.0[0]);
             hi.store(&mut words.0[1]);
             for (lane, cv) in out[..valid].iter_mut().enumerate() {
@@ -514,10 +523,33 @@ impl<V: Wide> Group for MultiGroup<V> {
     }
 }
 
+/// Whether [`hash_quads`] takes a group of `inputs` inputs of `blocks` blocks as it is, rather
+/// than the transposed lane kernels: four or fewer always; five to eight (as two interleaved
+/// chains of 512-bit rows, `Pair<__m512i>`) when each is one block (the 8-parent level of 16
+/// chunks).
+///
+/// The 8-lane kernel had taken the eight parents in about the time of two four-input chains of
+/// 512-bit rows one after the other (f2cc692: 16 KiB within the noise on the Xeon, behind on
+/// the EPYC); interleaved, each chain fills the other's latency. Measured on the H200 machine's
+/// Xeon, one thread, ours over upstream's speed at 16 KiB (`examples/cpu_small.rs`, medians of
+/// 20, 30 and 40 interleaved runs in three runs; main 0ee75fd against this): 0.968x -> 0.976x,
+/// 0.907x -> 0.925x, 0.958x -> 0.970x; on the 2-core machine's EPYC (16 runs, twice) 0.966x ->
+/// 0.970x and 0.964x -> 0.966x, within the noise. No other size takes this path.
+///
+/// Tried and dropped: five to eight whole chunks on the pair too, on Intel only (Zen 4 runs each
+/// 512-bit instruction as two 256-bit halves, so the rows' 82 instructions a round cost it more
+/// than the 8-lane kernel's 112 256-bit ones). On the Xeon 8 KiB went from 0.869x to 0.921x in
+/// one run, but from 0.955x to 0.923x in the next: the pair held 0.92x where the 8-lane kernel
+/// ran 0.95x in three of four runs.
+pub(crate) fn rows_take(inputs: usize, blocks: usize) -> bool {
+    inputs <= 4 || (inputs <= MAX_N && blocks == 1)
+}
+
 /// Hashes all `out.len()` inputs on rows of several inputs (see [`for_groups`] for the layout):
-/// four at a time (a last three too) on 512-bit rows, or with `split` as two chains of 256-bit
-/// rows (see `platform::prefers_256_bit_rows`); a last two on 256-bit rows; a last one on
-/// 128-bit rows ([`hash_rows`]). Two inputs on 256-bit rows take about the time of one on 128-bit
+/// five to eight one-block inputs as two interleaved chains of 512-bit rows ([`rows_take`]);
+/// else four at a time (a last three too) on 512-bit rows, or with `split` as two chains of
+/// 256-bit rows (see `platform::prefers_256_bit_rows`); a last two on 256-bit rows; a last one
+/// on 128-bit rows ([`hash_rows`]). Two inputs on 256-bit rows take about the time of one on 128-bit
 /// rows, where 512-bit rows with two lanes idle took half again as long: a 2 KiB input (two
 /// chunks) went from 0.67x to 0.88x upstream's speed on one thread of the 2-core machine (AMD
 /// EPYC, AVX-512; probe `examples/cpu_small.rs`, medians of 41 interleaved rounds).
@@ -526,6 +558,10 @@ impl<V: Wide> Group for MultiGroup<V> {
 /// The CPU must support AVX-512F and AVX-512VL; the input layout is as for [`for_groups`].
 #[target_feature(enable = "avx512f,avx512vl")]
 pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv], split: bool) {
+    if out.len() > 4 && rows_take(out.len(), blocks) {
+        // SAFETY: as below.
+        return unsafe { for_groups::<MultiGroup<Pair<__m512i>>>(input, stride, blocks, job, out) };
+    }
     let quads = match out.len() % 4 {
         3 => out.len(),
         r => out.len() - r,
@@ -535,7 +571,7 @@ pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job:
     // `for_groups` asserts that the inputs it is given lie inside what it is given.
     unsafe {
         if split {
-            for_groups::<MultiGroup<Ymm2>>(input, stride, blocks, job, four);
+            for_groups::<MultiGroup<Pair<Ymm>>>(input, stride, blocks, job, four);
         } else {
             for_groups::<MultiGroup<__m512i>>(input, stride, blocks, job, four);
         }
