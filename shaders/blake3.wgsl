@@ -457,81 +457,87 @@ fn keep_node(i: u32, h0: vec4<u32>, h1: vec4<u32>) {
     pieces[2u * i + 1u] = h1;
 }
 
-// The rest of a Merkle workgroup's levels, `done + 1` to `levels`, through workgroup memory: the
-// `count` nodes of level `done` (node i in invocation i's h0, h1) of a level of `total` nodes whose
-// inner nodes start at `level_at`; then the last level made goes to `dst`. Workgroup g takes
-// `group_nodes` nodes. Must be reached in uniform control flow.
-fn merkle_finish(lid: u32, g: u32, group_nodes: u32, done: u32, count_in: u32, total_in: u32,
-                 at_in: u32, keep: bool, h0_in: vec4<u32>, h1_in: vec4<u32>) {
-    let gfirst = (mparams.group_base + g) * group_nodes;
-    var count = count_in;
-    var total = total_in;
-    var level_at = at_in;
-    var h0 = h0_in;
-    var h1 = h1_in;
-    let levels = mparams.levels;
-    if (levels > done) {
-        if (lid < count) {
-            store_cv(lid, h0, h1);
-        }
-        workgroupBarrier();
-        for (var level = done + 1u; level <= levels; level = level + 1u) {
-            let stride = 1u << (level - done - 1u);
-            let pairs = count >> 1u;
-            if (lid < pairs) {
-                let left = (2u * lid) * stride;
-                let right = left + stride;
-                let s = merkle_parent(load_lo(left), load_hi(left), load_lo(right), load_hi(right));
-                h0 = s.a ^ s.c;
-                h1 = s.b ^ s.d;
-                store_cv(left, h0, h1);
-                if (keep) {
-                    keep_node(level_at + (gfirst >> level) + lid, h0, h1);
-                }
-            }
-            level_at = level_at + (total >> 1u);
-            total = (total + 1u) >> 1u;
-            count = (count + 1u) >> 1u;
-            workgroupBarrier();
-        }
-        if (lid < count) {
-            let slot = lid << (levels - done);
-            h0 = load_lo(slot);
-            h1 = load_hi(slot);
-        }
-    }
-    if (lid < count) {
-        let o = ((mparams.group_base + g) * (group_nodes >> levels) + lid) * 2u;
-        dst[o] = h0;
-        dst[o + 1u] = h1;
-    }
-}
-
-// A Merkle workgroup's place: its index g in the dispatch, the index in the dispatch's binding
-// and in the whole level of its first node, and its node count (group_nodes, or fewer for the
-// dispatch's last).
-struct MerkleGroup {
-    g: u32,
-    first: u32,
-    gfirst: u32,
+// A level as a Merkle workgroup walks up: its `count` nodes in this workgroup, the whole level's
+// `total`, and the inner node where the next level made starts (`at`).
+struct MerkleLevel {
     count: u32,
+    total: u32,
+    at: u32,
 }
 
-fn merkle_group(wid: vec3<u32>, nwg: vec3<u32>, group_nodes: u32) -> MerkleGroup {
-    let g = wid.y * nwg.x + wid.x;
-    let first = g * group_nodes;
-    return MerkleGroup(g, first, (mparams.group_base + g) * group_nodes,
-                       min(group_nodes, mparams.n_local - min(first, mparams.n_local)));
+// The next level: an odd last node is carried up, and the level made here (total / 2 hashed
+// nodes) comes before it among the inner nodes.
+fn merkle_up(l: MerkleLevel) -> MerkleLevel {
+    return MerkleLevel((l.count + 1u) >> 1u, (l.total + 1u) >> 1u, l.at + (l.total >> 1u));
 }
 
-// Node j of the first level a workgroup makes from its `count` nodes (of src, from `first`): the
-// parent of nodes 2j and 2j + 1, kept at inner node `keep_at` with `keep`; node 2j itself where it
-// is the odd last one; zeros past the end.
+// A CV as two vec4 halves.
 struct Cv2 {
     lo: vec4<u32>,
     hi: vec4<u32>,
 }
 
+// The rest of a Merkle workgroup's levels, `done + 1` to `levels`, through workgroup memory, from
+// level `done` (`l`; node i in invocation i's `h_in`); then the last level made goes to `dst`.
+// Workgroup g takes `group_nodes` nodes. Must be reached in uniform control flow.
+fn merkle_finish(lid: u32, g: u32, group_nodes: u32, done: u32, l_in: MerkleLevel, keep: bool, h_in: Cv2) {
+    let gfirst = (mparams.group_base + g) * group_nodes;
+    var l = l_in;
+    var h = h_in;
+    let levels = mparams.levels;
+    if (levels > done) {
+        if (lid < l.count) {
+            store_cv(lid, h.lo, h.hi);
+        }
+        workgroupBarrier();
+        for (var level = done + 1u; level <= levels; level = level + 1u) {
+            let stride = 1u << (level - done - 1u);
+            if (lid < (l.count >> 1u)) {
+                let left = (2u * lid) * stride;
+                let right = left + stride;
+                let s = merkle_parent(load_lo(left), load_hi(left), load_lo(right), load_hi(right));
+                h = Cv2(s.a ^ s.c, s.b ^ s.d);
+                store_cv(left, h.lo, h.hi);
+                if (keep) {
+                    keep_node(l.at + (gfirst >> level) + lid, h.lo, h.hi);
+                }
+            }
+            l = merkle_up(l);
+            workgroupBarrier();
+        }
+        if (lid < l.count) {
+            let slot = lid << (levels - done);
+            h = Cv2(load_lo(slot), load_hi(slot));
+        }
+    }
+    if (lid < l.count) {
+        let o = ((mparams.group_base + g) * (group_nodes >> levels) + lid) * 2u;
+        dst[o] = h.lo;
+        dst[o + 1u] = h.hi;
+    }
+}
+
+// A Merkle workgroup's place: its index g in the dispatch, the index in the dispatch's binding
+// and in the whole level of its first node, and the level it starts from (its node count:
+// group_nodes, or fewer for the dispatch's last).
+struct MerkleGroup {
+    g: u32,
+    first: u32,
+    gfirst: u32,
+    level: MerkleLevel,
+}
+
+fn merkle_group(wid: vec3<u32>, nwg: vec3<u32>, group_nodes: u32) -> MerkleGroup {
+    let g = wid.y * nwg.x + wid.x;
+    let first = g * group_nodes;
+    let count = min(group_nodes, mparams.n_local - min(first, mparams.n_local));
+    return MerkleGroup(g, first, (mparams.group_base + g) * group_nodes,
+                       MerkleLevel(count, mparams.n_total, mparams.inner_at));
+}
+
+// Node j of the first level a workgroup makes from its `count` nodes (of src, from `first`): the
+// parent of nodes 2j and 2j + 1, kept at inner node `keep_at` with `keep`; node 2j itself where it
+// is the odd last one; zeros past the end.
 fn merkle_first_level(first: u32, j: u32, count: u32, keep: bool, keep_at: u32) -> Cv2 {
     let q = 2u * (first + 2u * j);
     let pairs = count >> 1u;
@@ -557,11 +563,9 @@ fn merkle_pass(@builtin(local_invocation_index) lid: u32,
         return;
     }
     let keep = mparams.keep != 0u;
-    let total = mparams.n_total;
     // Level 1: a pair from global memory, in registers.
-    let n = merkle_first_level(m.first, lid, m.count, keep, mparams.inner_at + (m.gfirst >> 1u) + lid);
-    merkle_finish(lid, m.g, 2u * WG, 1u, (m.count + 1u) >> 1u, (total + 1u) >> 1u,
-                  mparams.inner_at + (total >> 1u), keep, n.lo, n.hi);
+    let n = merkle_first_level(m.first, lid, m.level.count, keep, m.level.at + (m.gfirst >> 1u) + lid);
+    merkle_finish(lid, m.g, 2u * WG, 1u, merkle_up(m.level), keep, n);
 }
 
 // The bulk Merkle levels, four nodes an invocation: the invocation hashes its two pairs (two
@@ -578,24 +582,20 @@ fn merkle_pass4(@builtin(local_invocation_index) lid: u32,
     }
     let keep = mparams.keep != 0u;
     // Level 1: nodes 2 lid and 2 lid + 1, from nodes 4 lid .. 4 lid + 3.
-    let at1 = mparams.inner_at + (m.gfirst >> 1u);
-    let a = merkle_first_level(m.first, 2u * lid, m.count, keep, at1 + 2u * lid);
-    let b = merkle_first_level(m.first, 2u * lid + 1u, m.count, keep, at1 + 2u * lid + 1u);
-    var total = mparams.n_total;
-    var level_at = mparams.inner_at + (total >> 1u);
-    total = (total + 1u) >> 1u;
-    let count = (m.count + 1u) >> 1u;
+    let at1 = m.level.at + (m.gfirst >> 1u) + 2u * lid;
+    let a = merkle_first_level(m.first, 2u * lid, m.level.count, keep, at1);
+    let b = merkle_first_level(m.first, 2u * lid + 1u, m.level.count, keep, at1 + 1u);
+    let l1 = merkle_up(m.level);
     // Level 2, in registers: node lid from the two above, or the first of them carried up.
     var h = a;
-    if (lid < (count >> 1u)) {
+    if (lid < (l1.count >> 1u)) {
         let s = merkle_parent(a.lo, a.hi, b.lo, b.hi);
         h = Cv2(s.a ^ s.c, s.b ^ s.d);
         if (keep) {
-            keep_node(level_at + (m.gfirst >> 2u) + lid, h.lo, h.hi);
+            keep_node(l1.at + (m.gfirst >> 2u) + lid, h.lo, h.hi);
         }
     }
-    merkle_finish(lid, m.g, 4u * WG, 2u, (count + 1u) >> 1u, (total + 1u) >> 1u,
-                  level_at + (total >> 1u), keep, h.lo, h.hi);
+    merkle_finish(lid, m.g, 4u * WG, 2u, merkle_up(l1), keep, h);
 }
 
 // ---------------------------------------------------------------------------------------------
