@@ -5,7 +5,7 @@
 
 mod common;
 
-use b3accel::{subtree_count, xof_reader_with, Device, Hasher, Mode, CHUNK_LEN, IV};
+use b3accel::{flags, subtree_count, xof_reader_with, Device, Hasher, Mode, CHUNK_LEN, IV};
 use blake3::hazmat::HasherExt;
 use common::{cpu_targets, pattern, targets, Target};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -215,6 +215,41 @@ fn backend_subtrees_match_upstream_hazmat() {
         assert!(b.chunk_subtrees(&[0u8; 2 * CHUNK_LEN], 1, &IV, 0, &mut one).is_err(), "{}: misaligned", t.name);
         assert!(b.chunk_subtrees(&[0u8; 3 * CHUNK_LEN], 0, &IV, 0, &mut one).is_err(), "{}: out too short", t.name);
         eprintln!("differential: {} backend contract ok", t.name);
+    }
+}
+
+/// `subtree_top`: the root hash of whole inputs of a power of two chunks in every mode, and
+/// the CV of a complete subtree elsewhere in an input, against upstream, at 2 to 64 chunks (the
+/// CPU backend's levels in registers go up to 16); malformed calls are errors.
+#[test]
+fn subtree_tops_match_upstream() {
+    let mut rng = StdRng::seed_from_u64(17);
+    let key_words: [u32; 8] = core::array::from_fn(|i| u32::from_le_bytes(KEY[4 * i..4 * i + 4].try_into().unwrap()));
+    for t in targets() {
+        for n in [2u64, 4, 8, 16, 32, 64] {
+            let mut data = vec![0u8; n as usize * CHUNK_LEN];
+            rng.fill(&mut data[..]);
+            let b = &t.backend;
+            let root = b.subtree_top(&data, 0, &IV, 0, flags::ROOT).unwrap();
+            assert_eq!(root, *blake3::hash(&data).as_bytes(), "{}: hash of {n} chunks", t.name);
+            let keyed = b.subtree_top(&data, 0, &key_words, flags::KEYED_HASH, flags::ROOT).unwrap();
+            assert_eq!(keyed, *blake3::keyed_hash(&KEY, &data).as_bytes(), "{}: keyed hash of {n} chunks", t.name);
+            let first = 3 * n;
+            let cv = b.subtree_top(&data, first, &IV, 0, 0).unwrap();
+            let expected =
+                blake3::Hasher::new().set_input_offset(first * CHUNK_LEN as u64).update(&data).finalize_non_root();
+            assert_eq!(cv, expected, "{}: subtree of {n} chunks at chunk {first}", t.name);
+        }
+        let b = &t.backend;
+        for (len, first, what) in [
+            (CHUNK_LEN, 0, "one chunk"),
+            (3 * CHUNK_LEN, 0, "three chunks"),
+            (2 * CHUNK_LEN - 1, 0, "a partial chunk"),
+            (4 * CHUNK_LEN, 2, "misaligned"),
+        ] {
+            assert!(b.subtree_top(&vec![0u8; len], first, &IV, 0, 0).is_err(), "{}: subtree_top of {what}", t.name);
+        }
+        eprintln!("differential: {} subtree_top ok", t.name);
     }
 }
 

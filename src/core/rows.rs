@@ -212,7 +212,7 @@ struct A2(__m128i);
 /// set (8 runs): SSE4.1 64 B 0.66x -> 0.90x, 1 KiB 0.73x -> 0.94x; AVX2 64 B 0.87x -> 0.91x,
 /// 1 KiB 0.90x -> 0.93x (against upstream on AVX-512).
 #[derive(Clone, Copy)]
-struct Vl(__m128i);
+pub(crate) struct Vl(pub(crate) __m128i);
 
 /// The `Word` additions and xor of a wrapper around a vector type, done by the vector type.
 macro_rules! delegate_add_xor {
@@ -261,7 +261,8 @@ impl Word for Vl {
     delegate_add_xor!();
     #[inline(always)]
     fn rotr16(self) -> Self {
-        // SAFETY: only reached from `compress_avx512`, compiled with AVX-512F and VL.
+        // SAFETY: only reached from functions compiled with AVX-512F and VL (`compress_avx512`
+        // and the CPU backend's small trees, `quads::subtree_top`).
         Vl(unsafe { _mm_ror_epi32::<16>(self.0) })
     }
     #[inline(always)]

@@ -484,6 +484,10 @@ impl Backend for AutoBackend {
         run(input.len() as u64, |b| b.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)).0
     }
 
+    fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
+        run(input.len() as u64, |b| b.subtree_top(input, first_chunk, key, flags, top_flags)).0
+    }
+
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
         run(std::mem::size_of_val(blocks) as u64, |b| b.hash_blocks(blocks, out)).0
     }

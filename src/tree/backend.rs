@@ -2,12 +2,13 @@
 //!
 //! A backend hashes runs of full chunks into the chaining values of complete subtrees, and batches
 //! of one-block messages. Everything else (the partial last chunk, merging the few subtree CVs, the
-//! ROOT flag, XOF output) is the tree module's job, the same for every backend.
+//! ROOT flag, XOF output) is the tree module's job, the same for every backend; a backend may be
+//! asked to compress a complete subtree's top node itself, with the flags the tree module gives.
 
 use super::device::{DeviceInfo, FeaturePath};
 use super::error::{Error, Result};
 use super::merkle;
-use crate::core::compress::Cv;
+use crate::core::compress::{parent_cv, Cv};
 use crate::core::constants::CHUNK_LEN;
 use std::time::Duration;
 
@@ -127,6 +128,28 @@ pub trait Backend: Send + Sync {
     ) -> Result<()> {
         check_subtree_args(input, first_chunk, max_chunks, out)?;
         capped_by_pieces(self, input, first_chunk, max_chunks, key, flags, out)
+    }
+
+    /// The top node of a complete subtree, compressed: `input` is `2^k` full chunks (`k >= 1`)
+    /// starting at chunk `first_chunk` (a multiple of `2^k`); its two halves are hashed as
+    /// [`chunk_subtrees_capped`](Self::chunk_subtrees_capped) would, and their parent is
+    /// compressed with `flags | PARENT | top_flags`. The tree module asks for this with `ROOT`
+    /// in `top_flags` for a whole input of a power of two chunks, whose root hash it is; with `0`
+    /// it is the subtree's CV.
+    ///
+    /// The default asks `chunk_subtrees_capped` for the two halves and compresses their parent
+    /// here; a backend overrides it where it can take the levels up to the top at once (the CPU
+    /// backend does, for up to 16 chunks, without writing a level to memory).
+    ///
+    /// ```
+    /// use b3accel::{backend, flags::ROOT, Device, CHUNK_LEN, IV};
+    /// let data = vec![9u8; 4 * CHUNK_LEN];
+    /// let root = backend(Device::Cpu).unwrap().subtree_top(&data, 0, &IV, 0, ROOT).unwrap();
+    /// assert_eq!(root, *blake3::hash(&data).as_bytes());
+    /// ```
+    fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
+        let n = check_subtree_top_args(input, first_chunk)?;
+        top_by_halves(self, input, first_chunk, n, key, flags, top_flags)
     }
 
     /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
@@ -260,6 +283,40 @@ pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, max_chunks: u64
         return Err(Error::InvalidInput(format!(
             "chunk_subtrees: {n} chunks form {count} subtrees, but out has {} entries",
             out.len()
+        )));
+    }
+    Ok(n)
+}
+
+/// [`Backend::subtree_top`] from the CVs of the subtree's two halves (`n` chunks in all, the
+/// arguments already checked): the trait's default, and a fallback for backends that override it.
+pub(crate) fn top_by_halves<B: Backend + ?Sized>(
+    backend: &B,
+    input: &[u8],
+    first_chunk: u64,
+    n: u64,
+    key: &[u32; 8],
+    flags: u32,
+    top_flags: u32,
+) -> Result<Cv> {
+    let mut halves = [[0u8; 32]; 2];
+    backend.chunk_subtrees_capped(input, first_chunk, n / 2, key, flags, &mut halves)?;
+    Ok(parent_cv(&halves[0], &halves[1], key, flags | top_flags))
+}
+
+/// Checks the arguments of [`Backend::subtree_top`]: a power of two, at least two, of full
+/// chunks, starting at a multiple of their number. Returns the number of chunks.
+pub(crate) fn check_subtree_top_args(input: &[u8], first_chunk: u64) -> Result<u64> {
+    let n = (input.len() / CHUNK_LEN) as u64;
+    if !input.len().is_multiple_of(CHUNK_LEN) || n < 2 || !n.is_power_of_two() {
+        return Err(Error::InvalidInput(format!(
+            "subtree_top: input of {} bytes is not a power of two (at least 2) of whole chunks",
+            input.len()
+        )));
+    }
+    if !first_chunk.is_multiple_of(n) {
+        return Err(Error::InvalidInput(format!(
+            "subtree_top: {n} chunks cannot start at chunk {first_chunk} (must be a multiple of {n})"
         )));
     }
     Ok(n)

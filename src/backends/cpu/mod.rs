@@ -27,8 +27,8 @@ use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
 use crate::core::platform;
 pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 use crate::tree::{
-    check_blocks_args, check_subtree_args, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, Result,
-    MAX_SUBTREE,
+    check_blocks_args, check_subtree_args, check_subtree_top_args, top_by_halves, Backend, BackendKind, Device,
+    DeviceInfo, DeviceKind, Error, Result, MAX_SUBTREE,
 };
 use lanes::{hash_groups, hash_rows, Job};
 use std::str::FromStr;
@@ -360,6 +360,13 @@ impl CpuBackend {
         out: &mut [Cv],
     ) {
         let (mut n, mut size) = (level.len(), 1u64);
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if self.evex && matches!(n, 2 | 4 | 8 | 16) && max >= n as u64 {
+            // A whole small tree: its levels on rows, in registers (`quads::subtree_top`).
+            // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
+            out[0] = unsafe { quads::subtree_top(level, key, flags, 0, self.split_quads) };
+            return;
+        }
         // Odd nodes split off on the way up, smallest first; they come last in `out`.
         let mut tail = out.len();
         while n > 1 && size < max {
@@ -523,6 +530,34 @@ impl Backend for CpuBackend {
         }
         self.subtrees(input, first_chunk, max_chunks, key, flags, plan(input.len()), out);
         Ok(())
+    }
+
+    fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
+        let n = check_subtree_top_args(input, first_chunk)?;
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if self.evex {
+            // The chunks' CVs, then every level above on rows in registers, the top node with
+            // its flags (`quads::subtree_top`): at most 16 KiB, so no pool and no scratch (an
+            // array of the size needed: a 512-byte one was zeroed by a `memset` call).
+            let top = |cvs: &mut [Cv]| {
+                self.chunk_cvs(input, first_chunk, key, flags, cvs);
+                // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
+                let top = unsafe { quads::subtree_top(cvs, key, flags, top_flags, self.split_quads) };
+                // The CVs of a keyed or key-derivation tree are secret (as in the tree module).
+                if flags != 0 {
+                    zeroize::Zeroize::zeroize(cvs.as_flattened_mut());
+                }
+                Ok(top)
+            };
+            match n {
+                2 => return top(&mut [[0; 32]; 2]),
+                4 => return top(&mut [[0; 32]; 4]),
+                8 => return top(&mut [[0; 32]; 8]),
+                16 => return top(&mut [[0; 32]; 16]),
+                _ => {}
+            }
+        }
+        top_by_halves(self, input, first_chunk, n, key, flags, top_flags)
     }
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {

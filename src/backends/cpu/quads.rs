@@ -7,10 +7,11 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{for_groups, hash_rows, lane_ptr, stage_last_blocks, Aligned, Group, Job};
-use crate::core::compress::{words_to_cv, Cv, Word};
+use super::lanes::{for_groups, hash_rows, lane_ptr, stage_last_blocks, Group, Job};
+use crate::core::compress::{Cv, Word};
+use crate::core::constants::flags::PARENT;
 use crate::core::constants::{BLOCK_LEN, IV};
-use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row};
+use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row, Vl};
 
 /// Most inputs side by side on rows: two 512-bit chains of four.
 const MAX_N: usize = 8;
@@ -28,11 +29,6 @@ trait Wide: Word + InLane {
     /// The CPU must support AVX-512F and VL (for every method of this trait); `words` holds at
     /// least `4 * N` words.
     unsafe fn load(words: &[u32]) -> Self;
-    /// Writes the `4 * N` words to `out[..4 * N]`.
-    ///
-    /// # Safety
-    /// As for `load`; `out` has room for `4 * N` words.
-    unsafe fn store(self, out: &mut [u32]);
     /// `words` in every 128-bit lane.
     ///
     /// # Safety
@@ -58,6 +54,15 @@ trait Wide: Word + InLane {
     /// # Safety
     /// As for `load`.
     unsafe fn shuffle<const IMM: i32>(self) -> Self;
+    /// Writes input i's chaining value (lane i of `lo`, then of `hi`) to `out[i]`, for each of
+    /// the `out.len()` (at most `N`) first inputs: each CV joined in registers and written with
+    /// one 32-byte store (two 16-byte ones for [`Vl`]). A load of a CV, or of a quarter of it,
+    /// then reads what one store wrote, which the CPU forwards at once; a 32-byte load that
+    /// spans two stores waits until both reach the cache.
+    ///
+    /// # Safety
+    /// As for `load`.
+    unsafe fn store_cvs(lo: Self, hi: Self, out: &mut [Cv]);
 }
 
 impl Wide for __m512i {
@@ -66,11 +71,6 @@ impl Wide for __m512i {
     unsafe fn load(words: &[u32]) -> Self {
         // SAFETY: AVX-512F; the caller guarantees 16 readable words.
         unsafe { _mm512_loadu_si512(words.as_ptr() as *const __m512i) }
-    }
-    #[inline(always)]
-    unsafe fn store(self, out: &mut [u32]) {
-        // SAFETY: AVX-512F; the caller guarantees room for 16 words.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut __m512i, self) }
     }
     #[inline(always)]
     unsafe fn broadcast(words: &[u32; 4]) -> Self {
@@ -102,6 +102,22 @@ impl Wide for __m512i {
     unsafe fn shuffle<const IMM: i32>(self) -> Self {
         // SAFETY: AVX-512F.
         unsafe { _mm512_shuffle_epi32::<IMM>(self) }
+    }
+    #[inline(always)]
+    unsafe fn store_cvs(lo: Self, hi: Self, out: &mut [Cv]) {
+        // SAFETY: AVX-512F; each store writes one CV of `out`.
+        unsafe {
+            // CVs 0 and 1, then 2 and 3, side by side.
+            let pairs = [
+                _mm512_permutex2var_epi64(lo, _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), hi),
+                _mm512_permutex2var_epi64(lo, _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4), hi),
+            ];
+            for (i, cv) in out.iter_mut().enumerate().take(4) {
+                let pair = pairs[i / 2];
+                let x = if i % 2 == 0 { _mm512_castsi512_si256(pair) } else { _mm512_extracti64x4_epi64::<1>(pair) };
+                _mm256_storeu_si256(cv.as_mut_ptr() as *mut __m256i, x);
+            }
+        }
     }
 }
 
@@ -196,11 +212,6 @@ impl Wide for Ymm {
         Ymm(unsafe { _mm256_loadu_si256(words.as_ptr() as *const __m256i) })
     }
     #[inline(always)]
-    unsafe fn store(self, out: &mut [u32]) {
-        // SAFETY: AVX; the caller guarantees room for 8 words.
-        unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, self.0) }
-    }
-    #[inline(always)]
     unsafe fn broadcast(words: &[u32; 4]) -> Self {
         // SAFETY: AVX2; 4 words are readable.
         Ymm(unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(words.as_ptr() as *const __m128i)) })
@@ -227,6 +238,63 @@ impl Wide for Ymm {
     unsafe fn shuffle<const IMM: i32>(self) -> Self {
         // SAFETY: AVX2.
         Ymm(unsafe { _mm256_shuffle_epi32::<IMM>(self.0) })
+    }
+    #[inline(always)]
+    unsafe fn store_cvs(lo: Self, hi: Self, out: &mut [Cv]) {
+        // SAFETY: AVX2; each store writes one CV of `out`.
+        unsafe {
+            let cvs = [_mm256_permute2x128_si256::<0x20>(lo.0, hi.0), _mm256_permute2x128_si256::<0x31>(lo.0, hi.0)];
+            for (cv, x) in out.iter_mut().zip(cvs) {
+                _mm256_storeu_si256(cv.as_mut_ptr() as *mut __m256i, x);
+            }
+        }
+    }
+}
+
+/// One input's rows in a 128-bit vector, as [`Ymm`] holds two: the row form of single
+/// compressions on AVX-512VL (`core::rows`), here the top node of a small tree
+/// ([`subtree_top`]).
+impl Wide for Vl {
+    const N: usize = 1;
+    #[inline(always)]
+    unsafe fn load(words: &[u32]) -> Self {
+        // SAFETY: SSE2; the caller guarantees 4 readable words.
+        Vl(unsafe { _mm_loadu_si128(words.as_ptr() as *const __m128i) })
+    }
+    #[inline(always)]
+    unsafe fn broadcast(words: &[u32; 4]) -> Self {
+        // SAFETY: as for `load`.
+        unsafe { Vl::load(words) }
+    }
+    #[inline(always)]
+    unsafe fn broadcast_words(w: [u32; 4]) -> Self {
+        // SAFETY: SSE2.
+        Vl(unsafe { _mm_set_epi32(w[3] as i32, w[2] as i32, w[1] as i32, w[0] as i32) })
+    }
+    #[inline(always)]
+    unsafe fn lanes(p: [*const u8; MAX_N]) -> Self {
+        // SAFETY: SSE2; the caller guarantees 16 readable bytes at the first pointer.
+        Vl(unsafe { _mm_loadu_si128(p[0] as *const __m128i) })
+    }
+    #[inline(always)]
+    unsafe fn mask_set(self, mask: u32, x: u32) -> Self {
+        // SAFETY: AVX-512F and VL.
+        Vl(unsafe { _mm_mask_set1_epi32(self.0, mask as u8, x as i32) })
+    }
+    #[inline(always)]
+    unsafe fn shuffle<const IMM: i32>(self) -> Self {
+        // SAFETY: SSE2.
+        Vl(unsafe { _mm_shuffle_epi32::<IMM>(self.0) })
+    }
+    #[inline(always)]
+    unsafe fn store_cvs(lo: Self, hi: Self, out: &mut [Cv]) {
+        if let Some(cv) = out.first_mut() {
+            // SAFETY: SSE2; two 16-byte stores into one CV.
+            unsafe {
+                _mm_storeu_si128(cv.as_mut_ptr() as *mut __m128i, lo.0);
+                _mm_storeu_si128(cv.as_mut_ptr().add(16) as *mut __m128i, hi.0);
+            }
+        }
     }
 }
 
@@ -296,14 +364,6 @@ impl<V: Wide> Wide for Pair<V> {
         unsafe { Pair([V::load(words), V::load(&words[4 * V::N..])]) }
     }
     #[inline(always)]
-    unsafe fn store(self, out: &mut [u32]) {
-        // SAFETY: as the caller guarantees (room for `4 * N` words).
-        unsafe {
-            self.0[0].store(out);
-            self.0[1].store(&mut out[4 * V::N..]);
-        }
-    }
-    #[inline(always)]
     unsafe fn broadcast(words: &[u32; 4]) -> Self {
         // SAFETY: as the caller guarantees.
         let x = unsafe { V::broadcast(words) };
@@ -329,6 +389,15 @@ impl<V: Wide> Wide for Pair<V> {
     unsafe fn shuffle<const IMM: i32>(self) -> Self {
         // SAFETY: as the caller guarantees.
         unsafe { Pair([self.0[0].shuffle::<IMM>(), self.0[1].shuffle::<IMM>()]) }
+    }
+    #[inline(always)]
+    unsafe fn store_cvs(lo: Self, hi: Self, out: &mut [Cv]) {
+        let (first, second) = out.split_at_mut(out.len().min(V::N));
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            V::store_cvs(lo.0[0], hi.0[0], first);
+            V::store_cvs(lo.0[1], hi.0[1], second);
+        }
     }
 }
 
@@ -513,12 +582,7 @@ impl<V: Wide> Group for MultiGroup<V> {
                 counters = counters.mask_set(LEN, job.last_block_len as u32);
                 compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(full, blocks)), &m);
             }
-            let mut words = Aligned([[0u32; 4 * MAX_N]; 2]);
-            lo.store(&mut words.0[0]);
-            hi.store(&mut words.0[1]);
-            for (lane, cv) in out[..valid].iter_mut().enumerate() {
-                *cv = words_to_cv(&core::array::from_fn(|w| words.0[w / 4][4 * lane + w % 4]));
-            }
+            V::store_cvs(lo, hi, &mut out[..valid]);
         }
     }
 }
@@ -587,9 +651,193 @@ pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job:
     }
 }
 
+/// One level of a small tree on rows: node j of the level in lane j of `lo` and `hi` (its CV's
+/// words 0-3 and 4-7). [`Level::up`] hashes the level's pairs into the level above, whose nodes
+/// take half as many lanes, moving the message there in registers; the top level
+/// ([`Level::top`]) is one node, on [`Vl`].
+///
+/// Node j of the level above hashes nodes 2j and 2j + 1, so its message quarters are lanes 2j of
+/// `lo` and `hi`, then lanes 2j + 1: each level's quarters are an even/odd split of the 128-bit
+/// lanes below, one or two lane shuffles per quarter.
+trait Level: Wide {
+    /// This level's parents, then every level above: the top node's 16 output words' first 8
+    /// (its CV, or with `top_flags` ROOT the root hash). `m` is this level's message quarters;
+    /// `split` as for [`hash_quads`].
+    ///
+    /// # Safety
+    /// AVX-512F and VL (for every method of this trait).
+    unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2];
+}
+
+/// The parents whose blocks are the quarters `m` (lane j: parent j), compressed under `key` with
+/// `flags` (PARENT included): each parent's CV halves in lane j of the two vectors returned.
+///
+/// # Safety
+/// AVX-512F and VL.
+#[inline(always)]
+unsafe fn parents<V: Wide>(m: [V; 4], key: &[u32; 8], flags: u32) -> (V, V) {
+    // SAFETY (whole body): as the caller guarantees.
+    unsafe {
+        let mut lo = V::broadcast(&[key[0], key[1], key[2], key[3]]);
+        let mut hi = V::broadcast(&[key[4], key[5], key[6], key[7]]);
+        compress_multi(&mut lo, &mut hi, V::broadcast_words([0, 0, BLOCK_LEN as u32, flags]), &m);
+        (lo, hi)
+    }
+}
+
+impl Level for Vl {
+    #[inline(always)]
+    unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, _split: bool) -> [__m128i; 2] {
+        // SAFETY: as the caller guarantees.
+        let (lo, hi) = unsafe { parents(m, key, flags | top_flags) };
+        [lo.0, hi.0]
+    }
+}
+
+impl Level for Ymm {
+    #[inline(always)]
+    unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
+        // SAFETY (whole body): as the caller guarantees.
+        unsafe {
+            let (lo, hi) = parents(m, key, flags);
+            let even = |v: Ymm| _mm256_castsi256_si128(v.0);
+            let odd = |v: Ymm| _mm256_extracti128_si256::<1>(v.0);
+            let m = [Vl(even(lo)), Vl(even(hi)), Vl(odd(lo)), Vl(odd(hi))];
+            Vl::top(m, key, flags, top_flags, split)
+        }
+    }
+}
+
+impl Level for __m512i {
+    #[inline(always)]
+    unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
+        // SAFETY (whole body): as the caller guarantees.
+        unsafe {
+            let (lo, hi) = parents(m, key, flags);
+            // Lanes 0 and 2 (even), 1 and 3 (odd), in the low 256 bits.
+            let even = |v: __m512i| Ymm(_mm512_castsi512_si256(_mm512_shuffle_i32x4::<0b10_00>(v, v)));
+            let odd = |v: __m512i| Ymm(_mm512_castsi512_si256(_mm512_shuffle_i32x4::<0b11_01>(v, v)));
+            Ymm::top([even(lo), even(hi), odd(lo), odd(hi)], key, flags, top_flags, split)
+        }
+    }
+}
+
+impl Level for Pair<Ymm> {
+    #[inline(always)]
+    unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
+        // SAFETY (whole body): as the caller guarantees.
+        unsafe {
+            let (lo, hi) = parents(m, key, flags);
+            // Parents 0-1 in the first vector, 2-3 in the second: lane 0 of each (even), lane 1.
+            let even = |v: Pair<Ymm>| Ymm(_mm256_permute2x128_si256::<0x20>(v.0[0].0, v.0[1].0));
+            let odd = |v: Pair<Ymm>| Ymm(_mm256_permute2x128_si256::<0x31>(v.0[0].0, v.0[1].0));
+            Ymm::top([even(lo), even(hi), odd(lo), odd(hi)], key, flags, top_flags, split)
+        }
+    }
+}
+
+impl Level for Pair<__m512i> {
+    #[inline(always)]
+    unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
+        // SAFETY (whole body): as the caller guarantees.
+        unsafe {
+            let (lo, hi) = parents(m, key, flags);
+            if split {
+                // The four parents above on two chains of 256-bit rows: lanes 0 and 2 of each
+                // vector (even), 1 and 3 (odd).
+                let half = |v: __m512i, odd: bool| {
+                    let x =
+                        if odd { _mm512_shuffle_i32x4::<0b11_01>(v, v) } else { _mm512_shuffle_i32x4::<0b10_00>(v, v) };
+                    Ymm(_mm512_castsi512_si256(x))
+                };
+                let q = |v: Pair<__m512i>, odd: bool| Pair([half(v.0[0], odd), half(v.0[1], odd)]);
+                Pair::<Ymm>::top([q(lo, false), q(hi, false), q(lo, true), q(hi, true)], key, flags, top_flags, split)
+            } else {
+                // Lanes 0 and 2 of the first vector then of the second (even), 1 and 3 (odd).
+                let even = |v: Pair<__m512i>| _mm512_shuffle_i32x4::<0b10_00_10_00>(v.0[0], v.0[1]);
+                let odd = |v: Pair<__m512i>| _mm512_shuffle_i32x4::<0b11_01_11_01>(v.0[0], v.0[1]);
+                __m512i::top([even(lo), even(hi), odd(lo), odd(hi)], key, flags, top_flags, split)
+            }
+        }
+    }
+}
+
+/// The top node of the complete subtree over `cvs` (2, 4, 8 or 16 chaining values, in order),
+/// compressed under `key` with `flags | PARENT`, the top node with `top_flags` added too (ROOT
+/// for a whole input's root hash): every parent level on rows, the lowest loaded from `cvs`, each
+/// one above moved there in registers ([`Level`]). No level goes through memory, the lane
+/// dispatch, or a `Job`: on the H200 machine's Xeon each level above 16 chunks had cost about
+/// 80-100 ns that way, against about 65 for one compression. `split` as for [`hash_quads`].
+///
+/// Measured with the CPU backend's `subtree_top` (which ends a whole input's tree here, its root
+/// included) and the kernels writing each CV whole ([`Wide::store_cvs`]), against main at
+/// 77511bb: on the H200 machine's Xeon, one thread, ours over upstream's speed
+/// (`examples/cpu_small.rs`, three runs of 21 interleaved rounds, run 43 of session 14), 2 KiB
+/// 0.966-0.969x -> 1.013-1.031x, 4 KiB 0.966-0.973x -> 1.001-1.003x, 8 KiB 0.963-0.964x ->
+/// 0.997-1.011x, 16 KiB 0.936-0.969x -> 0.973-1.004x; 64 B, 1 KiB and 256 KiB unchanged.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512VL.
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(crate) unsafe fn subtree_top(cvs: &[Cv], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> Cv {
+    assert!(matches!(cvs.len(), 2 | 4 | 8 | 16), "a small tree of {} nodes", cvs.len());
+    let flags = flags | PARENT;
+    // Parent j's block: CVs 2j and 2j + 1, side by side.
+    let blocks = cvs.as_flattened().as_ptr();
+    let ptrs: [*const u8; MAX_N] = core::array::from_fn(|j| blocks.wrapping_add(BLOCK_LEN * j.min(cvs.len() / 2 - 1)));
+    // SAFETY: the instruction sets are enabled here; `quarters` reads 64 bytes at each of the
+    // first `cvs.len() / 2` pointers, which lie in `cvs`.
+    let [lo, hi] = unsafe {
+        match cvs.len() {
+            2 => Vl::top(quarters(ptrs), key, flags, top_flags, split),
+            4 => Ymm::top(quarters(ptrs), key, flags, top_flags, split),
+            8 if split => Pair::<Ymm>::top(quarters(ptrs), key, flags, top_flags, split),
+            8 => __m512i::top(quarters(ptrs), key, flags, top_flags, split),
+            _ => Pair::<__m512i>::top(quarters(ptrs), key, flags, top_flags, split),
+        }
+    };
+    let mut out = [[0u8; 32]];
+    // SAFETY: AVX-512F and VL are enabled here.
+    unsafe { Vl::store_cvs(Vl(lo), Vl(hi), &mut out) };
+    out[0]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::compress::{compress_portable, cv_words, words_to_cv};
+    use crate::core::constants::flags::{KEYED_HASH, ROOT};
+
+    /// A parent node's compression on the portable code: the reference for `subtree_top`.
+    fn parent_portable(l: &Cv, r: &Cv, key: &[u32; 8], flags: u32) -> Cv {
+        let block: [u32; 16] = core::array::from_fn(|i| if i < 8 { cv_words(l)[i] } else { cv_words(r)[i - 8] });
+        let out = compress_portable(key, &block, BLOCK_LEN as u32, 0, flags | PARENT);
+        words_to_cv(&core::array::from_fn(|i| out[i]))
+    }
+
+    #[test]
+    fn subtree_top_matches_parents_one_at_a_time() {
+        if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
+            crate::core::expect::missing("avx512vl", "subtree_top_matches_parents_one_at_a_time");
+            return;
+        }
+        let nodes: Vec<Cv> =
+            (0..16u8).map(|i| core::array::from_fn(|b| i.wrapping_mul(37) ^ (b as u8).wrapping_mul(11))).collect();
+        let key: [u32; 8] = core::array::from_fn(|i| 0x6A09_E667u32.rotate_left(7 * i as u32) ^ i as u32);
+        for n in [2, 4, 8, 16] {
+            for (flags, top_flags) in [(0, 0), (0, ROOT), (KEYED_HASH, 0), (KEYED_HASH, ROOT)] {
+                let mut level = nodes[..n].to_vec();
+                while level.len() > 2 {
+                    level = level.chunks(2).map(|p| parent_portable(&p[0], &p[1], &key, flags)).collect();
+                }
+                let want = parent_portable(&level[0], &level[1], &key, flags | top_flags);
+                for split in [false, true] {
+                    let got = unsafe { subtree_top(&nodes[..n], &key, flags, top_flags, split) };
+                    assert_eq!(got, want, "{n} nodes, flags {flags:#x}, top {top_flags:#x}, split {split}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn quads_match_rows_one_input_at_a_time() {
