@@ -343,12 +343,13 @@ fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chun
     let whole = input.len().is_multiple_of(CHUNK_LEN);
     let full = if whole { input.len() } else { input.len() / CHUNK_LEN * CHUNK_LEN };
     let n = (full / CHUNK_LEN) as u64;
-    if whole && n.is_power_of_two() {
+    let complete = whole && n.is_power_of_two();
+    if complete {
         if let Some(top) = T::whole_subtree(backend, input, first_chunk, domain) {
             return top;
         }
     }
-    let max = if whole && n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
+    let max = if complete { n / 2 } else { MAX_SUBTREE };
     let count = subtree_count(n, max);
     let mut on_stack = [[0u8; 32]; RUN_CVS_ON_STACK];
     let mut on_heap = Vec::new();

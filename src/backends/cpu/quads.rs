@@ -652,9 +652,9 @@ pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job:
 }
 
 /// One level of a small tree on rows: node j of the level in lane j of `lo` and `hi` (its CV's
-/// words 0-3 and 4-7). [`Level::up`] hashes the level's pairs into the level above, whose nodes
-/// take half as many lanes, moving the message there in registers; the top level
-/// ([`Level::top`]) is one node, on [`Vl`].
+/// words 0-3 and 4-7). [`up`] hashes the level's pairs into the level above, whose nodes take
+/// half as many lanes, moving the message there in registers; the top level is one node, on
+/// [`Vl`].
 ///
 /// Node j of the level above hashes nodes 2j and 2j + 1, so its message quarters are lanes 2j of
 /// `lo` and `hi`, then lanes 2j + 1: each level's quarters are an even/odd split of the 128-bit
@@ -694,16 +694,52 @@ impl Level for Vl {
     }
 }
 
+/// This level's parents (from its message quarters `m`), then the levels above on `U`: `halve`
+/// splits a vector of this level's CV halves into its even and odd 128-bit lanes, the left and
+/// right children of the level above. The same for every level but the top.
+///
+/// # Safety
+/// AVX-512F and VL.
+#[inline(always)]
+unsafe fn up<V: Wide, U: Level>(
+    m: [V; 4],
+    key: &[u32; 8],
+    flags: u32,
+    top_flags: u32,
+    split: bool,
+    halve: impl Fn(V) -> (U, U),
+) -> [__m128i; 2] {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let (lo, hi) = parents(m, key, flags);
+        let ((lo_even, lo_odd), (hi_even, hi_odd)) = (halve(lo), halve(hi));
+        U::top([lo_even, hi_even, lo_odd, hi_odd], key, flags, top_flags, split)
+    }
+}
+
+/// Lanes 0 and 2 (even), then 1 and 3 (odd), of a 512-bit vector, each pair as a 256-bit one.
+///
+/// # Safety
+/// AVX-512F.
+#[inline(always)]
+unsafe fn even_odd_512(v: __m512i) -> (Ymm, Ymm) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        (
+            Ymm(_mm512_castsi512_si256(_mm512_shuffle_i32x4::<0b10_00>(v, v))),
+            Ymm(_mm512_castsi512_si256(_mm512_shuffle_i32x4::<0b11_01>(v, v))),
+        )
+    }
+}
+
 impl Level for Ymm {
     #[inline(always)]
     unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
-        // SAFETY (whole body): as the caller guarantees.
+        // SAFETY: as the caller guarantees.
         unsafe {
-            let (lo, hi) = parents(m, key, flags);
-            let even = |v: Ymm| _mm256_castsi256_si128(v.0);
-            let odd = |v: Ymm| _mm256_extracti128_si256::<1>(v.0);
-            let m = [Vl(even(lo)), Vl(even(hi)), Vl(odd(lo)), Vl(odd(hi))];
-            Vl::top(m, key, flags, top_flags, split)
+            up(m, key, flags, top_flags, split, |v: Ymm| {
+                (Vl(_mm256_castsi256_si128(v.0)), Vl(_mm256_extracti128_si256::<1>(v.0)))
+            })
         }
     }
 }
@@ -711,27 +747,23 @@ impl Level for Ymm {
 impl Level for __m512i {
     #[inline(always)]
     unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
-        // SAFETY (whole body): as the caller guarantees.
-        unsafe {
-            let (lo, hi) = parents(m, key, flags);
-            // Lanes 0 and 2 (even), 1 and 3 (odd), in the low 256 bits.
-            let even = |v: __m512i| Ymm(_mm512_castsi512_si256(_mm512_shuffle_i32x4::<0b10_00>(v, v)));
-            let odd = |v: __m512i| Ymm(_mm512_castsi512_si256(_mm512_shuffle_i32x4::<0b11_01>(v, v)));
-            Ymm::top([even(lo), even(hi), odd(lo), odd(hi)], key, flags, top_flags, split)
-        }
+        // SAFETY: as the caller guarantees.
+        unsafe { up(m, key, flags, top_flags, split, |v| even_odd_512(v)) }
     }
 }
 
 impl Level for Pair<Ymm> {
     #[inline(always)]
     unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
-        // SAFETY (whole body): as the caller guarantees.
+        // SAFETY: as the caller guarantees.
         unsafe {
-            let (lo, hi) = parents(m, key, flags);
             // Parents 0-1 in the first vector, 2-3 in the second: lane 0 of each (even), lane 1.
-            let even = |v: Pair<Ymm>| Ymm(_mm256_permute2x128_si256::<0x20>(v.0[0].0, v.0[1].0));
-            let odd = |v: Pair<Ymm>| Ymm(_mm256_permute2x128_si256::<0x31>(v.0[0].0, v.0[1].0));
-            Ymm::top([even(lo), even(hi), odd(lo), odd(hi)], key, flags, top_flags, split)
+            up(m, key, flags, top_flags, split, |v: Pair<Ymm>| {
+                (
+                    Ymm(_mm256_permute2x128_si256::<0x20>(v.0[0].0, v.0[1].0)),
+                    Ymm(_mm256_permute2x128_si256::<0x31>(v.0[0].0, v.0[1].0)),
+                )
+            })
         }
     }
 }
@@ -739,24 +771,22 @@ impl Level for Pair<Ymm> {
 impl Level for Pair<__m512i> {
     #[inline(always)]
     unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
-        // SAFETY (whole body): as the caller guarantees.
+        // SAFETY: as the caller guarantees.
         unsafe {
-            let (lo, hi) = parents(m, key, flags);
             if split {
-                // The four parents above on two chains of 256-bit rows: lanes 0 and 2 of each
-                // vector (even), 1 and 3 (odd).
-                let half = |v: __m512i, odd: bool| {
-                    let x =
-                        if odd { _mm512_shuffle_i32x4::<0b11_01>(v, v) } else { _mm512_shuffle_i32x4::<0b10_00>(v, v) };
-                    Ymm(_mm512_castsi512_si256(x))
-                };
-                let q = |v: Pair<__m512i>, odd: bool| Pair([half(v.0[0], odd), half(v.0[1], odd)]);
-                Pair::<Ymm>::top([q(lo, false), q(hi, false), q(lo, true), q(hi, true)], key, flags, top_flags, split)
+                // The four parents above on two chains of 256-bit rows.
+                up(m, key, flags, top_flags, split, |v: Pair<__m512i>| {
+                    let ((a_even, a_odd), (b_even, b_odd)) = (even_odd_512(v.0[0]), even_odd_512(v.0[1]));
+                    (Pair([a_even, b_even]), Pair([a_odd, b_odd]))
+                })
             } else {
                 // Lanes 0 and 2 of the first vector then of the second (even), 1 and 3 (odd).
-                let even = |v: Pair<__m512i>| _mm512_shuffle_i32x4::<0b10_00_10_00>(v.0[0], v.0[1]);
-                let odd = |v: Pair<__m512i>| _mm512_shuffle_i32x4::<0b11_01_11_01>(v.0[0], v.0[1]);
-                __m512i::top([even(lo), even(hi), odd(lo), odd(hi)], key, flags, top_flags, split)
+                up(m, key, flags, top_flags, split, |v: Pair<__m512i>| {
+                    (
+                        _mm512_shuffle_i32x4::<0b10_00_10_00>(v.0[0], v.0[1]),
+                        _mm512_shuffle_i32x4::<0b11_01_11_01>(v.0[0], v.0[1]),
+                    )
+                })
             }
         }
     }
