@@ -58,14 +58,16 @@ impl Lanes for __m512i {
         unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut __m512i, self) }
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
         // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
         // lanes past `valid` read the last valid lane's; prefetches never fault.
         unsafe {
             let mut ptrs = [input; 16];
             for (lane, p) in ptrs.iter_mut().enumerate() {
                 *p = lane_ptr(input, stride, valid, lane);
-                _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
+                if PREFETCH {
+                    _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
+                }
             }
             let mut m = [_mm512_setzero_si512(); 16];
             for half in 0..2 {

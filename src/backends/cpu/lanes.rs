@@ -31,12 +31,13 @@ pub(crate) trait Lanes: Word {
     /// The 16 message words of the block at `input + lane * stride` for each lane, transposed so
     /// that vector `w` holds word `w` of every lane's block. Lanes from `valid` on repeat the
     /// last valid lane's block (their results are discarded), so a partial group reads nothing
-    /// past its inputs. Each lane's data a few blocks ahead is prefetched.
+    /// past its inputs. With `PREFETCH`, each lane also prefetches its block of the next group
+    /// ([`prefetch_address`]).
     ///
     /// # Safety
     /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
     /// `valid` (1 to `N`).
-    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
+    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
     /// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below
     /// `valid`. By default through a stack array, word by word; a vector type may transpose the
     /// words in registers and write each CV whole (see `store_cvs_words`).
@@ -65,7 +66,7 @@ impl Lanes for u32 {
         out[0] = self;
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, _stride: usize, _valid: usize) -> [Self; 16] {
+    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, _stride: usize, _valid: usize) -> [Self; 16] {
         // SAFETY: the caller guarantees 64 readable bytes at `input`.
         let block = unsafe { &*(input as *const [u8; BLOCK_LEN]) };
         block_words(block)
@@ -73,9 +74,10 @@ impl Lanes for u32 {
 }
 
 /// What a group hashes: the key words, the counter of lane 0 (and whether lane i adds i to it),
-/// the mode flags, the extra flags of the first and last block, and how many bytes of the last
+/// the mode flags, the extra flags of the first and last block, how many bytes of the last
 /// block are input (`BLOCK_LEN` for inputs of full blocks; less, down to 0 for an empty message,
-/// when each input is a whole message whose last block is partial).
+/// when each input is a whole message whose last block is partial), and whether the kernels
+/// prefetch (see [`prefetch_for`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Job<'a> {
     pub key: &'a [u32; 8],
@@ -85,6 +87,7 @@ pub(crate) struct Job<'a> {
     pub flags_start: u32,
     pub flags_end: u32,
     pub last_block_len: usize,
+    pub prefetch: bool,
 }
 
 /// Everything but the key words, which may be secret.
@@ -97,6 +100,7 @@ impl std::fmt::Debug for Job<'_> {
             .field("flags_start", &self.flags_start)
             .field("flags_end", &self.flags_end)
             .field("last_block_len", &self.last_block_len)
+            .field("prefetch", &self.prefetch)
             .finish_non_exhaustive()
     }
 }
@@ -134,6 +138,30 @@ impl Job<'_> {
 pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usize) -> *const u8 {
     input.wrapping_add(lane.min(valid - 1) * stride)
 }
+
+/// Whether the kernels prefetch for a request of `len` bytes in all: only from
+/// [`PREFETCH_MIN_BYTES`] on.
+#[inline(always)]
+pub(crate) fn prefetch_for(len: usize) -> bool {
+    len >= PREFETCH_MIN_BYTES
+}
+
+/// The smallest request for which the kernels prefetch: larger than a core's L2 cache (1 MiB on
+/// Zen 4, 2 MiB on Sapphire Rapids), so that data that may well sit in a cache already is not
+/// prefetched. There, the prefetches (one per lane and block) only cost: a 16 KiB input has no
+/// next group at all, and at 256 KiB every group's data is in L2. One thread, ours over
+/// upstream's speed (`examples/cpu_small.rs`, medians of interleaved runs), prefetching at
+/// every size -> from 4 MiB only:
+/// - H200 machine's Xeon, four runs of 31 rounds: 16 KiB 0.999-1.010x -> 1.000-1.032x, 256 KiB
+///   0.981-0.994x -> 1.013-1.033x; three runs of 21 rounds on another host: 16 KiB
+///   0.985-0.992x -> 0.998-1.008x, 256 KiB 0.981-0.994x -> 0.984-0.991x. 4 and 16 MiB (which
+///   still prefetch) 1.03-1.04x either way.
+/// - 2-core EPYC (Zen 4), two runs of 21 rounds: 16 KiB 0.972-0.977x -> 0.974-1.000x, 256 KiB
+///   0.972-0.977x -> 0.996-1.003x.
+///
+/// Large inputs keep the prefetch: it is what took 64 MiB from 0.73x to 1.10x (see
+/// [`prefetch_address`]).
+pub(crate) const PREFETCH_MIN_BYTES: usize = 4 << 20;
 
 /// What each lane prefetches as it loads a block: the same block of the input that the same lane
 /// of the next group will hash (`lanes * stride` bytes on), one whole group's time ahead. Data
@@ -231,17 +259,42 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
         // per block would keep the message vectors from staying in registers (measured: the
         // chunk path lost 15-30% that way).
         let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
-        for b in 0..full {
-            let m = V::load_msg(input.add(b * BLOCK_LEN), stride, valid);
-            compress_lanes(&mut h, &m, &pre, flags_of(b));
+        if job.prefetch {
+            full_blocks::<V, true>(&mut h, &pre, input, stride, valid, full, flags_of);
+        } else {
+            full_blocks::<V, false>(&mut h, &pre, input, stride, valid, full, flags_of);
         }
         if full < blocks {
             let staged = stage_last_blocks::<MAX_LANES>(input, stride, valid, full, job);
-            let m = V::load_msg(staged.0.as_ptr().cast(), BLOCK_LEN, valid);
+            let m = V::load_msg::<false>(staged.0.as_ptr().cast(), BLOCK_LEN, valid);
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
         V::store_cvs(h, out, valid);
+    }
+}
+
+/// The first `full` blocks of each lane, straight from the input: `hash_group`'s main loop, with
+/// or without prefetching (two loops, rather than a test per lane and block).
+///
+/// # Safety
+/// As for [`hash_group`].
+#[inline(always)]
+unsafe fn full_blocks<V: Lanes, const PREFETCH: bool>(
+    h: &mut [V; 8],
+    pre: &Prelude<V>,
+    input: *const u8,
+    stride: usize,
+    valid: usize,
+    full: usize,
+    flags_of: impl Fn(usize) -> u32,
+) {
+    for b in 0..full {
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            let m = V::load_msg::<PREFETCH>(input.add(b * BLOCK_LEN), stride, valid);
+            compress_lanes(h, &m, pre, flags_of(b));
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! the leaves after the last whole block) is reduced by the `merkle` module's level-by-level code,
 //! which alone knows the rule for an odd node.
 
-use super::lanes::Job;
+use super::lanes::{prefetch_for, Job};
 use super::{use_threads, CpuBackend, Kernel};
 use crate::core::compress::Cv;
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
@@ -37,6 +37,8 @@ const PAIR_JOB: Job<'static> = Job {
     flags_start: 0,
     flags_end: 0,
     last_block_len: BLOCK_LEN,
+    // Each level's first pass reads leaves that may come from beyond the caches.
+    prefetch: true,
 };
 
 impl CpuBackend {
@@ -175,19 +177,20 @@ pub(super) fn hash_many(
             data.chunks_exact(msg_len).zip(out.iter_mut()).try_for_each(one)
         };
     }
+    let prefetch = prefetch_for(data.len());
     // Tasks of a whole number of SIMD groups (16 lanes at most).
     let per_task = (MANY_TASK_BYTES / msg_len.max(1)).next_multiple_of(16);
     let tasks = out.len().div_ceil(per_task);
     if tasks > 1 && use_threads(data.len()) {
         data.par_chunks(per_task * msg_len)
             .zip(out.par_chunks_mut(per_task))
-            .for_each_init(Vec::new, |cvs, (d, o)| across(cpu, d, msg_len, chunks, &domain, o, cvs));
+            .for_each_init(Vec::new, |cvs, (d, o)| across(cpu, d, msg_len, chunks, &domain, prefetch, o, cvs));
     } else {
         let mut cvs = Vec::new();
         for (i, o) in out.chunks_mut(per_task).enumerate() {
             let start = i * per_task * msg_len;
             let d = &data[start..start + o.len() * msg_len];
-            across(cpu, d, msg_len, chunks, &domain, o, &mut cvs);
+            across(cpu, d, msg_len, chunks, &domain, prefetch, o, &mut cvs);
         }
     }
     Ok(())
@@ -196,13 +199,16 @@ pub(super) fn hash_many(
 /// Hashes `out.len()` messages of `msg_len` bytes (`chunks` chunks, at most
 /// [`ACROSS_MAX_CHUNKS`]) laid end to end in `data`, one message per SIMD lane: chunk `j` of
 /// every message at once, then each message's chunk CVs merged by the tree code. A message of
-/// one chunk is its own root, hashed in a single pass.
+/// one chunk is its own root, hashed in a single pass. `prefetch` as in [`Job`], for the whole
+/// request.
+#[allow(clippy::too_many_arguments)]
 fn across(
     cpu: &CpuBackend,
     data: &[u8],
     msg_len: usize,
     chunks: usize,
     domain: &Domain,
+    prefetch: bool,
     out: &mut [Cv],
     cvs: &mut Vec<Cv>,
 ) {
@@ -218,6 +224,7 @@ fn across(
         flags_start: flags::CHUNK_START,
         flags_end: flags::CHUNK_END | if chunks == 1 { flags::ROOT } else { 0 },
         last_block_len: last_len - (last_blocks - 1) * BLOCK_LEN,
+        prefetch,
     };
     if chunks == 1 {
         CpuBackend::hash_lanes(cpu, data, msg_len, last_blocks, &last_job, out);

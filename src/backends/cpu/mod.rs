@@ -30,7 +30,7 @@ use crate::tree::{
     check_blocks_args, check_subtree_args, check_subtree_top_args, top_by_halves, Backend, BackendKind, Device,
     DeviceInfo, DeviceKind, Error, Result, MAX_SUBTREE,
 };
-use lanes::{hash_groups, hash_rows, Job};
+use lanes::{hash_groups, hash_rows, prefetch_for, Job};
 use std::str::FromStr;
 
 /// Chunks in a leaf on the thread pool: each is one task. Measured on the H200 machine's 16
@@ -291,8 +291,9 @@ impl CpuBackend {
         }
     }
 
-    /// CVs of consecutive full chunks, the first with index `first_chunk`.
-    fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+    /// CVs of consecutive full chunks, the first with index `first_chunk`; `prefetch` as in
+    /// [`Job`].
+    fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, prefetch: bool, out: &mut [Cv]) {
         let job = Job {
             key,
             counter: first_chunk,
@@ -301,6 +302,7 @@ impl CpuBackend {
             flags_start: flags::CHUNK_START,
             flags_end: flags::CHUNK_END,
             last_block_len: BLOCK_LEN,
+            prefetch,
         };
         self.hash_lanes(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
     }
@@ -315,6 +317,8 @@ impl CpuBackend {
             flags_start: 0,
             flags_end: 0,
             last_block_len: BLOCK_LEN,
+            // The children were just written: they are in the cache.
+            prefetch: false,
         };
         self.hash_lanes(children.as_flattened(), BLOCK_LEN, 1, &job, out);
     }
@@ -322,7 +326,17 @@ impl CpuBackend {
     /// The subtrees of at most [`SERIAL_LEAF_CHUNKS`] chunks, none larger than `max` chunks, into
     /// `out`: every chunk CV at once, then [`CpuBackend::reduce`]. The levels live in this
     /// thread's scratch buffer.
-    fn leaf_subtrees(&self, input: &[u8], first_chunk: u64, max: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+    #[allow(clippy::too_many_arguments)]
+    fn leaf_subtrees(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max: u64,
+        key: &[u32; 8],
+        flags: u32,
+        plan: Plan,
+        out: &mut [Cv],
+    ) {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks <= SERIAL_LEAF_CHUNKS);
         if chunks <= WIDE {
@@ -333,7 +347,7 @@ impl CpuBackend {
             // -> 0.915x.
             let mut buf = [[0u8; 32]; WIDE + WIDE / 2];
             let (level, next) = buf.split_at_mut(chunks);
-            self.chunk_cvs(input, first_chunk, key, flags, level);
+            self.chunk_cvs(input, first_chunk, key, flags, plan.prefetch, level);
             return self.reduce(level, next, max, key, flags, out);
         }
         LEVELS.with_borrow_mut(|buf| {
@@ -341,7 +355,7 @@ impl CpuBackend {
                 buf.resize(chunks + chunks / 2, [0; 32]);
             }
             let (level, next) = buf.split_at_mut(chunks);
-            self.chunk_cvs(input, first_chunk, key, flags, level);
+            self.chunk_cvs(input, first_chunk, key, flags, plan.prefetch, level);
             self.reduce(level, next, max, key, flags, out);
         });
     }
@@ -396,7 +410,7 @@ impl CpuBackend {
         debug_assert!(chunks.is_power_of_two());
         if chunks <= plan.leaf {
             let mut out = [[0u8; 32]];
-            self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, &mut out);
+            self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, plan, &mut out);
             return out[0];
         }
         if plan.pool && chunks < POOL_WIDE_MIN_CHUNKS {
@@ -425,7 +439,7 @@ impl CpuBackend {
         let chunks = input.len() / CHUNK_LEN;
         if chunks <= plan.leaf {
             // The leaf's parent levels stop at `WIDE` subtrees.
-            return self.leaf_subtrees(input, first_chunk, (chunks / WIDE) as u64, key, flags, out);
+            return self.leaf_subtrees(input, first_chunk, (chunks / WIDE) as u64, key, flags, plan, out);
         }
         let (left, right) = input.split_at(input.len() / 2);
         let right_first = first_chunk + (chunks / 2) as u64;
@@ -457,7 +471,7 @@ impl CpuBackend {
     ) {
         let chunks = input.len() / CHUNK_LEN;
         if chunks <= plan.leaf {
-            return self.leaf_subtrees(input, first_chunk, max, key, flags, out);
+            return self.leaf_subtrees(input, first_chunk, max, key, flags, plan, out);
         }
         let size = (1u64 << (u64::BITS - 1 - (chunks as u64).leading_zeros())).min(max) as usize;
         let (head, tail) = input.split_at(size * CHUNK_LEN);
@@ -479,12 +493,13 @@ impl CpuBackend {
 }
 
 /// How a run of chunks is split: the leaf size in chunks (a power of two, at least [`WIDE`], so
-/// that a subtree larger than a leaf splits into `WIDE` parts), and whether the halves above the
-/// leaves go to the thread pool.
+/// that a subtree larger than a leaf splits into `WIDE` parts), whether the halves above the
+/// leaves go to the thread pool, and whether the chunk kernels prefetch ([`prefetch_for`]).
 #[derive(Clone, Copy, Debug)]
 struct Plan {
     leaf: usize,
     pool: bool,
+    prefetch: bool,
 }
 
 const _: () = assert!(POOL_LEAF_CHUNKS.is_power_of_two() && POOL_LEAF_CHUNKS >= WIDE);
@@ -493,9 +508,9 @@ const _: () = assert!(SERIAL_LEAF_CHUNKS.is_power_of_two() && SERIAL_LEAF_CHUNKS
 /// The plan for hashing `len` bytes.
 fn plan(len: usize) -> Plan {
     if use_threads(len) {
-        Plan { leaf: POOL_LEAF_CHUNKS, pool: true }
+        Plan { leaf: POOL_LEAF_CHUNKS, pool: true, prefetch: prefetch_for(len) }
     } else {
-        Plan { leaf: SERIAL_LEAF_CHUNKS, pool: false }
+        Plan { leaf: SERIAL_LEAF_CHUNKS, pool: false, prefetch: prefetch_for(len) }
     }
 }
 
@@ -540,7 +555,7 @@ impl Backend for CpuBackend {
             // its flags (`quads::subtree_top`): at most 16 KiB, so no pool and no scratch (an
             // array of the size needed: a 512-byte one was zeroed by a `memset` call).
             let top = |cvs: &mut [Cv]| {
-                self.chunk_cvs(input, first_chunk, key, flags, cvs);
+                self.chunk_cvs(input, first_chunk, key, flags, false, cvs);
                 // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
                 let top = unsafe { quads::subtree_top(cvs, key, flags, top_flags, self.split_quads) };
                 // The CVs of a keyed or key-derivation tree are secret (as in the tree module).
@@ -570,6 +585,7 @@ impl Backend for CpuBackend {
             flags_start: 0,
             flags_end: 0,
             last_block_len: BLOCK_LEN,
+            prefetch: prefetch_for(blocks.len() * BLOCK_LEN),
         };
         if use_threads(blocks.len() * BLOCK_LEN) {
             use rayon::prelude::*;
@@ -588,5 +604,46 @@ impl Backend for CpuBackend {
 
     fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
         many::hash_many(self, data, msg_len, key, flags, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Prefetching is only a hint: every SIMD level this CPU has gives the same CVs with it and
+    /// without it, for group counts around every kernel's width, chunks and one-block parents
+    /// alike, as the portable single lane does. (The differential tests reach the prefetching
+    /// kernels only through inputs of [`lanes::PREFETCH_MIN_BYTES`] or more.)
+    #[test]
+    fn prefetching_changes_no_cv() {
+        let data: Vec<u8> = (0..40 * CHUNK_LEN).map(|i| (i * 7 + (i >> 9)) as u8).collect();
+        let portable = CpuBackend::with_level(SimdLevel::Portable).expect("the portable level");
+        for level in SimdLevel::supported() {
+            let cpu = CpuBackend::with_level(level).expect("a supported level");
+            for (stride, blocks, flags_start, flags_end) in
+                [(CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, flags::CHUNK_START, flags::CHUNK_END), (BLOCK_LEN, 1, 0, 0)]
+            {
+                for count in [1, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 40] {
+                    let job = |prefetch| Job {
+                        key: &IV,
+                        counter: 5,
+                        increment_counter: blocks > 1,
+                        flags: 0,
+                        flags_start,
+                        flags_end,
+                        last_block_len: BLOCK_LEN,
+                        prefetch,
+                    };
+                    let mut want = vec![[0u8; 32]; count];
+                    portable.hash_lanes(&data, stride, blocks, &job(false), &mut want);
+                    for prefetch in [false, true] {
+                        let mut got = vec![[0u8; 32]; count];
+                        cpu.hash_lanes(&data, stride, blocks, &job(prefetch), &mut got);
+                        assert_eq!(got, want, "{level:?}, {count} inputs of {blocks} blocks, prefetch {prefetch}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -889,6 +889,7 @@ mod tests {
                         flags_start: 0x01,
                         flags_end: 0x02,
                         last_block_len,
+                        prefetch: false,
                     };
                     let stride = blocks * BLOCK_LEN + 5;
                     let input = &data[..(count - 1) * stride + (blocks - 1) * BLOCK_LEN + last_block_len];

@@ -76,14 +76,16 @@ impl Lanes for __m128i {
         unsafe { _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, self) }
     }
     #[inline(always)]
-    unsafe fn load_msg(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
         // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
         // lanes past `valid` read the last valid lane's; prefetches never fault.
         unsafe {
             let mut ptrs = [input; 4];
             for (lane, p) in ptrs.iter_mut().enumerate() {
                 *p = lane_ptr(input, stride, valid, lane);
-                _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
+                if PREFETCH {
+                    _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
+                }
             }
             let mut m = [_mm_setzero_si128(); 16];
             for q in 0..4 {
