@@ -111,15 +111,19 @@ fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f
 /// [`time`] for several series at once, one call of each in turn (`budget` each): a drift of the
 /// machine's speed during the measurement (clock frequency, memory placement, a neighbour's
 /// load) then falls on all of them alike, so their ratios hold even where the absolute figures
-/// move by several percent from run to run. A series that fails drops out with its error.
+/// move by several percent from run to run. Each turn starts one series further on, so that no
+/// series always runs just after the same other one (whose caches and branch history it would
+/// inherit). A series that fails drops out with its error.
 fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
     // One warm-up call each.
     let mut samples: Vec<Result<Vec<f64>, String>> = fs.iter_mut().map(|f| f().map(|()| Vec::new())).collect();
     let total = budget * fs.len() as u32;
     let start = Instant::now();
-    loop {
+    let n = fs.len();
+    for turn in 0.. {
         let mut running = false;
-        for (f, s) in fs.iter_mut().zip(&mut samples) {
+        for i in (0..n).map(|k| (k + turn) % n) {
+            let (f, s) = (&mut fs[i], &mut samples[i]);
             let Ok(v) = s else { continue };
             let t = Instant::now();
             match f() {
