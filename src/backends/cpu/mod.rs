@@ -507,11 +507,9 @@ const _: () = assert!(SERIAL_LEAF_CHUNKS.is_power_of_two() && SERIAL_LEAF_CHUNKS
 
 /// The plan for hashing `len` bytes.
 fn plan(len: usize) -> Plan {
-    if use_threads(len) {
-        Plan { leaf: POOL_LEAF_CHUNKS, pool: true, prefetch: prefetch_for(len) }
-    } else {
-        Plan { leaf: SERIAL_LEAF_CHUNKS, pool: false, prefetch: prefetch_for(len) }
-    }
+    let pool = use_threads(len);
+    let leaf = if pool { POOL_LEAF_CHUNKS } else { SERIAL_LEAF_CHUNKS };
+    Plan { leaf, pool, prefetch: prefetch_for(len) }
 }
 
 /// Whether to use the thread pool for `len` bytes: never for small inputs (a pool that has never
@@ -577,6 +575,7 @@ impl Backend for CpuBackend {
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
         check_blocks_args(blocks, out)?;
+        let bytes = blocks.len() * BLOCK_LEN;
         let job = Job {
             key: &IV,
             counter: 0,
@@ -585,9 +584,9 @@ impl Backend for CpuBackend {
             flags_start: 0,
             flags_end: 0,
             last_block_len: BLOCK_LEN,
-            prefetch: prefetch_for(blocks.len() * BLOCK_LEN),
+            prefetch: prefetch_for(bytes),
         };
-        if use_threads(blocks.len() * BLOCK_LEN) {
+        if use_threads(bytes) {
             use rayon::prelude::*;
             blocks.par_chunks(BLOCKS_PER_TASK).zip(out.par_chunks_mut(BLOCKS_PER_TASK)).for_each(|(b, o)| {
                 self.hash_lanes(b.as_flattened(), BLOCK_LEN, 1, &job, o);

@@ -117,9 +117,9 @@ fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f
 fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
     // One warm-up call each.
     let mut samples: Vec<Result<Vec<f64>, String>> = fs.iter_mut().map(|f| f().map(|()| Vec::new())).collect();
-    let total = budget * fs.len() as u32;
-    let start = Instant::now();
     let n = fs.len();
+    let total = budget * n as u32;
+    let start = Instant::now();
     for turn in 0.. {
         let mut running = false;
         for i in (0..n).map(|k| (k + turn) % n) {
