@@ -3,8 +3,13 @@
 //! the machine's speed falls on both alike; prints the median ratio of throughputs (ours over
 //! upstream's) per size, with the spread over rounds.
 //!
-//! `cargo run --release --no-default-features --example cpu_small -- [ROUNDS] [SIZE...]`
+//! `cargo run --release --no-default-features --example cpu_small -- [--single] [ROUNDS] [SIZE...]`
 //! (sizes in bytes; default 64 B, 1, 2, 3, 4, 8, 16, 256 KiB and 1 MiB).
+//!
+//! With `--single`, each call is timed alone and the two alternate call by call, as in
+//! `b3accel bench`; a round's figure is then the ratio of the two medians over its calls. A
+//! call timed alone pays for what the other left in the caches and branch predictors, which a
+//! batch of calls of one kind does not.
 
 use b3accel::{hash_on, Device};
 use std::hint::black_box;
@@ -19,8 +24,33 @@ fn per_call(reps: u32, mut f: impl FnMut()) -> f64 {
     t.elapsed().as_secs_f64() / reps as f64
 }
 
+/// The median seconds of a call of `a` and of `b`, over `reps` calls of each timed alone, in
+/// turns (`b` first in odd rounds).
+fn alone(reps: u32, round: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let (mut ta, mut tb) = (Vec::with_capacity(reps as usize), Vec::with_capacity(reps as usize));
+    for k in 0..reps as usize {
+        for i in 0..2 {
+            let t = Instant::now();
+            if (i + k + round).is_multiple_of(2) {
+                a();
+                ta.push(t.elapsed().as_secs_f64());
+            } else {
+                b();
+                tb.push(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    ta.sort_by(f64::total_cmp);
+    tb.sort_by(f64::total_cmp);
+    (ta[ta.len() / 2], tb[tb.len() / 2])
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let single = args.first().is_some_and(|a| a == "--single");
+    if single {
+        args.remove(0);
+    }
     let rounds: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(31);
     let mut sizes: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {
@@ -47,8 +77,10 @@ fn main() {
             let mut ratios = Vec::with_capacity(rounds);
             let (mut t_ours, mut t_up) = (Vec::new(), Vec::new());
             for r in 0..rounds {
-                // Alternate which goes first.
-                let (a, b) = if r % 2 == 0 {
+                let (a, b) = if single {
+                    alone(reps, r, ours, up)
+                } else if r % 2 == 0 {
+                    // Alternate which goes first.
                     let a = per_call(reps, ours);
                     (a, per_call(reps, up))
                 } else {

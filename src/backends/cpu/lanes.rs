@@ -237,6 +237,23 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
     job: &Job,
     out: &mut [Cv],
 ) {
+    // SAFETY: as the caller guarantees.
+    unsafe { V::store_cvs(group_cvs::<V>(input, stride, blocks, valid, job), out, valid) }
+}
+
+/// [`hash_group`]'s chaining values left in registers, transposed: word w of input i in lane i of
+/// vector w (lanes from `valid` on hold the last valid input's).
+///
+/// # Safety
+/// As for [`hash_group`].
+#[inline(always)]
+pub(crate) unsafe fn group_cvs<V: Lanes>(
+    input: *const u8,
+    stride: usize,
+    blocks: usize,
+    valid: usize,
+    job: &Job,
+) -> [V; 8] {
     debug_assert!(blocks >= 1 && job.last_block_len <= BLOCK_LEN && V::N <= MAX_LANES && valid <= V::N);
     let flags_of = |b: usize| job.block_flags(b, blocks);
     // SAFETY (whole body): the caller guarantees the instruction set and the ranges read.
@@ -270,7 +287,32 @@ pub(crate) unsafe fn hash_group<V: Lanes>(
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
-        V::store_cvs(h, out, valid);
+        h
+    }
+}
+
+/// The parents of `V::N` pairs of chaining values given transposed (`m[w]`, lane j: word w of
+/// parent j's block), under `key` with `flags` (PARENT included): each parent's CV, transposed.
+///
+/// # Safety
+/// The CPU must support `V`'s instruction set.
+#[inline(always)]
+pub(crate) unsafe fn parents_transposed<V: Lanes>(m: &[V; 16], key: &[u32; 8], flags: u32) -> [V; 8] {
+    // SAFETY (whole body): as the caller guarantees.
+    unsafe {
+        let zero = V::splat(0);
+        let pre = Prelude([
+            V::splat(IV[0]),
+            V::splat(IV[1]),
+            V::splat(IV[2]),
+            V::splat(IV[3]),
+            zero,
+            zero,
+            V::splat(BLOCK_LEN as u32),
+        ]);
+        let mut h = key.map(|k| V::splat(k));
+        compress_lanes(&mut h, m, &pre, flags);
+        h
     }
 }
 

@@ -548,27 +548,11 @@ impl Backend for CpuBackend {
     fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
         let n = check_subtree_top_args(input, first_chunk)?;
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.evex {
-            // The chunks' CVs, then every level above on rows in registers, the top node with
-            // its flags (`quads::subtree_top`): at most 16 KiB, so no pool and no scratch (an
-            // array of the size needed: a 512-byte one was zeroed by a `memset` call).
-            let top = |cvs: &mut [Cv]| {
-                self.chunk_cvs(input, first_chunk, key, flags, false, cvs);
-                // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
-                let top = unsafe { quads::subtree_top(cvs, key, flags, top_flags, self.split_quads) };
-                // The CVs of a keyed or key-derivation tree are secret (as in the tree module).
-                if flags != 0 {
-                    zeroize::Zeroize::zeroize(cvs.as_flattened_mut());
-                }
-                Ok(top)
-            };
-            match n {
-                2 => return top(&mut [[0; 32]; 2]),
-                4 => return top(&mut [[0; 32]; 4]),
-                8 => return top(&mut [[0; 32]; 8]),
-                16 => return top(&mut [[0; 32]; 16]),
-                _ => {}
-            }
+        if self.evex && matches!(n, 2 | 4 | 8 | 16) {
+            // The chunks, then every level above, with no level through memory
+            // (`quads::chunks_top`): at most 16 KiB, so no pool and no scratch.
+            // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
+            return Ok(unsafe { quads::chunks_top(input, first_chunk, key, flags, top_flags, self.split_quads) });
         }
         top_by_halves(self, input, first_chunk, n, key, flags, top_flags)
     }

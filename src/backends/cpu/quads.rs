@@ -7,10 +7,10 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{for_groups, hash_rows, lane_ptr, stage_last_blocks, Group, Job};
+use super::lanes::{for_groups, group_cvs, hash_rows, lane_ptr, parents_transposed, stage_last_blocks, Group, Job};
 use crate::core::compress::{Cv, Word};
-use crate::core::constants::flags::PARENT;
-use crate::core::constants::{BLOCK_LEN, IV};
+use crate::core::constants::flags::{CHUNK_END, CHUNK_START, PARENT};
+use crate::core::constants::{BLOCK_LEN, CHUNK_LEN, IV};
 use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row, Vl};
 
 /// Most inputs side by side on rows: two 512-bit chains of four.
@@ -553,37 +553,51 @@ impl<V: Wide> Group for MultiGroup<V> {
     /// As [`super::lanes::hash_group`], on [`Multi`] rows.
     #[inline(always)]
     unsafe fn hash(input: *const u8, stride: usize, blocks: usize, valid: usize, job: &Job, out: &mut [Cv]) {
-        debug_assert!(blocks >= 1 && job.last_block_len <= BLOCK_LEN && (1..=V::N).contains(&valid));
-        let ptr = |lane: usize| lane_ptr(input, stride, valid, lane);
-
-        // Word 2 and word 3 of every lane.
-        const LEN: u32 = 0x4444_4444;
-        const FLAGS: u32 = 0x8888_8888;
-        // SAFETY (whole body): AVX-512F and VL, as the caller guarantees; every load reads a full
-        // block of an input below `valid` (the caller guarantees those bytes) or of the stack.
+        // SAFETY: as the caller guarantees.
         unsafe {
-            // Row 3 of each lane: counter (low, high), block length; the flags' word is set per
-            // block. Made in registers, as `lanes::counter_words` does for the lane kernels.
-            let mut counters = row3::<V>(job);
-            let key =
-                |half: usize| [job.key[4 * half], job.key[4 * half + 1], job.key[4 * half + 2], job.key[4 * half + 3]];
-            let mut lo = V::broadcast(&key(0));
-            let mut hi = V::broadcast(&key(1));
-            // (No closures around intrinsics in the loop: see `Row for __m128i`.)
-            let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
-            for b in 0..full {
-                let at = b * BLOCK_LEN;
-                let m = quarters::<V>(core::array::from_fn(|lane| ptr(lane).add(at)));
-                compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(b, blocks)), &m);
-            }
-            if full < blocks {
-                let staged = stage_last_blocks::<MAX_N>(input, stride, valid, full, job);
-                let m = quarters::<V>(core::array::from_fn(|lane| staged.0[lane.min(valid - 1)].as_ptr()));
-                counters = counters.mask_set(LEN, job.last_block_len as u32);
-                compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(full, blocks)), &m);
-            }
+            let (lo, hi) = multi_cvs::<V>(input, stride, blocks, valid, job);
             V::store_cvs(lo, hi, &mut out[..valid]);
         }
+    }
+}
+
+/// [`MultiGroup`]'s chaining values left in registers: input i's CV halves in lane i of the two
+/// vectors returned.
+///
+/// # Safety
+/// As for [`super::lanes::hash_group`], with AVX-512F and VL.
+#[inline(always)]
+unsafe fn multi_cvs<V: Wide>(input: *const u8, stride: usize, blocks: usize, valid: usize, job: &Job) -> (V, V) {
+    debug_assert!(blocks >= 1 && job.last_block_len <= BLOCK_LEN && (1..=V::N).contains(&valid));
+    let ptr = |lane: usize| lane_ptr(input, stride, valid, lane);
+
+    // Word 2 and word 3 of every lane.
+    const LEN: u32 = 0x4444_4444;
+    const FLAGS: u32 = 0x8888_8888;
+    // SAFETY (whole body): AVX-512F and VL, as the caller guarantees; every load reads a full
+    // block of an input below `valid` (the caller guarantees those bytes) or of the stack.
+    unsafe {
+        // Row 3 of each lane: counter (low, high), block length; the flags' word is set per
+        // block. Made in registers, as `lanes::counter_words` does for the lane kernels.
+        let mut counters = row3::<V>(job);
+        let key =
+            |half: usize| [job.key[4 * half], job.key[4 * half + 1], job.key[4 * half + 2], job.key[4 * half + 3]];
+        let mut lo = V::broadcast(&key(0));
+        let mut hi = V::broadcast(&key(1));
+        // (No closures around intrinsics in the loop: see `Row for __m128i`.)
+        let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
+        for b in 0..full {
+            let at = b * BLOCK_LEN;
+            let m = quarters::<V>(core::array::from_fn(|lane| ptr(lane).add(at)));
+            compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(b, blocks)), &m);
+        }
+        if full < blocks {
+            let staged = stage_last_blocks::<MAX_N>(input, stride, valid, full, job);
+            let m = quarters::<V>(core::array::from_fn(|lane| staged.0[lane.min(valid - 1)].as_ptr()));
+            counters = counters.mask_set(LEN, job.last_block_len as u32);
+            compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(full, blocks)), &m);
+        }
+        (lo, hi)
     }
 }
 
@@ -694,9 +708,8 @@ impl Level for Vl {
     }
 }
 
-/// This level's parents (from its message quarters `m`), then the levels above on `U`: `halve`
-/// splits a vector of this level's CV halves into its even and odd 128-bit lanes, the left and
-/// right children of the level above. The same for every level but the top.
+/// This level's parents (from its message quarters `m`), then the levels above on `U`
+/// ([`nodes_up`]). The same for every level but the top.
 ///
 /// # Safety
 /// AVX-512F and VL.
@@ -710,8 +723,26 @@ unsafe fn up<V: Wide, U: Level>(
     halve: impl Fn(V) -> (U, U),
 ) -> [__m128i; 2] {
     // SAFETY: as the caller guarantees.
+    unsafe { nodes_up(parents(m, key, flags), key, flags, top_flags, split, halve) }
+}
+
+/// The levels above a level of two or more nodes (node j's CV halves in lane j of `lo` and
+/// `hi`), on `U`: `halve` splits a vector of this level's CV halves into its even and odd
+/// 128-bit lanes, the left and right children of the level above.
+///
+/// # Safety
+/// AVX-512F and VL.
+#[inline(always)]
+unsafe fn nodes_up<V: Wide, U: Level>(
+    (lo, hi): (V, V),
+    key: &[u32; 8],
+    flags: u32,
+    top_flags: u32,
+    split: bool,
+    halve: impl Fn(V) -> (U, U),
+) -> [__m128i; 2] {
+    // SAFETY: as the caller guarantees.
     unsafe {
-        let (lo, hi) = parents(m, key, flags);
         let ((lo_even, lo_odd), (hi_even, hi_odd)) = (halve(lo), halve(hi));
         U::top([lo_even, hi_even, lo_odd, hi_odd], key, flags, top_flags, split)
     }
@@ -732,15 +763,36 @@ unsafe fn even_odd_512(v: __m512i) -> (Ymm, Ymm) {
     }
 }
 
+/// Lane 0, then lane 1, of a 256-bit vector.
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+unsafe fn even_odd_256(v: Ymm) -> (Vl, Vl) {
+    // SAFETY: as the caller guarantees.
+    unsafe { (Vl(_mm256_castsi256_si128(v.0)), Vl(_mm256_extracti128_si256::<1>(v.0))) }
+}
+
+/// Lane 0 of each vector of a pair (nodes 0 and 2: even), then lane 1 of each (nodes 1 and 3).
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+unsafe fn even_odd_pair(v: Pair<Ymm>) -> (Ymm, Ymm) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        (
+            Ymm(_mm256_permute2x128_si256::<0x20>(v.0[0].0, v.0[1].0)),
+            Ymm(_mm256_permute2x128_si256::<0x31>(v.0[0].0, v.0[1].0)),
+        )
+    }
+}
+
 impl Level for Ymm {
     #[inline(always)]
     unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
         // SAFETY: as the caller guarantees.
-        unsafe {
-            up(m, key, flags, top_flags, split, |v: Ymm| {
-                (Vl(_mm256_castsi256_si128(v.0)), Vl(_mm256_extracti128_si256::<1>(v.0)))
-            })
-        }
+        unsafe { up(m, key, flags, top_flags, split, |v| even_odd_256(v)) }
     }
 }
 
@@ -756,15 +808,7 @@ impl Level for Pair<Ymm> {
     #[inline(always)]
     unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
         // SAFETY: as the caller guarantees.
-        unsafe {
-            // Parents 0-1 in the first vector, 2-3 in the second: lane 0 of each (even), lane 1.
-            up(m, key, flags, top_flags, split, |v: Pair<Ymm>| {
-                (
-                    Ymm(_mm256_permute2x128_si256::<0x20>(v.0[0].0, v.0[1].0)),
-                    Ymm(_mm256_permute2x128_si256::<0x31>(v.0[0].0, v.0[1].0)),
-                )
-            })
-        }
+        unsafe { up(m, key, flags, top_flags, split, |v| even_odd_pair(v)) }
     }
 }
 
@@ -799,8 +843,8 @@ impl Level for Pair<__m512i> {
 /// dispatch, or a `Job`: on the H200 machine's Xeon each level above 16 chunks had cost about
 /// 80-100 ns that way, against about 65 for one compression. `split` as for [`hash_quads`].
 ///
-/// Measured with the CPU backend's `subtree_top` (which ends a whole input's tree here, its root
-/// included) and the kernels writing each CV whole ([`Wide::store_cvs`]), against main at
+/// Measured with the CPU backend's `subtree_top` (which ended a whole input's tree here, its root
+/// included, before [`chunks_top`]) and the kernels writing each CV whole ([`Wide::store_cvs`]), against main at
 /// 77511bb: on the H200 machine's Xeon, one thread, ours over upstream's speed
 /// (`examples/cpu_small.rs`, three runs of 21 interleaved rounds, run 43 of session 14), 2 KiB
 /// 0.966-0.969x -> 1.013-1.031x, 4 KiB 0.966-0.973x -> 1.001-1.003x, 8 KiB 0.963-0.964x ->
@@ -830,6 +874,193 @@ pub(crate) unsafe fn subtree_top(cvs: &[Cv], key: &[u32; 8], flags: u32, top_fla
     // SAFETY: AVX-512F and VL are enabled here.
     unsafe { Vl::store_cvs(Vl(lo), Vl(hi), &mut out) };
     out[0]
+}
+
+/// The top node of the complete subtree over `input`, 2, 4, 8 or 16 whole chunks (the first
+/// with index `first_chunk`), as [`subtree_top`] over their CVs would give it, with no level
+/// through memory: the chunks' CVs stay in registers and the level above starts from there.
+/// - 2 and 4 chunks: on rows, as [`hash_quads`] would hash them; their CVs are rows already.
+/// - 8 and 16 chunks: on the 8- and 16-lane kernels ([`group_cvs`]), CVs transposed (lane j of
+///   vector w: word w of chunk j). Sixteen chunks' eight parents run on the 8-lane kernel
+///   straight from there (a parent's block is the words of an even lane, then of the odd lane
+///   after it). Eight CVs are then made rows for the four parents above ([`eight_up`]).
+///
+/// Measured against the chunks on the lane dispatch, their CVs stored, then [`subtree_top`]
+/// (which ran sixteen chunks' eight parents on two chains of 512-bit rows), on the 2-core
+/// machine's EPYC (Zen 4), one thread, ours over upstream's speed, each call timed alone in turns
+/// with upstream's as `b3accel bench` does (`examples/cpu_small.rs --single 11`, two runs): 2 KiB
+/// 0.991x -> 1.001x, 4 KiB 1.085-1.092x -> 1.128-1.136x, 8 KiB 1.006x -> 1.025-1.031x, 16 KiB
+/// 0.985-0.988x -> 1.015x (2674-2683 ns -> 2594-2614 ns a call). In batches of calls
+/// (three runs of 21 rounds), 2 KiB took 1077-1078 ns -> 1048-1053 ns.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512VL.
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(crate) unsafe fn chunks_top(
+    input: &[u8],
+    first_chunk: u64,
+    key: &[u32; 8],
+    flags: u32,
+    top_flags: u32,
+    split: bool,
+) -> Cv {
+    let n = input.len() / CHUNK_LEN;
+    assert!(
+        input.len().is_multiple_of(CHUNK_LEN) && matches!(n, 2 | 4 | 8 | 16),
+        "a small tree of {} bytes",
+        input.len()
+    );
+    let job = Job {
+        key,
+        counter: first_chunk,
+        increment_counter: true,
+        flags,
+        flags_start: CHUNK_START,
+        flags_end: CHUNK_END,
+        last_block_len: BLOCK_LEN,
+        prefetch: false,
+    };
+    let (p, blocks) = (input.as_ptr(), CHUNK_LEN / BLOCK_LEN);
+    let flags = flags | PARENT;
+    // SAFETY (whole body): the instruction sets are enabled here; the `n` chunks lie in `input`.
+    let [lo, hi] = unsafe {
+        match n {
+            2 => nodes_up(multi_cvs::<Ymm>(p, CHUNK_LEN, blocks, 2, &job), key, flags, top_flags, split, |v| {
+                even_odd_256(v)
+            }),
+            4 if split => {
+                let cvs = multi_cvs::<Pair<Ymm>>(p, CHUNK_LEN, blocks, 4, &job);
+                nodes_up(cvs, key, flags, top_flags, split, |v| even_odd_pair(v))
+            }
+            4 => {
+                let cvs = multi_cvs::<__m512i>(p, CHUNK_LEN, blocks, 4, &job);
+                nodes_up(cvs, key, flags, top_flags, split, |v| even_odd_512(v))
+            }
+            8 => eight_chunks_up(p, &job, key, flags, top_flags, split),
+            _ => sixteen_chunks_up(p, &job, key, flags, top_flags, split),
+        }
+    };
+    let mut out = [[0u8; 32]];
+    // SAFETY: AVX-512F and VL are enabled here.
+    unsafe { Vl::store_cvs(Vl(lo), Vl(hi), &mut out) };
+    out[0]
+}
+
+/// [`chunks_top`] for eight chunks at `p`: their CVs on the 8-lane kernel, then [`eight_up`].
+/// A function of its own: inlined into [`chunks_top`] with the other sizes, it ran slower.
+///
+/// # Safety
+/// AVX-512F and VL; eight whole chunks are readable at `p`.
+#[target_feature(enable = "avx512f,avx512vl")]
+#[inline(never)]
+unsafe fn eight_chunks_up(
+    p: *const u8,
+    job: &Job,
+    key: &[u32; 8],
+    flags: u32,
+    top_flags: u32,
+    split: bool,
+) -> [__m128i; 2] {
+    // SAFETY: as the caller guarantees.
+    unsafe { eight_up(group_cvs::<__m256i>(p, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, 8, job), key, flags, top_flags, split) }
+}
+
+/// [`chunks_top`] for sixteen chunks at `p`: their CVs on the 16-lane kernel, the eight parents
+/// above on the 8-lane kernel from there, then [`eight_up`].
+///
+/// # Safety
+/// AVX-512F and VL; sixteen whole chunks are readable at `p`.
+#[target_feature(enable = "avx512f,avx512vl")]
+#[inline(never)]
+unsafe fn sixteen_chunks_up(
+    p: *const u8,
+    job: &Job,
+    key: &[u32; 8],
+    flags: u32,
+    top_flags: u32,
+    split: bool,
+) -> [__m128i; 2] {
+    // SAFETY (whole body): as the caller guarantees.
+    unsafe {
+        let chunks: [__m512i; 8] = group_cvs(p, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, 16, job);
+        // Each vector's even lanes (left children) in its low half, odd lanes in its high half.
+        let even_odd = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0);
+        let mut m = [_mm256_setzero_si256(); 16];
+        for (w, cv_word) in chunks.into_iter().enumerate() {
+            let x = _mm512_permutexvar_epi32(even_odd, cv_word);
+            m[w] = _mm512_castsi512_si256(x);
+            m[8 + w] = _mm512_extracti64x4_epi64::<1>(x);
+        }
+        eight_up(parents_transposed(&m, key, flags), key, flags, top_flags, split)
+    }
+}
+
+/// The levels above eight nodes whose CVs are given transposed (lane j of `p[w]`: word w of node
+/// j): the CVs made rows in registers ([`rows_of_eight`]), then the four parents above on rows
+/// and so on up ([`nodes_up`]). (No closures around intrinsics: a closure does not inherit
+/// the caller's instruction sets here, and they became calls.)
+///
+/// # Safety
+/// AVX-512F and VL.
+#[inline(always)]
+unsafe fn eight_up(p: [__m256i; 8], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
+    // SAFETY (whole body): as the caller guarantees.
+    unsafe {
+        let (x, y) = (rows_of_eight(&p[..4]), rows_of_eight(&p[4..]));
+        // Parent k of the four above hashes nodes 2k and 2k + 1: the lanes of nodes 0 and 4
+        // (x[0], y[0]) with those of 2 and 6 (x[2], y[2]) are the left children of parents 0,
+        // 2, 1 and 3, and x[1], x[3], y[1], y[3] the right ones. In that order the lanes of
+        // parents 0 and 1 (and of 2 and 3) are the left and right children of the level above,
+        // so halving it needs no shuffle.
+        let order = [(x[0], x[2]), (y[0], y[2]), (x[1], x[3]), (y[1], y[3])];
+        if split {
+            let m = order.map(|(a, b)| Pair([Ymm(a), Ymm(b)]));
+            up(m, key, flags, top_flags, split, |v: Pair<Ymm>| (v.0[0], v.0[1]))
+        } else {
+            let m = [join_256(order[0]), join_256(order[1]), join_256(order[2]), join_256(order[3])];
+            up(m, key, flags, top_flags, split, |v| halves_512(v))
+        }
+    }
+}
+
+/// Four words of eight nodes, transposed (lane j of `p[w]`: word w of node j), as rows: words
+/// of node j, then of node j + 4, in vector j (two unpack steps).
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+unsafe fn rows_of_eight(p: &[__m256i]) -> [__m256i; 4] {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let (lo01, hi01) = (_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+        let (lo23, hi23) = (_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+        [
+            _mm256_unpacklo_epi64(lo01, lo23),
+            _mm256_unpackhi_epi64(lo01, lo23),
+            _mm256_unpacklo_epi64(hi01, hi23),
+            _mm256_unpackhi_epi64(hi01, hi23),
+        ]
+    }
+}
+
+/// Two 256-bit vectors as one 512-bit one, the first in the low half.
+///
+/// # Safety
+/// AVX-512F.
+#[inline(always)]
+unsafe fn join_256((lo, hi): (__m256i, __m256i)) -> __m512i {
+    // SAFETY: as the caller guarantees.
+    unsafe { _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi) }
+}
+
+/// The low and high halves of a 512-bit vector.
+///
+/// # Safety
+/// AVX-512F.
+#[inline(always)]
+unsafe fn halves_512(v: __m512i) -> (Ymm, Ymm) {
+    // SAFETY: as the caller guarantees.
+    unsafe { (Ymm(_mm512_castsi512_si256(v)), Ymm(_mm512_extracti64x4_epi64::<1>(v))) }
 }
 
 #[cfg(test)]
@@ -864,6 +1095,52 @@ mod tests {
                 for split in [false, true] {
                     let got = unsafe { subtree_top(&nodes[..n], &key, flags, top_flags, split) };
                     assert_eq!(got, want, "{n} nodes, flags {flags:#x}, top {top_flags:#x}, split {split}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_top_matches_portable_chunks_and_parents() {
+        if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
+            crate::core::expect::missing("avx512vl", "chunks_top_matches_portable_chunks_and_parents");
+            return;
+        }
+        use crate::core::compress::block_words;
+        // A whole chunk's CV on the portable code.
+        let chunk_cv = |key: &[u32; 8], chunk: &[u8], counter: u64, flags: u32| {
+            let mut cv = *key;
+            for (b, block) in chunk.chunks(BLOCK_LEN).enumerate() {
+                let f = flags | if b == 0 { CHUNK_START } else { 0 } | if b == 15 { CHUNK_END } else { 0 };
+                let block = block_words(block.try_into().expect("whole blocks"));
+                let out = compress_portable(&cv, &block, BLOCK_LEN as u32, counter, f);
+                cv = core::array::from_fn(|i| out[i]);
+            }
+            words_to_cv(&cv)
+        };
+        let data: Vec<u8> = (0..16 * CHUNK_LEN as u32).map(|i| (i * 29 + (i >> 9)) as u8).collect();
+        let key: [u32; 8] = core::array::from_fn(|i| 0x510E_527Fu32.rotate_left(5 * i as u32) ^ i as u32);
+        // Counters whose low word wraps inside the tree, too.
+        for (n, first_chunk) in
+            [2, 4, 8, 16].into_iter().flat_map(|n| [0u64, 16, (1 << 32) - 1, 5 << 32].map(|c| (n, c)))
+        {
+            let data = &data[..n * CHUNK_LEN];
+            for (flags, top_flags) in [(0, 0), (0, ROOT), (KEYED_HASH, 0), (KEYED_HASH, ROOT)] {
+                let mut level: Vec<Cv> = data
+                    .chunks(CHUNK_LEN)
+                    .enumerate()
+                    .map(|(i, c)| chunk_cv(&key, c, first_chunk + i as u64, flags))
+                    .collect();
+                while level.len() > 2 {
+                    level = level.chunks(2).map(|p| parent_portable(&p[0], &p[1], &key, flags)).collect();
+                }
+                let want = parent_portable(&level[0], &level[1], &key, flags | top_flags);
+                for split in [false, true] {
+                    let got = unsafe { chunks_top(data, first_chunk, &key, flags, top_flags, split) };
+                    assert_eq!(
+                        got, want,
+                        "{n} chunks from {first_chunk}, flags {flags:#x}, top {top_flags:#x}, split {split}"
+                    );
                 }
             }
         }
