@@ -204,6 +204,33 @@ pub(crate) fn compress_blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, fl
     }
 }
 
+/// The end of one chunk: the whole blocks `body` compressed into `cv` in turn (the first with
+/// `first_flags` added, as in [`compress_blocks`]), then the last block `last` (0 to 64 bytes,
+/// zero-padded) with `last_flags`, all its flags; its first 8 output words (a CV, or with ROOT
+/// the root hash). On AVX-512 one call keeps the CV in registers throughout.
+#[inline]
+pub(crate) fn compress_chunk_end(
+    cv: &[u32; 8],
+    body: &[u8],
+    counter: u64,
+    flags: u32,
+    first_flags: u32,
+    last: &[u8],
+    last_flags: u32,
+) -> [u32; 8] {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if rows() == Rows::Avx512 {
+        // SAFETY: the platform chose AVX-512 rows only where the CPU has AVX-512F, VL and BW.
+        return unsafe {
+            simd_rows::compress_chunk_end_avx512(cv, body, counter, flags, first_flags, last, last_flags)
+        };
+    }
+    let mut cv = *cv;
+    compress_blocks(&mut cv, body, counter, flags, first_flags);
+    let out = compress_bytes(&cv, last, counter, last_flags);
+    core::array::from_fn(|i| out[i])
+}
+
 /// The compression of a block given as bytes: `block.len()` (at most 64) is the block length
 /// and the block is zero-padded. Reads the bytes where they lie when the CPU can (AVX-512), and
 /// otherwise pads a copy.

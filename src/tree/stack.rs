@@ -8,7 +8,7 @@ use super::backend::{subtree_count, subtree_sizes, Backend, MAX_SUBTREE};
 use super::error::{Error, Result};
 use super::mode::Domain;
 use super::output::Output;
-use crate::core::compress::{block_words, compress_blocks, compress_bytes, parent_cv, words_to_cv, Cv};
+use crate::core::compress::{block_words, compress_blocks, compress_chunk_end, parent_cv, words_to_cv, Cv};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN};
 use zeroize::Zeroize;
 
@@ -20,12 +20,22 @@ use zeroize::Zeroize;
 /// the H200 machine's Xeon).
 #[inline(always)]
 fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
-    debug_assert!(chunk.len() <= CHUNK_LEN);
+    let (body, last, last_flags) = chunk_split(chunk, domain);
     let mut cv = domain.key;
+    compress_blocks(&mut cv, body, chunk_index, domain.flags, flags::CHUNK_START);
+    (cv, last, last_flags)
+}
+
+/// One chunk of 0 to 1024 bytes split into its whole blocks but the last (compressed with
+/// `domain.flags`, the first with CHUNK_START added) and its last block (0 to 64 bytes: 0 only
+/// for the empty input), with the flags of that last block (ROOT aside).
+#[inline(always)]
+fn chunk_split(chunk: &[u8], domain: Domain) -> (&[u8], &[u8], u32) {
+    debug_assert!(chunk.len() <= CHUNK_LEN);
     let last_start = chunk.len().saturating_sub(1) / BLOCK_LEN * BLOCK_LEN;
-    compress_blocks(&mut cv, &chunk[..last_start], chunk_index, domain.flags, flags::CHUNK_START);
     let start = if last_start == 0 { flags::CHUNK_START } else { 0 };
-    (cv, &chunk[last_start..], domain.flags | start | flags::CHUNK_END)
+    let (body, last) = chunk.split_at(last_start);
+    (body, last, domain.flags | start | flags::CHUNK_END)
 }
 
 /// The output node of one chunk of 0 to 1024 bytes (0 only for the empty input) with index
@@ -42,9 +52,10 @@ pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Ou
 /// is compressed from where it lies (see [`compress_bytes`]).
 #[inline]
 pub(crate) fn hash_small(input: &[u8], domain: Domain) -> [u8; 32] {
-    let (cv, last, flags) = chunk_head(input, 0, domain);
-    let out = compress_bytes(&cv, last, 0, flags | flags::ROOT);
-    words_to_cv(&core::array::from_fn(|i| out[i]))
+    let (body, last, last_flags) = chunk_split(input, domain);
+    let out =
+        compress_chunk_end(&domain.key, body, 0, domain.flags, flags::CHUNK_START, last, last_flags | flags::ROOT);
+    words_to_cv(&out)
 }
 
 /// Deepest possible stack: 2^64 bytes are 2^54 chunks.
