@@ -102,21 +102,48 @@ impl Row {
     }
 }
 
-/// Repeats `f` until `budget` has passed (at least 3 times, at most 1000), after one warm-up
-/// call (programs built, buffers allocated, pages touched), returning the median.
+/// Repeats `f` until `budget` has passed (at least 3 samples, at most 1000), after one warm-up
+/// call (programs built, buffers allocated, pages touched), returning the median seconds per
+/// call. A sample is one call, or a batch of calls where one is shorter than [`SAMPLE_MIN`].
 fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
     time_interleaved(budget, &mut [&mut f]).pop().expect("one series")
 }
 
-/// [`time`] for several series at once, one call of each in turn (`budget` each): a drift of the
-/// machine's speed during the measurement (clock frequency, memory placement, a neighbour's
-/// load) then falls on all of them alike, so their ratios hold even where the absolute figures
-/// move by several percent from run to run. Each turn starts one series further on, so that no
-/// series always runs just after the same other one (whose caches and branch history it would
-/// inherit). A series that fails drops out with its error.
+/// The shortest sample: calls shorter than this are timed in batches that last about this long.
+/// The clock of the 2-core development VM advances in steps of about 10 ns, so one call of 60
+/// ns could only read 60 or 70 ns, and one of 1.09 us 1.08 or 1.09 us: steps of 14% and 1%,
+/// as large as the differences measured. A batch of 20 us reads to 0.05%.
+const SAMPLE_MIN: Duration = Duration::from_micros(20);
+
+/// Calls of `f` per sample: enough for a batch to last [`SAMPLE_MIN`], judged from one call's
+/// time `one` (at most 10,000).
+fn batch_len(one: Duration) -> u32 {
+    let nanos = one.as_nanos().max(1);
+    SAMPLE_MIN.as_nanos().div_ceil(nanos).clamp(1, 10_000) as u32
+}
+
+/// [`time`] for several series at once, one sample of each in turn (`budget` each): a drift of
+/// the machine's speed during the measurement (clock frequency, memory placement, a
+/// neighbour's load) then falls on all of them alike, so their ratios hold even where the
+/// absolute figures move by several percent from run to run. Each turn starts one series
+/// further on, so that no series always runs just after the same other one (whose caches and
+/// branch history it would inherit). A series that fails drops out with its error.
 fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
-    // One warm-up call each.
-    let mut samples: Vec<Result<Vec<f64>, String>> = fs.iter_mut().map(|f| f().map(|()| Vec::new())).collect();
+    // One warm-up call each; where it was short, one more, timed warm, sets the batch length.
+    let mut samples: Vec<Result<(u32, Vec<f64>), String>> = fs
+        .iter_mut()
+        .map(|f| {
+            let t = Instant::now();
+            f()?;
+            let mut one = t.elapsed();
+            if one < SAMPLE_MIN {
+                let t = Instant::now();
+                f()?;
+                one = t.elapsed();
+            }
+            Ok((batch_len(one), Vec::new()))
+        })
+        .collect();
     let n = fs.len();
     let total = budget * n as u32;
     let start = Instant::now();
@@ -124,15 +151,15 @@ fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), S
         let mut running = false;
         for i in (0..n).map(|k| (k + turn) % n) {
             let (f, s) = (&mut fs[i], &mut samples[i]);
-            let Ok(v) = s else { continue };
+            let Ok((reps, v)) = s else { continue };
             let t = Instant::now();
-            match f() {
-                Ok(()) => v.push(t.elapsed().as_secs_f64()),
+            match (0..*reps).try_for_each(|_| f()) {
+                Ok(()) => v.push(t.elapsed().as_secs_f64() / *reps as f64),
                 Err(e) => *s = Err(e),
             }
             running = true;
         }
-        let fewest = samples.iter().filter_map(|s| s.as_ref().ok()).map(Vec::len).min().unwrap_or(0);
+        let fewest = samples.iter().filter_map(|s| s.as_ref().ok()).map(|(_, v)| v.len()).min().unwrap_or(0);
         if !running || (fewest >= 3 && (start.elapsed() >= total || fewest >= 1000)) {
             break;
         }
@@ -140,7 +167,7 @@ fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), S
     samples
         .into_iter()
         .map(|s| {
-            s.map(|mut v| {
+            s.map(|(_, mut v)| {
                 v.sort_by(f64::total_cmp);
                 v[v.len() / 2]
             })
