@@ -925,9 +925,7 @@ pub(crate) unsafe fn chunks_top(
     // SAFETY (whole body): the instruction sets are enabled here; the `n` chunks lie in `input`.
     let [lo, hi] = unsafe {
         match n {
-            2 => nodes_up(multi_cvs::<Ymm>(p, CHUNK_LEN, blocks, 2, &job), key, flags, top_flags, split, |v| {
-                even_odd_256(v)
-            }),
+            2 => nodes_up(two_chunks(p, &job), key, flags, top_flags, split, |v| even_odd_256(v)),
             4 if split => {
                 let cvs = multi_cvs::<Pair<Ymm>>(p, CHUNK_LEN, blocks, 4, &job);
                 nodes_up(cvs, key, flags, top_flags, split, |v| even_odd_pair(v))
@@ -992,6 +990,38 @@ unsafe fn sixteen_chunks_up(
             m[8 + w] = _mm512_extracti64x4_epi64::<1>(x);
         }
         eight_up(parents_transposed(&m, key, flags), key, flags, top_flags, split)
+    }
+}
+
+/// Two whole chunks' CVs on one chain of 256-bit rows, as [`multi_cvs`] gives them, two blocks
+/// a loop turn. In the all-features `b3accel` binary, one block a turn ran 2 KiB at 0.980-0.985x
+/// upstream's speed in every one of ten `b3accel bench` runs on the 2-core EPYC, where the
+/// CPU-only build of the same code ran 1.021x and `examples/cpu_small.rs` 1.02x; two a turn,
+/// eight runs gave 0.989x or 1.021x (bimodal from process to process, so something placed at
+/// run time, not the code alone). Not explained yet.
+///
+/// # Safety
+/// AVX-512F and VL; two whole chunks are readable at `p`.
+#[inline(always)]
+unsafe fn two_chunks(p: *const u8, job: &Job) -> (Ymm, Ymm) {
+    const FLAGS: u32 = 0x8888_8888;
+    const BLOCKS: usize = CHUNK_LEN / BLOCK_LEN;
+    // SAFETY (whole body): as the caller guarantees; every load reads a block of one of the two
+    // chunks.
+    unsafe {
+        let counters = row3::<Ymm>(job);
+        let key =
+            |half: usize| [job.key[4 * half], job.key[4 * half + 1], job.key[4 * half + 2], job.key[4 * half + 3]];
+        let (mut lo, mut hi) = (Ymm::broadcast(&key(0)), Ymm::broadcast(&key(1)));
+        let mut ptrs = [p; MAX_N];
+        ptrs[1] = p.add(CHUNK_LEN);
+        for b in (0..BLOCKS).step_by(2) {
+            let m = quarters::<Ymm>(ptrs.map(|q| q.add(b * BLOCK_LEN)));
+            compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(b, BLOCKS)), &m);
+            let m = quarters::<Ymm>(ptrs.map(|q| q.add((b + 1) * BLOCK_LEN)));
+            compress_multi(&mut lo, &mut hi, counters.mask_set(FLAGS, job.block_flags(b + 1, BLOCKS)), &m);
+        }
+        (lo, hi)
     }
 }
 
