@@ -455,12 +455,7 @@ pub(crate) unsafe fn compress_bytes_avx512(cv: &[u32; 8], block: &[u8], counter:
     debug_assert!(block.len() <= 64);
     // SAFETY: the instruction sets are enabled here; the mask covers `block.len()` bytes, and
     // masked-off bytes are neither read nor able to fault.
-    unsafe {
-        let mask = if block.is_empty() { 0 } else { u64::MAX >> (64 - block.len()) };
-        let lo = _mm256_maskz_loadu_epi8(mask as u32, block.as_ptr() as *const i8);
-        let hi = _mm256_maskz_loadu_epi8((mask >> 32) as u32, block.as_ptr().wrapping_add(32) as *const i8);
-        compress_rows::<Vl>(cv, halves_to_quarters(lo, hi), block.len() as u32, counter, flags)
-    }
+    unsafe { compress_rows::<Vl>(cv, masked_quarters(block), block.len() as u32, counter, flags) }
 }
 
 /// A parent node's compression on AVX-512VL rows: the block is the two child CVs, each read with
@@ -504,6 +499,28 @@ pub(crate) unsafe fn compress_blocks_avx512(
     // SAFETY: the instruction sets are enabled here; every load reads 64 bytes of `blocks` or
     // 16 bytes of `cv`.
     unsafe {
+        let (lo, hi) = blocks_in_registers(cv, blocks, counter, flags, first_flags);
+        _mm_storeu_si128(cv.as_mut_ptr() as *mut __m128i, lo);
+        _mm_storeu_si128(cv.as_mut_ptr().add(4) as *mut __m128i, hi);
+    }
+}
+
+/// The whole blocks `blocks` compressed in turn into the CV at `cv` on AVX-512VL rows (the first
+/// with `first_flags` added), the CV kept in registers: its two halves.
+///
+/// # Safety
+/// AVX-512F and VL.
+#[inline(always)]
+unsafe fn blocks_in_registers(
+    cv: &[u32; 8],
+    blocks: &[u8],
+    counter: u64,
+    flags: u32,
+    first_flags: u32,
+) -> (__m128i, __m128i) {
+    // SAFETY (whole body): as the caller guarantees; every load reads 64 bytes of `blocks` or
+    // 16 bytes of `cv`.
+    unsafe {
         let mut lo = _mm_loadu_si128(cv.as_ptr() as *const __m128i);
         let mut hi = _mm_loadu_si128(cv.as_ptr().add(4) as *const __m128i);
         let mut f = flags | first_flags;
@@ -512,8 +529,24 @@ pub(crate) unsafe fn compress_blocks_avx512(
             let [a, b, _, _] = compress_regs::<Vl>(lo, hi, [q(0), q(1), q(2), q(3)], 64, counter, f);
             (lo, hi, f) = (a, b, flags);
         }
-        _mm_storeu_si128(cv.as_mut_ptr() as *mut __m128i, lo);
-        _mm_storeu_si128(cv.as_mut_ptr().add(4) as *mut __m128i, hi);
+        (lo, hi)
+    }
+}
+
+/// A block of 0 to 64 bytes, zero-padded, as a message's quarters: read with two masked 256-bit
+/// loads from where it lies (masked-off bytes are neither read nor able to fault).
+///
+/// # Safety
+/// AVX-512F, VL and BW.
+#[inline(always)]
+unsafe fn masked_quarters(block: &[u8]) -> [__m128i; 4] {
+    debug_assert!(block.len() <= 64);
+    // SAFETY: as the caller guarantees; the masks cover `block.len()` bytes.
+    unsafe {
+        let mask = if block.is_empty() { 0 } else { u64::MAX >> (64 - block.len()) };
+        let lo = _mm256_maskz_loadu_epi8(mask as u32, block.as_ptr() as *const i8);
+        let hi = _mm256_maskz_loadu_epi8((mask >> 32) as u32, block.as_ptr().wrapping_add(32) as *const i8);
+        halves_to_quarters(lo, hi)
     }
 }
 
@@ -543,19 +576,8 @@ pub(crate) unsafe fn compress_chunk_end_avx512(
     // `cv`, or the bytes of `last` under a mask (masked-off bytes are neither read nor able to
     // fault).
     unsafe {
-        let mut lo = _mm_loadu_si128(cv.as_ptr() as *const __m128i);
-        let mut hi = _mm_loadu_si128(cv.as_ptr().add(4) as *const __m128i);
-        let mut f = flags | first_flags;
-        for block in body.chunks_exact(64) {
-            let q = |k: usize| _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
-            let [a, b, _, _] = compress_regs::<Vl>(lo, hi, [q(0), q(1), q(2), q(3)], 64, counter, f);
-            (lo, hi, f) = (a, b, flags);
-        }
-        let mask = if last.is_empty() { 0 } else { u64::MAX >> (64 - last.len()) };
-        let m_lo = _mm256_maskz_loadu_epi8(mask as u32, last.as_ptr() as *const i8);
-        let m_hi = _mm256_maskz_loadu_epi8((mask >> 32) as u32, last.as_ptr().wrapping_add(32) as *const i8);
-        let q = halves_to_quarters(m_lo, m_hi);
-        let [a, b, _, _] = compress_regs::<Vl>(lo, hi, q, last.len() as u32, counter, last_flags);
+        let (lo, hi) = blocks_in_registers(cv, body, counter, flags, first_flags);
+        let [a, b, _, _] = compress_regs::<Vl>(lo, hi, masked_quarters(last), last.len() as u32, counter, last_flags);
         let mut out = [0u32; 8];
         _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, a);
         _mm_storeu_si128(out.as_mut_ptr().add(4) as *mut __m128i, b);
