@@ -163,6 +163,27 @@ pub(crate) fn words_to_cv(w: &[u32; 8]) -> Cv {
     out
 }
 
+/// `Some(f(args))` of the row form the process chose (`core::rows`: module `sse41`, `avx2` or
+/// `avx512`; see [`platform`](super::platform)), `None` where that is the portable code.
+macro_rules! on_rows {
+    ($f:ident($($arg:expr),*)) => {{
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: the platform module chose each form only where the CPU has its instruction
+        // sets.
+        let done = unsafe {
+            match rows() {
+                Rows::Avx512 => Some(simd_rows::avx512::$f($($arg),*)),
+                Rows::Avx2 => Some(simd_rows::avx2::$f($($arg),*)),
+                Rows::Sse41 => Some(simd_rows::sse41::$f($($arg),*)),
+                Rows::Portable => None,
+            }
+        };
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        let done = None;
+        done
+    }};
+}
+
 /// The full compression: the 16-word state after the rounds and the feed-forward. Words 0..8 are
 /// the output chaining value; all 16 are one block of root (XOF) output.
 ///
@@ -171,30 +192,20 @@ pub(crate) fn words_to_cv(w: &[u32; 8]) -> Cv {
 /// less go through here; the portable form otherwise.
 #[inline]
 pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    // SAFETY: the platform module chose each form only where the CPU has its instruction set.
-    unsafe {
-        match rows() {
-            Rows::Avx512 => return simd_rows::compress_avx512(cv, block, block_len, counter, flags),
-            Rows::Avx2 => return simd_rows::compress_avx2(cv, block, block_len, counter, flags),
-            Rows::Sse41 => return simd_rows::compress_sse41(cv, block, block_len, counter, flags),
-            Rows::Portable => {}
-        }
+    if let Some(out) = on_rows!(compress(cv, block, block_len, counter, flags)) {
+        return out;
     }
     compress_portable(cv, block, block_len, counter, flags)
 }
 
 /// Compresses consecutive full blocks (`blocks.len()` a multiple of 64) into `cv`, all with
 /// `counter` and `flags`, the first also with `first_flags`: a chunk's blocks but its last. On
-/// AVX-512 the CV stays in registers from block to block (a 1 KiB input: 1.02 -> 0.93 us on one
-/// core of the 2-core machine).
+/// SIMD rows the CV stays in registers from block to block.
 #[inline]
 pub(crate) fn compress_blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, flags: u32, first_flags: u32) {
     debug_assert!(blocks.len().is_multiple_of(BLOCK_LEN));
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if !blocks.is_empty() && rows() == Rows::Avx512 {
-        // SAFETY: the platform chose AVX-512 rows only where the CPU has AVX-512F, VL and BW.
-        return unsafe { simd_rows::compress_blocks_avx512(cv, blocks, counter, flags, first_flags) };
+    if blocks.is_empty() || on_rows!(blocks(cv, blocks, counter, flags, first_flags)).is_some() {
+        return;
     }
     let mut f = flags | first_flags;
     for block in blocks.chunks_exact(BLOCK_LEN) {
@@ -207,7 +218,7 @@ pub(crate) fn compress_blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, fl
 /// The end of one chunk: the whole blocks `body` compressed into `cv` in turn (the first with
 /// `first_flags` added, as in [`compress_blocks`]), then the last block `last` (0 to 64 bytes,
 /// zero-padded) with `last_flags`, all its flags; its first 8 output words (a CV, or with ROOT
-/// the root hash). On AVX-512 one call keeps the CV in registers throughout.
+/// the root hash). On SIMD rows one call keeps the CV in registers throughout.
 #[inline]
 pub(crate) fn compress_chunk_end(
     cv: &[u32; 8],
@@ -218,12 +229,8 @@ pub(crate) fn compress_chunk_end(
     last: &[u8],
     last_flags: u32,
 ) -> [u32; 8] {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if rows() == Rows::Avx512 {
-        // SAFETY: the platform chose AVX-512 rows only where the CPU has AVX-512F, VL and BW.
-        return unsafe {
-            simd_rows::compress_chunk_end_avx512(cv, body, counter, flags, first_flags, last, last_flags)
-        };
+    if let Some(out) = on_rows!(chunk_end(cv, body, counter, flags, first_flags, last, last_flags)) {
+        return out;
     }
     let mut cv = *cv;
     compress_blocks(&mut cv, body, counter, flags, first_flags);
@@ -237,14 +244,12 @@ pub(crate) fn compress_chunk_end(
 #[inline]
 pub(crate) fn compress_bytes(cv: &[u32; 8], block: &[u8], counter: u64, flags: u32) -> [u32; 16] {
     debug_assert!(block.len() <= BLOCK_LEN);
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if rows() == Rows::Avx512 {
-        // SAFETY: the platform chose AVX-512 rows only where the CPU has AVX-512F, VL and BW.
-        return unsafe { simd_rows::compress_bytes_avx512(cv, block, counter, flags) };
+    if let Some(out) = on_rows!(bytes(cv, block, counter, flags)) {
+        return out;
     }
     let mut padded = [0u8; BLOCK_LEN];
     padded[..block.len()].copy_from_slice(block);
-    compress(cv, &block_words(&padded), block.len() as u32, counter, flags)
+    compress_portable(cv, &block_words(&padded), block.len() as u32, counter, flags)
 }
 
 /// The compression in plain Rust, one word at a time.
@@ -292,16 +297,14 @@ pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, coun
 /// The chaining value of a parent node whose children have chaining values `left` and `right`.
 #[inline]
 pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if rows() == Rows::Avx512 {
-        // SAFETY: the platform chose AVX-512 rows only where the CPU has AVX-512F, VL and BW.
-        let out = unsafe { simd_rows::compress_parent_avx512(key, left, right, flags | flags::PARENT) };
+    let flags = flags | flags::PARENT;
+    if let Some(out) = on_rows!(parent(key, left, right, flags)) {
         return words_to_cv(&core::array::from_fn(|i| out[i]));
     }
     let mut block = [0u8; BLOCK_LEN];
     block[..32].copy_from_slice(left);
     block[32..].copy_from_slice(right);
-    words_to_cv(&compress_cv(key, &block_words(&block), BLOCK_LEN as u32, 0, flags | flags::PARENT))
+    words_to_cv(&compress_cv(key, &block_words(&block), BLOCK_LEN as u32, 0, flags))
 }
 
 #[cfg(test)]

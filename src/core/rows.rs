@@ -13,7 +13,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::compress::{g, seven_rounds, Word};
-use super::constants::{BLOCK_LEN, IV};
+use super::constants::IV;
 
 /// A `pshufd`/`shufps` immediate: output word i takes source word `wi` (for `shufps`, words 0
 /// and 1 from the first source, 2 and 3 from the second).
@@ -394,147 +394,31 @@ unsafe fn compress_regs<R: Row1>(
     }
 }
 
-/// The compression on SSE4.1 rows; the same result as `compress::compress_portable`.
+/// The bytes of a block of 0 to 64 bytes (`block.len()`), zero-padded, as its quarters: a whole
+/// block straight from where it lies, a short one through a zeroed copy on the stack (no byte
+/// past `block` is read).
 ///
 /// # Safety
-/// The CPU must support SSE4.1.
-#[target_feature(enable = "sse4.1")]
-pub(crate) unsafe fn compress_sse41(
-    cv: &[u32; 8],
-    m: &[u32; 16],
-    block_len: u32,
-    counter: u64,
-    flags: u32,
-) -> [u32; 16] {
-    // SAFETY: SSE4.1 is enabled here.
-    unsafe { compress_rows::<__m128i>(cv, quarters(m), block_len, counter, flags) }
-}
-
-/// The compression on rows in an AVX2 function; the same result as `compress::compress_portable`.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn compress_avx2(
-    cv: &[u32; 8],
-    m: &[u32; 16],
-    block_len: u32,
-    counter: u64,
-    flags: u32,
-) -> [u32; 16] {
-    // SAFETY: AVX2 (and so SSE4.1) is enabled here.
-    unsafe { compress_rows::<A2>(cv, quarters(m), block_len, counter, flags) }
-}
-
-/// The compression on AVX-512VL rows; the same result as `compress::compress_portable`.
-///
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512VL.
-#[target_feature(enable = "avx512f,avx512vl")]
-pub(crate) unsafe fn compress_avx512(
-    cv: &[u32; 8],
-    m: &[u32; 16],
-    block_len: u32,
-    counter: u64,
-    flags: u32,
-) -> [u32; 16] {
-    // SAFETY: AVX-512F and VL (and so SSE4.1) are enabled here.
-    unsafe { compress_rows::<Vl>(cv, quarters(m), block_len, counter, flags) }
-}
-
-/// The compression of a block given as its bytes (`block.len()` of at most 64 is the block
-/// length; the rest of the block is zeros) on AVX-512VL rows. The bytes are read with two masked
-/// 256-bit loads straight from where they lie: no padded copy is made, and no load waits on the
-/// stores that such a copy would take (for a 64-byte input, that wait was a third of the hash's
-/// time).
-///
-/// # Safety
-/// The CPU must support AVX-512F, AVX-512VL and AVX-512BW.
-#[target_feature(enable = "avx512f,avx512vl,avx512bw")]
-pub(crate) unsafe fn compress_bytes_avx512(cv: &[u32; 8], block: &[u8], counter: u64, flags: u32) -> [u32; 16] {
-    debug_assert!(block.len() <= 64);
-    // SAFETY: the instruction sets are enabled here; the mask covers `block.len()` bytes, and
-    // masked-off bytes are neither read nor able to fault.
-    unsafe { compress_rows::<Vl>(cv, masked_quarters(block), block.len() as u32, counter, flags) }
-}
-
-/// A parent node's compression on AVX-512VL rows: the block is the two child CVs, each read with
-/// one 256-bit load from where it lies. No block is assembled in memory and read back, and a CV
-/// that a kernel has just written with one 256-bit store reaches the load whole (a load that
-/// spans several smaller stores waits for them to reach the cache).
-///
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512VL.
-#[target_feature(enable = "avx512f,avx512vl")]
-pub(crate) unsafe fn compress_parent_avx512(
-    key: &[u32; 8],
-    left: &[u8; 32],
-    right: &[u8; 32],
-    flags: u32,
-) -> [u32; 16] {
-    // SAFETY: the instruction sets are enabled here; each load reads one 32-byte CV.
-    unsafe {
-        let l = _mm256_loadu_si256(left.as_ptr() as *const __m256i);
-        let r = _mm256_loadu_si256(right.as_ptr() as *const __m256i);
-        compress_rows::<Vl>(key, halves_to_quarters(l, r), BLOCK_LEN as u32, 0, flags)
-    }
-}
-
-/// The full blocks of one chunk (`blocks.len()` a multiple of 64) compressed in turn into `cv` on
-/// AVX-512VL rows, the CV kept in registers from block to block; `first_flags` is added to the
-/// first block's flags. One call per chunk instead of one per block: no CV round trip through
-/// memory and no instruction-set check per block.
-///
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512VL.
-#[target_feature(enable = "avx512f,avx512vl")]
-pub(crate) unsafe fn compress_blocks_avx512(
-    cv: &mut [u32; 8],
-    blocks: &[u8],
-    counter: u64,
-    flags: u32,
-    first_flags: u32,
-) {
-    debug_assert!(blocks.len().is_multiple_of(64));
-    // SAFETY: the instruction sets are enabled here; every load reads 64 bytes of `blocks` or
-    // 16 bytes of `cv`.
-    unsafe {
-        let (lo, hi) = blocks_in_registers(cv, blocks, counter, flags, first_flags);
-        _mm_storeu_si128(cv.as_mut_ptr() as *mut __m128i, lo);
-        _mm_storeu_si128(cv.as_mut_ptr().add(4) as *mut __m128i, hi);
-    }
-}
-
-/// The whole blocks `blocks` compressed in turn into the CV at `cv` on AVX-512VL rows (the first
-/// with `first_flags` added), the CV kept in registers: its two halves.
-///
-/// # Safety
-/// AVX-512F and VL.
+/// SSE2 (every instruction set here).
 #[inline(always)]
-unsafe fn blocks_in_registers(
-    cv: &[u32; 8],
-    blocks: &[u8],
-    counter: u64,
-    flags: u32,
-    first_flags: u32,
-) -> (__m128i, __m128i) {
-    // SAFETY (whole body): as the caller guarantees; every load reads 64 bytes of `blocks` or
-    // 16 bytes of `cv`.
-    unsafe {
-        let mut lo = _mm_loadu_si128(cv.as_ptr() as *const __m128i);
-        let mut hi = _mm_loadu_si128(cv.as_ptr().add(4) as *const __m128i);
-        let mut f = flags | first_flags;
-        for block in blocks.chunks_exact(64) {
-            let q = |k: usize| _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
-            let [a, b, _, _] = compress_regs::<Vl>(lo, hi, [q(0), q(1), q(2), q(3)], 64, counter, f);
-            (lo, hi, f) = (a, b, flags);
-        }
-        (lo, hi)
+unsafe fn padded_quarters(block: &[u8]) -> [__m128i; 4] {
+    debug_assert!(block.len() <= 64);
+    let load = |p: *const u8| -> [__m128i; 4] {
+        // SAFETY: `p` points at 64 readable bytes (the caller's block or the padded copy).
+        unsafe { core::array::from_fn(|k| _mm_loadu_si128(p.add(16 * k) as *const __m128i)) }
+    };
+    if block.len() == 64 {
+        return load(block.as_ptr());
     }
+    let mut padded = [0u8; 64];
+    padded[..block.len()].copy_from_slice(block);
+    load(padded.as_ptr())
 }
 
 /// A block of 0 to 64 bytes, zero-padded, as a message's quarters: read with two masked 256-bit
-/// loads from where it lies (masked-off bytes are neither read nor able to fault).
+/// loads from where it lies (masked-off bytes are neither read nor able to fault). For a 64-byte
+/// input, the padded copy's stores and the loads that waited on them had been a third of the
+/// hash's time.
 ///
 /// # Safety
 /// AVX-512F, VL and BW.
@@ -550,40 +434,158 @@ unsafe fn masked_quarters(block: &[u8]) -> [__m128i; 4] {
     }
 }
 
-/// The end of one chunk on AVX-512VL rows, as `compress::compress_chunk_end` describes it: the
-/// CV in registers from the first block to the last, the last block read with masked loads
-/// where it lies (as in [`compress_bytes_avx512`]), and only the 8 output words written. One
-/// call for a whole small input, where `compress_blocks_avx512` and `compress_bytes_avx512`
-/// were two calls and a CV round trip through memory. A 64-byte `hash_on` on one thread of the
-/// 2-core machine's EPYC (`examples/cpu_small.rs`, batches, three runs of 21 rounds): 60.2-60.3
-/// ns -> 58.6 ns.
+/// The whole blocks `blocks` compressed in turn into the CV at `cv` on rows of type `R` (the
+/// first with `first_flags` added), the CV kept in registers from block to block: its two halves.
+/// One call per chunk instead of one per block: no CV round trip through memory and no
+/// instruction-set check per block (a 1 KiB input on AVX-512: 1.02 -> 0.93 us on one core of
+/// the 2-core machine's EPYC).
 ///
 /// # Safety
-/// The CPU must support AVX-512F, AVX-512VL and AVX-512BW.
-#[target_feature(enable = "avx512f,avx512vl,avx512bw")]
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn compress_chunk_end_avx512(
+/// `R`'s instruction set.
+#[inline(always)]
+unsafe fn blocks_in_registers<R: Row1>(
     cv: &[u32; 8],
-    body: &[u8],
+    blocks: &[u8],
     counter: u64,
     flags: u32,
     first_flags: u32,
-    last: &[u8],
-    last_flags: u32,
-) -> [u32; 8] {
-    debug_assert!(body.len().is_multiple_of(64) && last.len() <= 64);
-    // SAFETY: the instruction sets are enabled here; every load reads 64 bytes of `body`, 16 of
-    // `cv`, or the bytes of `last` under a mask (masked-off bytes are neither read nor able to
-    // fault).
+) -> (__m128i, __m128i) {
+    // SAFETY (whole body): as the caller guarantees; every load reads 64 bytes of `blocks` or
+    // 16 bytes of `cv`.
     unsafe {
-        let (lo, hi) = blocks_in_registers(cv, body, counter, flags, first_flags);
-        let [a, b, _, _] = compress_regs::<Vl>(lo, hi, masked_quarters(last), last.len() as u32, counter, last_flags);
-        let mut out = [0u32; 8];
-        _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, a);
-        _mm_storeu_si128(out.as_mut_ptr().add(4) as *mut __m128i, b);
-        out
+        let mut lo = _mm_loadu_si128(cv.as_ptr() as *const __m128i);
+        let mut hi = _mm_loadu_si128(cv.as_ptr().add(4) as *const __m128i);
+        let mut f = flags | first_flags;
+        for block in blocks.chunks_exact(64) {
+            let q = |k: usize| _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
+            let [a, b, _, _] = compress_regs::<R>(lo, hi, [q(0), q(1), q(2), q(3)], 64, counter, f);
+            (lo, hi, f) = (a, b, flags);
+        }
+        (lo, hi)
     }
 }
+
+/// The one-block compressions of `compress.rs` on one instruction set's rows, as a module of
+/// functions with the same names for every instruction set (`compress.rs` picks the module the
+/// platform chose): `$features` enabled, rows of type `$row`, a short block read by `$short`.
+macro_rules! row_forms {
+    ($(#[$doc:meta])* $isa:ident, $features:literal, $row:ty, $short:ident) => {
+        $(#[$doc])*
+        pub(crate) mod $isa {
+            use super::*;
+
+            /// The compression of a block given as words; the same result as
+            /// `compress::compress_portable`.
+            ///
+            /// # Safety
+            /// The CPU must support the module's instruction sets (for every function here).
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn compress(
+                cv: &[u32; 8],
+                m: &[u32; 16],
+                block_len: u32,
+                counter: u64,
+                flags: u32,
+            ) -> [u32; 16] {
+                // SAFETY: the instruction sets are enabled here.
+                unsafe { compress_rows::<$row>(cv, quarters(m), block_len, counter, flags) }
+            }
+
+            /// The compression of a block given as its bytes (`block.len()` of at most 64 is the
+            /// block length; the rest of the block is zeros).
+            ///
+            /// # Safety
+            /// As for [`compress`].
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn bytes(cv: &[u32; 8], block: &[u8], counter: u64, flags: u32) -> [u32; 16] {
+                // SAFETY: the instruction sets are enabled here; `$short` reads `block` only.
+                unsafe { compress_rows::<$row>(cv, $short(block), block.len() as u32, counter, flags) }
+            }
+
+            /// A parent node's compression (`flags` with PARENT): the block is the two child
+            /// CVs, read with four 16-byte loads from where they lie. No block is assembled in
+            /// memory and read back, and each load lies inside the one store that wrote its CV,
+            /// so the CPU forwards it at once.
+            ///
+            /// # Safety
+            /// As for [`compress`].
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn parent(key: &[u32; 8], left: &[u8; 32], right: &[u8; 32], flags: u32) -> [u32; 16] {
+                // SAFETY: the instruction sets are enabled here; each load reads 16 bytes of a CV.
+                unsafe {
+                    let q = |cv: &[u8; 32], k: usize| _mm_loadu_si128(cv.as_ptr().add(16 * k) as *const __m128i);
+                    let m = [q(left, 0), q(left, 1), q(right, 0), q(right, 1)];
+                    compress_rows::<$row>(key, m, 64, 0, flags)
+                }
+            }
+
+            /// The full blocks of one chunk (`blocks.len()` a multiple of 64) compressed in turn
+            /// into `cv`, the CV kept in registers from block to block; `first_flags` is added
+            /// to the first block's flags.
+            ///
+            /// # Safety
+            /// As for [`compress`].
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, flags: u32, first_flags: u32) {
+                debug_assert!(blocks.len().is_multiple_of(64));
+                // SAFETY: the instruction sets are enabled here; the stores write 16 bytes each
+                // into `cv`.
+                unsafe {
+                    let (lo, hi) = blocks_in_registers::<$row>(cv, blocks, counter, flags, first_flags);
+                    _mm_storeu_si128(cv.as_mut_ptr() as *mut __m128i, lo);
+                    _mm_storeu_si128(cv.as_mut_ptr().add(4) as *mut __m128i, hi);
+                }
+            }
+
+            /// The end of one chunk, as `compress::compress_chunk_end` describes it: the CV in
+            /// registers from the first block to the last, and only the 8 output words written.
+            /// One call for a whole small input, where a call for the blocks and one for the
+            /// last block made a CV round trip through memory (a 64-byte `hash_on` on AVX-512,
+            /// one thread of the 2-core machine's EPYC, `examples/cpu_small.rs`, batches, three
+            /// runs of 21 rounds: 60.2-60.3 ns -> 58.6 ns).
+            ///
+            /// # Safety
+            /// As for [`compress`].
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)]
+            pub(crate) unsafe fn chunk_end(
+                cv: &[u32; 8],
+                body: &[u8],
+                counter: u64,
+                flags: u32,
+                first_flags: u32,
+                last: &[u8],
+                last_flags: u32,
+            ) -> [u32; 8] {
+                debug_assert!(body.len().is_multiple_of(64) && last.len() <= 64);
+                // SAFETY: the instruction sets are enabled here; `$short` reads `last` only.
+                unsafe {
+                    let (lo, hi) = blocks_in_registers::<$row>(cv, body, counter, flags, first_flags);
+                    let [a, b, _, _] =
+                        compress_regs::<$row>(lo, hi, $short(last), last.len() as u32, counter, last_flags);
+                    let mut out = [0u32; 8];
+                    _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, a);
+                    _mm_storeu_si128(out.as_mut_ptr().add(4) as *mut __m128i, b);
+                    out
+                }
+            }
+        }
+    };
+}
+
+row_forms!(
+    /// SSE4.1 rows.
+    sse41, "sse4.1", __m128i, padded_quarters
+);
+row_forms!(
+    /// Rows in AVX2 functions: the SSE4.1 instructions, VEX-encoded.
+    avx2, "avx2", A2, padded_quarters
+);
+row_forms!(
+    /// AVX-512VL rows (one-instruction rotations), short blocks read by masked loads
+    /// (AVX-512BW): the platform chooses them only where the CPU has F, VL and BW.
+    avx512, "avx512f,avx512vl,avx512bw", Vl, masked_quarters
+);
 
 #[cfg(test)]
 mod tests {
@@ -650,114 +652,128 @@ mod tests {
         }
     }
 
+    /// Runs `$check!(module)` for each row form this CPU has (`sse41`, `avx2`, `avx512`), and
+    /// reports each one it lacks as missing from test `$test`.
+    macro_rules! each_form {
+        ($test:literal, $check:ident) => {{
+            let has = |f: &str| match f {
+                "sse4.1" => std::is_x86_feature_detected!("sse4.1"),
+                "avx2" => std::is_x86_feature_detected!("avx2"),
+                _ => avx512_rows_supported(),
+            };
+            for (item, feature) in [("simd:sse41", "sse4.1"), ("simd:avx2", "avx2"), ("rows:avx512", "avx512")] {
+                if !has(feature) {
+                    crate::core::expect::missing(item, &format!("{} for {item}", $test));
+                }
+            }
+            if has("sse4.1") {
+                $check!(sse41);
+            }
+            if has("avx2") {
+                $check!(avx2);
+            }
+            if has("avx512") {
+                $check!(avx512);
+            }
+        }};
+    }
+
+    /// The portable compression of the first `len` bytes of `bytes`, zero-padded.
+    fn portable_bytes(cv: &[u32; 8], bytes: &[u8], counter: u64, flags: u32) -> [u32; 16] {
+        let mut padded = [0u8; 64];
+        padded[..bytes.len()].copy_from_slice(bytes);
+        compress_portable(cv, &block_words(&padded), bytes.len() as u32, counter, flags)
+    }
+
     #[test]
-    fn both_row_forms_match_portable() {
+    fn every_row_form_matches_portable() {
         let cv: [u32; 8] = core::array::from_fn(|i| 0x0101_0101 * i as u32 + 7);
         let block: [u32; 16] = core::array::from_fn(|i| 0x9E37_79B9u32.wrapping_mul(i as u32 + 1));
-        let vl = std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f");
-        for (item, present) in [
-            ("simd:sse41", std::is_x86_feature_detected!("sse4.1")),
-            ("simd:avx2", std::is_x86_feature_detected!("avx2")),
-            ("avx512vl", vl),
-            ("rows:avx512", avx512_rows_supported()),
-        ] {
-            if !present {
-                crate::core::expect::missing(item, &format!("both_row_forms_match_portable for {item}"));
-            }
+        let mut bytes = [0u8; 64];
+        for (b, w) in bytes.chunks_exact_mut(4).zip(block) {
+            b.copy_from_slice(&w.to_le_bytes());
         }
-        for (len, counter, f) in [(64, 0u64, 0u32), (3, u64::MAX - 1, 11), (17, 1 << 40, 64)] {
-            let expected = compress_portable(&cv, &block, len, counter, f);
-            if std::is_x86_feature_detected!("sse4.1") {
-                assert_eq!(unsafe { compress_sse41(&cv, &block, len, counter, f) }, expected);
-            }
-            if std::is_x86_feature_detected!("avx2") {
-                assert_eq!(unsafe { compress_avx2(&cv, &block, len, counter, f) }, expected);
-            }
-            if vl {
-                assert_eq!(unsafe { compress_avx512(&cv, &block, len, counter, f) }, expected);
-            }
-            if avx512_rows_supported() {
-                // The block's first `len` bytes; the compression sees the rest as zeros.
-                let mut bytes = [0u8; 64];
-                for (b, w) in bytes.chunks_exact_mut(4).zip(block) {
-                    b.copy_from_slice(&w.to_le_bytes());
+        macro_rules! check {
+            ($isa:ident) => {
+                for (len, counter, f) in [(64, 0u64, 0u32), (3, u64::MAX - 1, 11), (17, 1 << 40, 64), (0, 9, 3)] {
+                    let expected = compress_portable(&cv, &block, len, counter, f);
+                    assert_eq!(unsafe { $isa::compress(&cv, &block, len, counter, f) }, expected, stringify!($isa));
+                    // The block's first `len` bytes; the compression sees the rest as zeros.
+                    let expected = portable_bytes(&cv, &bytes[..len as usize], counter, f);
+                    let got = unsafe { $isa::bytes(&cv, &bytes[..len as usize], counter, f) };
+                    assert_eq!(got, expected, "{} bytes, {}", len, stringify!($isa));
                 }
-                let mut padded = [0u8; 64];
-                padded[..len as usize].copy_from_slice(&bytes[..len as usize]);
-                let expected = compress_portable(&cv, &block_words(&padded), len, counter, f);
-                let got = unsafe { compress_bytes_avx512(&cv, &bytes[..len as usize], counter, f) };
-                assert_eq!(got, expected, "len {len}");
-            }
+            };
         }
+        each_form!("every_row_form_matches_portable", check);
     }
 
     #[test]
     fn parent_from_cvs_matches_portable() {
-        if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
-            crate::core::expect::missing("avx512vl", "parent_from_cvs_matches_portable");
-            return;
-        }
         let key: [u32; 8] = core::array::from_fn(|i| 0x0F1E_2D3Cu32.rotate_left(5 * i as u32));
         let left: [u8; 32] = core::array::from_fn(|i| (i * 7 + 1) as u8);
         let right: [u8; 32] = core::array::from_fn(|i| (255 - i * 3) as u8);
         let mut block = [0u8; 64];
         block[..32].copy_from_slice(&left);
         block[32..].copy_from_slice(&right);
-        for flags in [0x04, 0x04 | 0x08, 0x04 | 0x10, 0x04 | 0x08 | 0x40] {
-            let expected = compress_portable(&key, &block_words(&block), 64, 0, flags);
-            assert_eq!(unsafe { compress_parent_avx512(&key, &left, &right, flags) }, expected, "flags {flags:#x}");
+        macro_rules! check {
+            ($isa:ident) => {
+                for flags in [0x04, 0x04 | 0x08, 0x04 | 0x10, 0x04 | 0x08 | 0x40] {
+                    let expected = compress_portable(&key, &block_words(&block), 64, 0, flags);
+                    let got = unsafe { $isa::parent(&key, &left, &right, flags) };
+                    assert_eq!(got, expected, "flags {flags:#x}, {}", stringify!($isa));
+                }
+            };
         }
+        each_form!("parent_from_cvs_matches_portable", check);
     }
 
     #[test]
     fn blocks_in_registers_match_block_by_block() {
-        if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
-            crate::core::expect::missing("avx512vl", "blocks_in_registers_match_block_by_block");
-            return;
-        }
         let data: Vec<u8> = (0..1024u32).map(|i| (i * 31 + (i >> 5)) as u8).collect();
         let key: [u32; 8] = core::array::from_fn(|i| 0x1234_5678u32.rotate_left(i as u32));
-        for blocks in 0..=16 {
-            let (counter, flags, first) = (blocks as u64 * (1 << 33) + 5, 0x10, 0x01);
-            let mut expected = key;
-            for (b, block) in data[..64 * blocks].chunks_exact(64).enumerate() {
-                let words = block_words(block.try_into().unwrap());
-                let f = flags | if b == 0 { first } else { 0 };
-                expected = core::array::from_fn(|i| compress_portable(&expected, &words, 64, counter, f)[i]);
-            }
-            let mut got = key;
-            unsafe { compress_blocks_avx512(&mut got, &data[..64 * blocks], counter, flags, first) };
-            assert_eq!(got, expected, "{blocks} blocks");
+        macro_rules! check {
+            ($isa:ident) => {
+                for blocks in 0..=16 {
+                    let (counter, flags, first) = (blocks as u64 * (1 << 33) + 5, 0x10, 0x01);
+                    let mut expected = key;
+                    for (b, block) in data[..64 * blocks].chunks_exact(64).enumerate() {
+                        let words = block_words(block.try_into().unwrap());
+                        let f = flags | if b == 0 { first } else { 0 };
+                        expected = core::array::from_fn(|i| compress_portable(&expected, &words, 64, counter, f)[i]);
+                    }
+                    let mut got = key;
+                    unsafe { $isa::blocks(&mut got, &data[..64 * blocks], counter, flags, first) };
+                    assert_eq!(got, expected, "{blocks} blocks, {}", stringify!($isa));
+                }
+            };
         }
+        each_form!("blocks_in_registers_match_block_by_block", check);
     }
 
     #[test]
     fn chunk_end_in_registers_matches_portable() {
-        if !(std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw"))
-        {
-            crate::core::expect::missing("avx512bw", "chunk_end_in_registers_matches_portable");
-            return;
-        }
         let data: Vec<u8> = (0..1024u32).map(|i| (i * 47 + (i >> 6)) as u8).collect();
         let key: [u32; 8] = core::array::from_fn(|i| 0x9B05_688Cu32.rotate_left(3 * i as u32));
-        for len in [0usize, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 500, 1023, 1024] {
-            let body_len = len.saturating_sub(1) / 64 * 64;
-            let (body, last) = data[..len].split_at(body_len);
-            let (counter, flags, first, last_flags) = ((1u64 << 32) + 3, 0x10, 0x01, 0x1A);
-            let mut cv = key;
-            for (b, block) in body.chunks_exact(64).enumerate() {
-                let words = block_words(block.try_into().unwrap());
-                let f = flags | if b == 0 { first } else { 0 };
-                cv = core::array::from_fn(|i| compress_portable(&cv, &words, 64, counter, f)[i]);
-            }
-            let mut padded = [0u8; 64];
-            padded[..last.len()].copy_from_slice(last);
-            let out = compress_portable(&cv, &block_words(&padded), last.len() as u32, counter, last_flags);
-            let expected: [u32; 8] = core::array::from_fn(|i| out[i]);
-            let got = unsafe { compress_chunk_end_avx512(&key, body, counter, flags, first, last, last_flags) };
-            assert_eq!(got, expected, "{len} bytes");
+        macro_rules! check {
+            ($isa:ident) => {
+                for len in [0usize, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 500, 1023, 1024] {
+                    let body_len = len.saturating_sub(1) / 64 * 64;
+                    let (body, last) = data[..len].split_at(body_len);
+                    let (counter, flags, first, last_flags) = ((1u64 << 32) + 3, 0x10, 0x01, 0x1A);
+                    let mut cv = key;
+                    for (b, block) in body.chunks_exact(64).enumerate() {
+                        let words = block_words(block.try_into().unwrap());
+                        let f = flags | if b == 0 { first } else { 0 };
+                        cv = core::array::from_fn(|i| compress_portable(&cv, &words, 64, counter, f)[i]);
+                    }
+                    let out = portable_bytes(&cv, last, counter, last_flags);
+                    let expected: [u32; 8] = core::array::from_fn(|i| out[i]);
+                    let got = unsafe { $isa::chunk_end(&key, body, counter, flags, first, last, last_flags) };
+                    assert_eq!(got, expected, "{len} bytes, {}", stringify!($isa));
+                }
+            };
         }
+        each_form!("chunk_end_in_registers_matches_portable", check);
     }
 }
