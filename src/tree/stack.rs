@@ -49,7 +49,7 @@ pub(crate) fn chunk_output(chunk: &[u8], chunk_index: u64, domain: Domain) -> Ou
 }
 
 /// The hash of an input of at most one chunk: no backend is involved at all, and the last block
-/// is compressed from where it lies (see [`compress_bytes`]).
+/// is compressed from where it lies (see [`compress_chunk_end`]).
 #[inline]
 pub(crate) fn hash_small(input: &[u8], domain: Domain) -> [u8; 32] {
     let (body, last, last_flags) = chunk_split(input, domain);

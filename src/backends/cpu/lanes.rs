@@ -7,7 +7,7 @@
 //! consecutive messages of up to one chunk each (whose last block may be partial).
 
 use crate::core::compress::{block_words, compress_blocks, compress_bytes, rounds, words_to_cv, Cv, Word};
-use crate::core::constants::{BLOCK_LEN, IV};
+use crate::core::constants::{flags, BLOCK_LEN, IV};
 
 /// A vector of `N` 32-bit lanes that the compression runs on, one input per lane.
 pub(crate) trait Lanes: Word {
@@ -105,11 +105,27 @@ impl std::fmt::Debug for Job<'_> {
     }
 }
 
-impl Job<'_> {
+impl<'a> Job<'a> {
     /// The counter of input `i`: the job's, plus `i` when each input counts on from it.
     #[inline(always)]
     pub(crate) fn input_counter(&self, i: usize) -> u64 {
         self.counter + if self.increment_counter { i as u64 } else { 0 }
+    }
+
+    /// Consecutive whole chunks, the first with index `first_chunk`, under `key` with `flags`;
+    /// `prefetch` as in [`Job`].
+    #[inline(always)]
+    pub(crate) fn chunks(key: &'a [u32; 8], first_chunk: u64, flags: u32, prefetch: bool) -> Self {
+        Job {
+            key,
+            counter: first_chunk,
+            increment_counter: true,
+            flags,
+            flags_start: flags::CHUNK_START,
+            flags_end: flags::CHUNK_END,
+            last_block_len: BLOCK_LEN,
+            prefetch,
+        }
     }
 
     /// The same job for the inputs from input `i` on.
@@ -194,6 +210,21 @@ pub(crate) fn input_span(blocks: usize, job: &Job) -> usize {
 /// made once per group.
 struct Prelude<V>([V; 7]);
 
+impl<V: Lanes> Prelude<V> {
+    /// The IV's words, the counter's low and high words `lo` and `hi`, and a whole block's length.
+    ///
+    /// # Safety
+    /// The CPU must support `V`'s instruction set.
+    #[inline(always)]
+    unsafe fn new(lo: V, hi: V) -> Self {
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            let iv = |i: usize| V::splat(IV[i]);
+            Prelude([iv(0), iv(1), iv(2), iv(3), lo, hi, V::splat(BLOCK_LEN as u32)])
+        }
+    }
+}
+
 /// One compression of every lane, chaining values `h` updated in place.
 ///
 /// # Safety
@@ -259,15 +290,7 @@ pub(crate) unsafe fn group_cvs<V: Lanes>(
     // SAFETY (whole body): the caller guarantees the instruction set and the ranges read.
     unsafe {
         let (lo, hi) = counter_words::<V>(job);
-        let mut pre = Prelude([
-            V::splat(IV[0]),
-            V::splat(IV[1]),
-            V::splat(IV[2]),
-            V::splat(IV[3]),
-            lo,
-            hi,
-            V::splat(BLOCK_LEN as u32),
-        ]);
+        let mut pre = Prelude::new(lo, hi);
         let mut h = [V::splat(0); 8];
         for (h, k) in h.iter_mut().zip(job.key) {
             *h = V::splat(*k);
@@ -300,16 +323,7 @@ pub(crate) unsafe fn group_cvs<V: Lanes>(
 pub(crate) unsafe fn parents_transposed<V: Lanes>(m: &[V; 16], key: &[u32; 8], flags: u32) -> [V; 8] {
     // SAFETY (whole body): as the caller guarantees.
     unsafe {
-        let zero = V::splat(0);
-        let pre = Prelude([
-            V::splat(IV[0]),
-            V::splat(IV[1]),
-            V::splat(IV[2]),
-            V::splat(IV[3]),
-            zero,
-            zero,
-            V::splat(BLOCK_LEN as u32),
-        ]);
+        let pre = Prelude::new(V::splat(0), V::splat(0));
         let mut h = key.map(|k| V::splat(k));
         compress_lanes(&mut h, m, &pre, flags);
         h

@@ -250,6 +250,13 @@ impl CpuBackend {
             // that the inputs lie inside `input`.
             return unsafe { quads::hash_quads(input, stride, blocks, job, out, self.split_quads) };
         }
+        // The same on AVX2 alone: four inputs or fewer on 256-bit rows (`quads::hash_quads_avx2`).
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if self.avx2_rows() && out.len() <= 4 {
+            // SAFETY: `avx2_rows` holds only where the level, supported here, includes AVX2;
+            // `for_groups` asserts that the inputs lie inside `input`.
+            return unsafe { quads::hash_quads_avx2(input, stride, blocks, job, out) };
+        }
         let mut done = 0;
         for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
             let left = out.len() - done;
@@ -282,6 +289,8 @@ impl CpuBackend {
                         quads::hash_quads(input, stride, blocks, job, out, self.split_quads)
                     }
                     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                    SimdLevel::Sse41 if self.avx2_rows() => quads::hash_quads_avx2(input, stride, blocks, job, out),
+                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
                     SimdLevel::Sse41 => sse41::hash_many(input, stride, blocks, job, out),
                     _ if self.level > SimdLevel::Portable => hash_rows(input, stride, blocks, job, out),
                     _ => hash_groups::<u32>(input, stride, blocks, job, out),
@@ -291,19 +300,18 @@ impl CpuBackend {
         }
     }
 
+    /// Whether groups of four inputs or fewer run on AVX2's 256-bit rows
+    /// (`quads::hash_quads_avx2`): AVX2 or above, without AVX-512VL (whose rows take them).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    #[inline(always)]
+    fn avx2_rows(&self) -> bool {
+        !self.evex && self.level >= SimdLevel::Avx2
+    }
+
     /// CVs of consecutive full chunks, the first with index `first_chunk`; `prefetch` as in
     /// [`Job`].
     fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, prefetch: bool, out: &mut [Cv]) {
-        let job = Job {
-            key,
-            counter: first_chunk,
-            increment_counter: true,
-            flags,
-            flags_start: flags::CHUNK_START,
-            flags_end: flags::CHUNK_END,
-            last_block_len: BLOCK_LEN,
-            prefetch,
-        };
+        let job = Job::chunks(key, first_chunk, flags, prefetch);
         self.hash_lanes(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
     }
 

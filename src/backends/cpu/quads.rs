@@ -1,4 +1,4 @@
-//! Two or four inputs at a time on 256- or 512-bit rows (AVX-512F and VL): the row form's rounds on
+//! Two or four inputs at a time on 256- or 512-bit rows (AVX-512F and VL, or AVX2): the row form's rounds on
 //! one input per 128-bit lane, for groups of two to four inputs (small messages, the top levels of
 //! a tree).
 
@@ -9,7 +9,7 @@ use core::arch::x86_64::*;
 
 use super::lanes::{for_groups, group_cvs, hash_rows, lane_ptr, parents_transposed, stage_last_blocks, Group, Job};
 use crate::core::compress::{Cv, Word};
-use crate::core::constants::flags::{CHUNK_END, CHUNK_START, PARENT};
+use crate::core::constants::flags::PARENT;
 use crate::core::constants::{BLOCK_LEN, CHUNK_LEN, IV};
 use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row, Vl};
 
@@ -146,6 +146,116 @@ impl InLane for __m512i {
     }
 }
 
+/// [`InLane`] and [`Wide`] for a wrapper around `__m256i` holding two inputs' rows, on AVX2
+/// instructions: what [`Ymm`] (AVX-512VL) and [`Y2`] (AVX2 only) share. They differ in their
+/// rotations ([`Word`]) alone.
+macro_rules! two_input_rows {
+    ($t:ident) => {
+        impl InLane for $t {
+            #[inline(always)]
+            unsafe fn pshufd<const IMM: i32>(self) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe { opaque256(_mm256_shuffle_epi32::<IMM>(self.0)) })
+            }
+            #[inline(always)]
+            unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+                // SAFETY: AVX.
+                $t(unsafe {
+                    opaque256(_mm256_castps_si256(_mm256_shuffle_ps::<IMM>(
+                        _mm256_castsi256_ps(self.0),
+                        _mm256_castsi256_ps(hi.0),
+                    )))
+                })
+            }
+            #[inline(always)]
+            unsafe fn unpacklo(self, o: Self) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe { opaque256(_mm256_unpacklo_epi32(self.0, o.0)) })
+            }
+            #[inline(always)]
+            unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe { opaque256(blend_256::<MASK>(self.0, o.0)) })
+            }
+        }
+
+        impl Wide for $t {
+            const N: usize = 2;
+            #[inline(always)]
+            unsafe fn load(words: &[u32]) -> Self {
+                // SAFETY: AVX; the caller guarantees 8 readable words.
+                $t(unsafe { _mm256_loadu_si256(words.as_ptr() as *const __m256i) })
+            }
+            #[inline(always)]
+            unsafe fn broadcast(words: &[u32; 4]) -> Self {
+                // SAFETY: AVX2; 4 words are readable.
+                $t(unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(words.as_ptr() as *const __m128i)) })
+            }
+            #[inline(always)]
+            unsafe fn broadcast_words(w: [u32; 4]) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe {
+                    _mm256_broadcastsi128_si256(_mm_set_epi32(w[3] as i32, w[2] as i32, w[1] as i32, w[0] as i32))
+                })
+            }
+            #[inline(always)]
+            unsafe fn lanes(p: [*const u8; MAX_N]) -> Self {
+                // SAFETY: AVX2; the caller guarantees 16 readable bytes at the first two pointers.
+                unsafe {
+                    let q = |i: usize| _mm_loadu_si128(p[i] as *const __m128i);
+                    $t(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q(0)), q(1)))
+                }
+            }
+            #[inline(always)]
+            unsafe fn mask_set(self, mask: u32, x: u32) -> Self {
+                // SAFETY: AVX2. With `mask` a constant, as everywhere here, the compiler makes
+                // this one `vpblendd`.
+                unsafe {
+                    let bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+                    let sel = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(mask as i32), bits), bits);
+                    $t(_mm256_blendv_epi8(self.0, _mm256_set1_epi32(x as i32), sel))
+                }
+            }
+            #[inline(always)]
+            unsafe fn shuffle<const IMM: i32>(self) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe { _mm256_shuffle_epi32::<IMM>(self.0) })
+            }
+            #[inline(always)]
+            unsafe fn store_cvs(lo: Self, hi: Self, out: &mut [Cv]) {
+                // SAFETY: AVX2; each store writes one CV of `out`.
+                unsafe {
+                    let cvs =
+                        [_mm256_permute2x128_si256::<0x20>(lo.0, hi.0), _mm256_permute2x128_si256::<0x31>(lo.0, hi.0)];
+                    for (cv, x) in out.iter_mut().zip(cvs) {
+                        _mm256_storeu_si256(cv.as_mut_ptr() as *mut __m256i, x);
+                    }
+                }
+            }
+        }
+    };
+}
+
+/// Words of `b` where bit i % 4 of `MASK` is set, else of `a`: the same four-word mask in both
+/// 128-bit lanes, `vpblendd` with the immediate `MASK * 0x11`, written out for each mask that
+/// `permute_msg` uses (a generic parameter cannot be computed into an immediate).
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+unsafe fn blend_256<const MASK: i32>(a: __m256i, b: __m256i) -> __m256i {
+    // SAFETY: AVX2, as the caller guarantees.
+    unsafe {
+        match MASK {
+            0b0001 => _mm256_blend_epi32::<0x11>(a, b),
+            0b0010 => _mm256_blend_epi32::<0x22>(a, b),
+            0b0100 => _mm256_blend_epi32::<0x44>(a, b),
+            0b1000 => _mm256_blend_epi32::<0x88>(a, b),
+            _ => unreachable!("no blend with mask {MASK:#b}"),
+        }
+    }
+}
+
 /// A 256-bit vector in an AVX-512VL function: two inputs' rows, rotations in one instruction
 /// (`vprord`), no 512-bit instruction at all.
 #[derive(Clone, Copy)]
@@ -176,80 +286,17 @@ impl Word for Ymm {
     }
 }
 
-impl InLane for Ymm {
-    #[inline(always)]
-    unsafe fn pshufd<const IMM: i32>(self) -> Self {
-        // SAFETY: AVX2.
-        Ymm(unsafe { opaque256(_mm256_shuffle_epi32::<IMM>(self.0)) })
-    }
-    #[inline(always)]
-    unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
-        // SAFETY: AVX.
-        Ymm(unsafe {
-            opaque256(_mm256_castps_si256(_mm256_shuffle_ps::<IMM>(
-                _mm256_castsi256_ps(self.0),
-                _mm256_castsi256_ps(hi.0),
-            )))
-        })
-    }
-    #[inline(always)]
-    unsafe fn unpacklo(self, o: Self) -> Self {
-        // SAFETY: AVX2.
-        Ymm(unsafe { opaque256(_mm256_unpacklo_epi32(self.0, o.0)) })
-    }
-    #[inline(always)]
-    unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
-        // SAFETY: AVX-512F and VL.
-        Ymm(unsafe { opaque256(_mm256_mask_blend_epi32(MASK as u8 * 0x11, self.0, o.0)) })
-    }
-}
+two_input_rows!(Ymm);
 
-impl Wide for Ymm {
-    const N: usize = 2;
-    #[inline(always)]
-    unsafe fn load(words: &[u32]) -> Self {
-        // SAFETY: AVX; the caller guarantees 8 readable words.
-        Ymm(unsafe { _mm256_loadu_si256(words.as_ptr() as *const __m256i) })
-    }
-    #[inline(always)]
-    unsafe fn broadcast(words: &[u32; 4]) -> Self {
-        // SAFETY: AVX2; 4 words are readable.
-        Ymm(unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(words.as_ptr() as *const __m128i)) })
-    }
-    #[inline(always)]
-    unsafe fn broadcast_words(w: [u32; 4]) -> Self {
-        // SAFETY: AVX2.
-        Ymm(unsafe { _mm256_broadcastsi128_si256(_mm_set_epi32(w[3] as i32, w[2] as i32, w[1] as i32, w[0] as i32)) })
-    }
-    #[inline(always)]
-    unsafe fn lanes(p: [*const u8; MAX_N]) -> Self {
-        // SAFETY: AVX2; the caller guarantees 16 readable bytes at the first two pointers.
-        unsafe {
-            let q = |i: usize| _mm_loadu_si128(p[i] as *const __m128i);
-            Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q(0)), q(1)))
-        }
-    }
-    #[inline(always)]
-    unsafe fn mask_set(self, mask: u32, x: u32) -> Self {
-        // SAFETY: AVX-512F and VL.
-        Ymm(unsafe { _mm256_mask_set1_epi32(self.0, mask as u8, x as i32) })
-    }
-    #[inline(always)]
-    unsafe fn shuffle<const IMM: i32>(self) -> Self {
-        // SAFETY: AVX2.
-        Ymm(unsafe { _mm256_shuffle_epi32::<IMM>(self.0) })
-    }
-    #[inline(always)]
-    unsafe fn store_cvs(lo: Self, hi: Self, out: &mut [Cv]) {
-        // SAFETY: AVX2; each store writes one CV of `out`.
-        unsafe {
-            let cvs = [_mm256_permute2x128_si256::<0x20>(lo.0, hi.0), _mm256_permute2x128_si256::<0x31>(lo.0, hi.0)];
-            for (cv, x) in out.iter_mut().zip(cvs) {
-                _mm256_storeu_si256(cv.as_mut_ptr() as *mut __m256i, x);
-            }
-        }
-    }
-}
+/// A 256-bit vector in an AVX2 function: two inputs' rows, the rotations those of the 8-lane
+/// kernel (`__m256i` in avx2.rs: byte shuffles and shift pairs). The row form on several inputs
+/// for CPUs without AVX-512VL ([`hash_quads_avx2`]).
+#[derive(Clone, Copy)]
+struct Y2(__m256i);
+
+crate::core::rows::delegate_word!(Y2);
+
+two_input_rows!(Y2);
 
 /// One input's rows in a 128-bit vector, as [`Ymm`] holds two: the row form of single
 /// compressions on AVX-512VL (`core::rows`), here the top node of a small tree
@@ -561,6 +608,21 @@ impl<V: Wide> Group for MultiGroup<V> {
     }
 }
 
+/// Word 2 of every 128-bit lane, as a `Wide::mask_set` mask: row 3's block length.
+const LEN: u32 = 0x4444_4444;
+/// Word 3 of every 128-bit lane: row 3's flags.
+const FLAGS: u32 = 0x8888_8888;
+
+/// A CV's rows before its first block: the key's two halves, each in every 128-bit lane.
+///
+/// # Safety
+/// AVX-512F and VL.
+#[inline(always)]
+unsafe fn key_rows<V: Wide>(key: &[u32; 8]) -> (V, V) {
+    // SAFETY: as the caller guarantees.
+    unsafe { (V::broadcast(&[key[0], key[1], key[2], key[3]]), V::broadcast(&[key[4], key[5], key[6], key[7]])) }
+}
+
 /// [`MultiGroup`]'s chaining values left in registers: input i's CV halves in lane i of the two
 /// vectors returned.
 ///
@@ -570,20 +632,13 @@ impl<V: Wide> Group for MultiGroup<V> {
 unsafe fn multi_cvs<V: Wide>(input: *const u8, stride: usize, blocks: usize, valid: usize, job: &Job) -> (V, V) {
     debug_assert!(blocks >= 1 && job.last_block_len <= BLOCK_LEN && (1..=V::N).contains(&valid));
     let ptr = |lane: usize| lane_ptr(input, stride, valid, lane);
-
-    // Word 2 and word 3 of every lane.
-    const LEN: u32 = 0x4444_4444;
-    const FLAGS: u32 = 0x8888_8888;
     // SAFETY (whole body): AVX-512F and VL, as the caller guarantees; every load reads a full
     // block of an input below `valid` (the caller guarantees those bytes) or of the stack.
     unsafe {
         // Row 3 of each lane: counter (low, high), block length; the flags' word is set per
         // block. Made in registers, as `lanes::counter_words` does for the lane kernels.
         let mut counters = row3::<V>(job);
-        let key =
-            |half: usize| [job.key[4 * half], job.key[4 * half + 1], job.key[4 * half + 2], job.key[4 * half + 3]];
-        let mut lo = V::broadcast(&key(0));
-        let mut hi = V::broadcast(&key(1));
+        let (mut lo, mut hi) = key_rows::<V>(job.key);
         // (No closures around intrinsics in the loop: see `Row for __m128i`.)
         let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
         for b in 0..full {
@@ -636,31 +691,55 @@ pub(crate) fn rows_take(inputs: usize, blocks: usize) -> bool {
 /// The CPU must support AVX-512F and AVX-512VL; the input layout is as for [`for_groups`].
 #[target_feature(enable = "avx512f,avx512vl")]
 pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv], split: bool) {
-    if out.len() > 4 && rows_take(out.len(), blocks) {
-        // SAFETY: as below.
-        return unsafe { for_groups::<MultiGroup<Pair<__m512i>>>(input, stride, blocks, job, out) };
+    // SAFETY (whole body): the instruction sets are enabled here; the caller guarantees the
+    // layout, and `for_groups` asserts that the inputs it is given lie inside what it is given.
+    unsafe {
+        if out.len() > 4 && rows_take(out.len(), blocks) {
+            for_groups::<MultiGroup<Pair<__m512i>>>(input, stride, blocks, job, out)
+        } else if split {
+            fours_then_two::<Pair<Ymm>, Ymm>(input, stride, blocks, job, out)
+        } else {
+            fours_then_two::<__m512i, Ymm>(input, stride, blocks, job, out)
+        }
     }
+}
+
+/// [`hash_quads`] for CPUs with AVX2 but not AVX-512VL: four inputs at a time (a last three
+/// too) as two chains of 256-bit rows, a last two on 256-bit rows, a last one on 128-bit rows.
+/// For the groups of two to four that the 8-lane kernel leaves: a small input's chunks (2 KiB
+/// to 7 KiB) and the top levels of every tree, where the 4-lane kernel ran 2 KiB at 0.55-0.63x
+/// upstream's speed on one thread of the 2-core machine's EPYC (Zen 3, AVX2).
+///
+/// # Safety
+/// The CPU must support AVX2; the input layout is as for [`for_groups`].
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn hash_quads_avx2(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+    // SAFETY: AVX2 is enabled here; the layout as the caller guarantees.
+    unsafe { fours_then_two::<Pair<Y2>, Y2>(input, stride, blocks, job, out) }
+}
+
+/// The inputs four at a time on `F` (a last three too), then a last two on `T` or a last one on
+/// 128-bit rows ([`hash_rows`]).
+///
+/// # Safety
+/// `F`'s and `T`'s instruction sets; the input layout is as for [`for_groups`].
+#[inline(always)]
+unsafe fn fours_then_two<F: Wide, T: Wide>(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     let quads = match out.len() % 4 {
         3 => out.len(),
         r => out.len() - r,
     };
     let (four, rest) = out.split_at_mut(quads);
-    // SAFETY: the instruction sets are enabled here; the caller guarantees the layout, and
-    // `for_groups` asserts that the inputs it is given lie inside what it is given.
-    unsafe {
-        if split {
-            for_groups::<MultiGroup<Pair<Ymm>>>(input, stride, blocks, job, four);
-        } else {
-            for_groups::<MultiGroup<__m512i>>(input, stride, blocks, job, four);
-        }
-    }
+    // SAFETY: as the caller guarantees; `for_groups` asserts that the inputs it is given lie
+    // inside what it is given.
+    unsafe { for_groups::<MultiGroup<F>>(input, stride, blocks, job, four) };
     if rest.is_empty() {
         return;
     }
     let (input, job) = (&input[quads * stride..], &job.starting_at(quads));
     match rest.len() {
         // SAFETY: as above.
-        2 => unsafe { for_groups::<MultiGroup<Ymm>>(input, stride, blocks, job, rest) },
+        2 => unsafe { for_groups::<MultiGroup<T>>(input, stride, blocks, job, rest) },
         _ => hash_rows(input, stride, blocks, job, rest),
     }
 }
@@ -692,8 +771,7 @@ trait Level: Wide {
 unsafe fn parents<V: Wide>(m: [V; 4], key: &[u32; 8], flags: u32) -> (V, V) {
     // SAFETY (whole body): as the caller guarantees.
     unsafe {
-        let mut lo = V::broadcast(&[key[0], key[1], key[2], key[3]]);
-        let mut hi = V::broadcast(&[key[4], key[5], key[6], key[7]]);
+        let (mut lo, mut hi) = key_rows::<V>(key);
         compress_multi(&mut lo, &mut hi, V::broadcast_words([0, 0, BLOCK_LEN as u32, flags]), &m);
         (lo, hi)
     }
@@ -910,16 +988,7 @@ pub(crate) unsafe fn chunks_top(
         "a small tree of {} bytes",
         input.len()
     );
-    let job = Job {
-        key,
-        counter: first_chunk,
-        increment_counter: true,
-        flags,
-        flags_start: CHUNK_START,
-        flags_end: CHUNK_END,
-        last_block_len: BLOCK_LEN,
-        prefetch: false,
-    };
+    let job = Job::chunks(key, first_chunk, flags, false);
     let (p, blocks) = (input.as_ptr(), CHUNK_LEN / BLOCK_LEN);
     let flags = flags | PARENT;
     // SAFETY (whole body): the instruction sets are enabled here; the `n` chunks lie in `input`.
@@ -1004,15 +1073,12 @@ unsafe fn sixteen_chunks_up(
 /// AVX-512F and VL; two whole chunks are readable at `p`.
 #[inline(always)]
 unsafe fn two_chunks(p: *const u8, job: &Job) -> (Ymm, Ymm) {
-    const FLAGS: u32 = 0x8888_8888;
     const BLOCKS: usize = CHUNK_LEN / BLOCK_LEN;
     // SAFETY (whole body): as the caller guarantees; every load reads a block of one of the two
     // chunks.
     unsafe {
         let counters = row3::<Ymm>(job);
-        let key =
-            |half: usize| [job.key[4 * half], job.key[4 * half + 1], job.key[4 * half + 2], job.key[4 * half + 3]];
-        let (mut lo, mut hi) = (Ymm::broadcast(&key(0)), Ymm::broadcast(&key(1)));
+        let (mut lo, mut hi) = key_rows::<Ymm>(job.key);
         let mut ptrs = [p; MAX_N];
         ptrs[1] = p.add(CHUNK_LEN);
         for b in (0..BLOCKS).step_by(2) {
@@ -1097,7 +1163,7 @@ unsafe fn halves_512(v: __m512i) -> (Ymm, Ymm) {
 mod tests {
     use super::*;
     use crate::core::compress::{compress_portable, cv_words, words_to_cv};
-    use crate::core::constants::flags::{KEYED_HASH, ROOT};
+    use crate::core::constants::flags::{CHUNK_END, CHUNK_START, KEYED_HASH, ROOT};
 
     /// A parent node's compression on the portable code: the reference for `subtree_top`.
     fn parent_portable(l: &Cv, r: &Cv, key: &[u32; 8], flags: u32) -> Cv {
@@ -1178,9 +1244,13 @@ mod tests {
 
     #[test]
     fn quads_match_rows_one_input_at_a_time() {
-        if !(std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f")) {
-            crate::core::expect::missing("avx512vl", "quads_match_rows_one_input_at_a_time");
-            return;
+        let vl = std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512f");
+        let avx2 = std::is_x86_feature_detected!("avx2");
+        if !vl {
+            crate::core::expect::missing("avx512vl", "quads_match_rows_one_input_at_a_time on AVX-512VL rows");
+        }
+        if !avx2 {
+            crate::core::expect::missing("simd:avx2", "quads_match_rows_one_input_at_a_time on AVX2 rows");
         }
         use super::super::lanes::hash_rows;
         let data: Vec<u8> = (0..16 * 1024u32).map(|i| (i * 131 + (i >> 7)) as u8).collect();
@@ -1202,13 +1272,16 @@ mod tests {
                     let input = &data[..(count - 1) * stride + (blocks - 1) * BLOCK_LEN + last_block_len];
                     let mut want = vec![[0u8; 32]; count];
                     hash_rows(input, stride, blocks, &job, &mut want);
-                    for split in [false, true] {
+                    let what = format!("{count} inputs of {blocks} blocks, last {last_block_len}, counter {counter}");
+                    for split in [false, true].into_iter().filter(|_| vl) {
                         let mut got = vec![[0u8; 32]; count];
                         unsafe { hash_quads(input, stride, blocks, &job, &mut got, split) };
-                        assert_eq!(
-                            got, want,
-                            "{count} inputs of {blocks} blocks, last {last_block_len}, counter {counter}, split {split}"
-                        );
+                        assert_eq!(got, want, "{what}, split {split}");
+                    }
+                    if avx2 {
+                        let mut got = vec![[0u8; 32]; count];
+                        unsafe { hash_quads_avx2(input, stride, blocks, &job, &mut got) };
+                        assert_eq!(got, want, "{what}, AVX2 rows");
                     }
                 }
             }
