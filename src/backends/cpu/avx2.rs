@@ -25,7 +25,7 @@ const fn rotation_pattern(bytes: usize) -> [u8; 32] {
 }
 
 /// `x`'s bytes shuffled by `pattern` (`vpshufb`), as exactly that one instruction, the pattern a
-/// memory operand. Left to itself, LLVM rewrites these shuffles: a rotation by 16 became two
+/// memory operand: [`Avx2`]'s rotations by 16 and 8 bits. Left to itself, LLVM rewrites these shuffles: a rotation by 16 became two
 /// (`vpshuflw` and `vpshufhw`), and a rotation of an exclusive-or became the exclusive-or of two
 /// rotations, both extra work on the two shuffle ports of Zen 3; with the pattern in a register
 /// instead, the 8-lane kernel's 16 state and 16 message vectors had two registers fewer and
@@ -53,6 +53,9 @@ unsafe fn shuffle_bytes(mut x: __m256i, pattern: &'static [u8; 32]) -> __m256i {
     x
 }
 
+/// The vector type of AVX-512VL functions (the 8-lane kernel in EVEX encoding, the small trees
+/// of `quads.rs`): byte shuffles by constant patterns, which LLVM makes one-instruction
+/// rotations (`vprord`) there. [`Avx2`] is the type of AVX2 functions.
 impl Word for __m256i {
     #[inline(always)]
     fn add(self, o: Self) -> Self {
@@ -67,7 +70,15 @@ impl Word for __m256i {
     #[inline(always)]
     fn rotr16(self) -> Self {
         // SAFETY: as above.
-        unsafe { shuffle_bytes(self, &ROT16) }
+        unsafe {
+            _mm256_shuffle_epi8(
+                self,
+                _mm256_set_epi8(
+                    13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1,
+                    0, 3, 2,
+                ),
+            )
+        }
     }
     #[inline(always)]
     fn rotr12(self) -> Self {
@@ -77,12 +88,79 @@ impl Word for __m256i {
     #[inline(always)]
     fn rotr8(self) -> Self {
         // SAFETY: as above.
-        unsafe { shuffle_bytes(self, &ROT8) }
+        unsafe {
+            _mm256_shuffle_epi8(
+                self,
+                _mm256_set_epi8(
+                    12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0,
+                    3, 2, 1,
+                ),
+            )
+        }
     }
     #[inline(always)]
     fn rotr7(self) -> Self {
         // SAFETY: as above.
         unsafe { _mm256_or_si256(_mm256_srli_epi32(self, 7), _mm256_slli_epi32(self, 25)) }
+    }
+}
+
+/// Eight lanes in a function with AVX2 but not AVX-512: the 8-lane kernel of such CPUs, and the
+/// rotations of the row form on two inputs there (`quads::Y2`). Its byte-shuffle rotations are
+/// one `vpshufb` each ([`shuffle_bytes`]).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct Avx2(pub(crate) __m256i);
+
+impl Word for Avx2 {
+    crate::core::rows::delegate_add_xor!();
+    #[inline(always)]
+    fn rotr16(self) -> Self {
+        // SAFETY: only reached from functions compiled with AVX2 enabled.
+        Avx2(unsafe { shuffle_bytes(self.0, &ROT16) })
+    }
+    #[inline(always)]
+    fn rotr12(self) -> Self {
+        Avx2(self.0.rotr12())
+    }
+    #[inline(always)]
+    fn rotr8(self) -> Self {
+        // SAFETY: as above.
+        Avx2(unsafe { shuffle_bytes(self.0, &ROT8) })
+    }
+    #[inline(always)]
+    fn rotr7(self) -> Self {
+        Avx2(self.0.rotr7())
+    }
+}
+
+impl Lanes for Avx2 {
+    const N: usize = 8;
+    #[inline(always)]
+    unsafe fn splat(x: u32) -> Self {
+        // SAFETY: as the caller guarantees (for every method here).
+        Avx2(unsafe { __m256i::splat(x) })
+    }
+    #[inline(always)]
+    unsafe fn load(words: &[u32]) -> Self {
+        Avx2(unsafe { __m256i::load(words) })
+    }
+    #[inline(always)]
+    unsafe fn store(self, out: &mut [u32]) {
+        unsafe { self.0.store(out) }
+    }
+    #[inline(always)]
+    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+        // (`transmute` rather than `map`: the map's copy of the array cost the kernel 15-20%.)
+        // SAFETY: `Avx2` is a transparent wrapper around `__m256i`.
+        unsafe {
+            core::mem::transmute::<[__m256i; 16], [Avx2; 16]>(__m256i::load_msg::<PREFETCH>(input, stride, valid))
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
+        // SAFETY: as above.
+        unsafe { __m256i::store_cvs(core::mem::transmute::<[Avx2; 8], [__m256i; 8]>(h), out, valid) }
     }
 }
 
@@ -185,7 +263,7 @@ impl Lanes for __m256i {
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: AVX2 is enabled here; the caller guarantees the layout.
-    unsafe { hash_groups::<__m256i>(input, stride, blocks, job, out) }
+    unsafe { hash_groups::<Avx2>(input, stride, blocks, job, out) }
 }
 
 /// The same kernel in EVEX encoding, for the partial groups of a CPU with AVX-512: 32 vector

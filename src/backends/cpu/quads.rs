@@ -7,6 +7,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
+use super::avx2::Avx2;
 use super::lanes::{for_groups, group_cvs, hash_rows, lane_ptr, parents_transposed, stage_last_blocks, Group, Job};
 use crate::core::compress::{Cv, Word};
 use crate::core::constants::flags::PARENT;
@@ -289,12 +290,30 @@ impl Word for Ymm {
 two_input_rows!(Ymm);
 
 /// A 256-bit vector in an AVX2 function: two inputs' rows, the rotations those of the 8-lane
-/// kernel (`__m256i` in avx2.rs: byte shuffles and shift pairs). The row form on several inputs
+/// kernel ([`Avx2`]: byte shuffles and shift pairs). The row form on several inputs
 /// for CPUs without AVX-512VL ([`hash_quads_avx2`]).
 #[derive(Clone, Copy)]
 struct Y2(__m256i);
 
-crate::core::rows::delegate_word!(Y2);
+impl Word for Y2 {
+    crate::core::rows::delegate_add_xor!();
+    #[inline(always)]
+    fn rotr16(self) -> Self {
+        Y2(Avx2(self.0).rotr16().0)
+    }
+    #[inline(always)]
+    fn rotr12(self) -> Self {
+        Y2(Avx2(self.0).rotr12().0)
+    }
+    #[inline(always)]
+    fn rotr8(self) -> Self {
+        Y2(Avx2(self.0).rotr8().0)
+    }
+    #[inline(always)]
+    fn rotr7(self) -> Self {
+        Y2(Avx2(self.0).rotr7().0)
+    }
+}
 
 two_input_rows!(Y2);
 
