@@ -188,7 +188,7 @@ row_128!(Vl, Vl, |x: Vl| x.0);
 
 /// A row in an AVX2 function: the SSE4.1 arithmetic and moves, VEX-encoded.
 #[derive(Clone, Copy)]
-struct A2(__m128i);
+pub(crate) struct A2(pub(crate) __m128i);
 
 /// A row in an AVX-512 function: one-instruction rotations (`vprord`). Every single-block
 /// compression on AVX-512 runs on it: a chunk's blocks ([`compress_blocks_avx512`]), a last

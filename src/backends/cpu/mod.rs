@@ -389,6 +389,13 @@ impl CpuBackend {
             out[0] = unsafe { quads::subtree_top(level, key, flags, 0, self.split_quads) };
             return;
         }
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if self.avx2_rows() && matches!(n, 2 | 4 | 8 | 16) && max >= n as u64 {
+            // The same on AVX2 alone (`quads::subtree_top_avx2`).
+            // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
+            out[0] = unsafe { quads::subtree_top_avx2(level, key, flags, 0) };
+            return;
+        }
         // Odd nodes split off on the way up, smallest first; they come last in `out`.
         let mut tail = out.len();
         while n > 1 && size < max {
@@ -561,6 +568,12 @@ impl Backend for CpuBackend {
             // (`quads::chunks_top`): at most 16 KiB, so no pool and no scratch.
             // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
             return Ok(unsafe { quads::chunks_top(input, first_chunk, key, flags, top_flags, self.split_quads) });
+        }
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if self.avx2_rows() && matches!(n, 2 | 4 | 8 | 16) {
+            // The same on AVX2 alone (`quads::chunks_top_avx2`).
+            // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
+            return Ok(unsafe { quads::chunks_top_avx2(input, first_chunk, key, flags, top_flags) });
         }
         top_by_halves(self, input, first_chunk, n, key, flags, top_flags)
     }
