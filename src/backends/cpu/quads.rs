@@ -7,7 +7,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::avx2::Avx2;
+use super::avx2::{transpose_in_lanes, Avx2};
 use super::lanes::{
     for_groups, group_cvs, hash_rows, lane_ptr, parents_transposed, stage_last_blocks, Group, Job, Lanes,
 };
@@ -1266,7 +1266,7 @@ unsafe fn two_chunks(p: *const u8, job: &Job) -> (Ymm, Ymm) {
 }
 
 /// The levels above eight nodes whose CVs are given transposed (lane j of `p[w]`: word w of node
-/// j): the CVs made rows in registers ([`rows_of_eight`]), then the four parents above on rows
+/// j): the CVs made rows in registers ([`transpose_in_lanes`]), then the four parents above on rows
 /// and so on up ([`nodes_up`]). (No closures around intrinsics: a closure does not inherit
 /// the caller's instruction sets here, and they became calls.)
 ///
@@ -1312,28 +1312,9 @@ unsafe fn eight_up_avx2(p: [__m256i; 8], key: &[u32; 8], flags: u32, top_flags: 
 #[inline(always)]
 unsafe fn eight_order(p: [__m256i; 8]) -> [(__m256i, __m256i); 4] {
     // SAFETY: as the caller guarantees.
-    let (x, y) = unsafe { (rows_of_eight(&p[..4]), rows_of_eight(&p[4..])) };
+    let (x, y) =
+        unsafe { (transpose_in_lanes([p[0], p[1], p[2], p[3]]), transpose_in_lanes([p[4], p[5], p[6], p[7]])) };
     [(x[0], x[2]), (y[0], y[2]), (x[1], x[3]), (y[1], y[3])]
-}
-
-/// Four words of eight nodes, transposed (lane j of `p[w]`: word w of node j), as rows: words
-/// of node j, then of node j + 4, in vector j (two unpack steps).
-///
-/// # Safety
-/// AVX2.
-#[inline(always)]
-unsafe fn rows_of_eight(p: &[__m256i]) -> [__m256i; 4] {
-    // SAFETY: as the caller guarantees.
-    unsafe {
-        let (lo01, hi01) = (_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-        let (lo23, hi23) = (_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-        [
-            _mm256_unpacklo_epi64(lo01, lo23),
-            _mm256_unpackhi_epi64(lo01, lo23),
-            _mm256_unpacklo_epi64(hi01, hi23),
-            _mm256_unpackhi_epi64(hi01, hi23),
-        ]
-    }
 }
 
 /// Two 256-bit vectors as one 512-bit one, the first in the low half.
