@@ -993,10 +993,8 @@ pub(crate) unsafe fn subtree_top(cvs: &[Cv], key: &[u32; 8], flags: u32, top_fla
             _ => Pair::<__m512i>::top(quarters(ptrs), key, flags, top_flags, split),
         }
     };
-    let mut out = [[0u8; 32]];
-    // SAFETY: AVX-512F and VL are enabled here.
-    unsafe { Vl::store_cvs(Vl(lo), Vl(hi), &mut out) };
-    out[0]
+    // SAFETY: SSE2, part of the instruction sets enabled here.
+    unsafe { cv_of(lo, hi) }
 }
 
 /// The top node of the complete subtree over `input`, 2, 4, 8 or 16 whole chunks (the first
@@ -1027,13 +1025,7 @@ pub(crate) unsafe fn chunks_top(
     top_flags: u32,
     split: bool,
 ) -> Cv {
-    let n = input.len() / CHUNK_LEN;
-    assert!(
-        input.len().is_multiple_of(CHUNK_LEN) && matches!(n, 2 | 4 | 8 | 16),
-        "a small tree of {} bytes",
-        input.len()
-    );
-    let job = Job::chunks(key, first_chunk, flags, false);
+    let (n, job) = small_tree(input, first_chunk, key, flags);
     let (p, blocks) = (input.as_ptr(), CHUNK_LEN / BLOCK_LEN);
     let flags = flags | PARENT;
     // SAFETY (whole body): the instruction sets are enabled here; the `n` chunks lie in `input`.
@@ -1052,10 +1044,8 @@ pub(crate) unsafe fn chunks_top(
             _ => sixteen_chunks_up(p, &job, key, flags, top_flags, split),
         }
     };
-    let mut out = [[0u8; 32]];
-    // SAFETY: AVX-512F and VL are enabled here.
-    unsafe { Vl::store_cvs(Vl(lo), Vl(hi), &mut out) };
-    out[0]
+    // SAFETY: SSE2, part of the instruction sets enabled here.
+    unsafe { cv_of(lo, hi) }
 }
 
 /// [`subtree_top`] on AVX2 alone, for CPUs without AVX-512VL: the levels of 2, 4 and 8 CVs on
@@ -1085,10 +1075,8 @@ pub(crate) unsafe fn subtree_top_avx2(cvs: &[Cv], key: &[u32; 8], flags: u32, to
             }
         }
     };
-    let mut out = [[0u8; 32]];
-    // SAFETY: AVX2 is enabled here.
-    unsafe { A2::store_cvs(A2(lo), A2(hi), &mut out) };
-    out[0]
+    // SAFETY: SSE2, part of AVX2.
+    unsafe { cv_of(lo, hi) }
 }
 
 /// [`chunks_top`] on AVX2 alone, for CPUs without AVX-512VL: 2 and 4 chunks on rows of two
@@ -1100,13 +1088,7 @@ pub(crate) unsafe fn subtree_top_avx2(cvs: &[Cv], key: &[u32; 8], flags: u32, to
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn chunks_top_avx2(input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Cv {
-    let n = input.len() / CHUNK_LEN;
-    assert!(
-        input.len().is_multiple_of(CHUNK_LEN) && matches!(n, 2 | 4 | 8 | 16),
-        "a small tree of {} bytes",
-        input.len()
-    );
-    let job = Job::chunks(key, first_chunk, flags, false);
+    let (n, job) = small_tree(input, first_chunk, key, flags);
     let (p, blocks) = (input.as_ptr(), CHUNK_LEN / BLOCK_LEN);
     let flags = flags | PARENT;
     // SAFETY (whole body): AVX2 is enabled here; the `n` chunks lie in `input`.
@@ -1120,10 +1102,35 @@ pub(crate) unsafe fn chunks_top_avx2(input: &[u8], first_chunk: u64, key: &[u32;
             _ => sixteen_chunks_up_avx2(p, &job, key, flags, top_flags),
         }
     };
-    let mut out = [[0u8; 32]];
-    // SAFETY: AVX2 is enabled here.
-    unsafe { A2::store_cvs(A2(lo), A2(hi), &mut out) };
-    out[0]
+    // SAFETY: SSE2, part of AVX2.
+    unsafe { cv_of(lo, hi) }
+}
+
+/// The chunk count of a small tree's input (2, 4, 8 or 16 whole chunks, asserted) and the job
+/// that hashes its chunks: what [`chunks_top`] and [`chunks_top_avx2`] start from.
+fn small_tree<'a>(input: &[u8], first_chunk: u64, key: &'a [u32; 8], flags: u32) -> (usize, Job<'a>) {
+    let n = input.len() / CHUNK_LEN;
+    assert!(
+        input.len().is_multiple_of(CHUNK_LEN) && matches!(n, 2 | 4 | 8 | 16),
+        "a small tree of {} bytes",
+        input.len()
+    );
+    (n, Job::chunks(key, first_chunk, flags, false))
+}
+
+/// A CV from its two halves in registers, written with two 16-byte stores.
+///
+/// # Safety
+/// SSE2.
+#[inline(always)]
+unsafe fn cv_of(lo: __m128i, hi: __m128i) -> Cv {
+    let mut out = [0u8; 32];
+    // SAFETY: SSE2, as the caller guarantees; two 16-byte stores into `out`.
+    unsafe {
+        _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, lo);
+        _mm_storeu_si128(out.as_mut_ptr().add(16) as *mut __m128i, hi);
+    }
+    out
 }
 
 /// The 8-lane kernel's vectors as plain `__m256i`.
