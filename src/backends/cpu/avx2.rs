@@ -25,16 +25,16 @@ const fn rotation_pattern(bytes: usize) -> [u8; 32] {
 }
 
 /// `x`'s bytes shuffled by `pattern` (`vpshufb`), as exactly that one instruction, the pattern a
-/// memory operand: [`Avx2`]'s rotations by 16 and 8 bits. Left to itself, LLVM rewrites these shuffles: a rotation by 16 became two
-/// (`vpshuflw` and `vpshufhw`), and a rotation of an exclusive-or became the exclusive-or of two
-/// rotations, both extra work on the two shuffle ports of Zen 3; with the pattern in a register
-/// instead, the 8-lane kernel's 16 state and 16 message vectors had two registers fewer and
-/// spilled more (126 stack stores a compression with the pattern in a register, 87 this way).
-/// One thread of the 2-core machine's EPYC (Zen 3, AVX2), ours over upstream's speed
-/// (`examples/cpu_small.rs`, medians of five interleaved runs of 11 rounds), patterns in
-/// registers -> this: 16 KiB 0.83x -> 0.99x, 256 KiB 0.92x -> 1.00x, 1 MiB 0.89x -> 1.00x; as
-/// LLVM had them (`vpshuflw`/`vpshufhw` pairs, shuffles moved through exclusive-ors), 256 KiB
-/// had run at 0.80-0.84x.
+/// memory operand: [`Avx2`]'s rotations by 16 and 8 bits. Left to itself, LLVM rewrites these
+/// shuffles: a rotation by 16 became two (`vpshuflw` and `vpshufhw`), and a rotation of an
+/// exclusive-or became the exclusive-or of two rotations, both extra work on the two shuffle
+/// ports of Zen 3; with the pattern in a register instead, the 8-lane kernel's 16 state and 16
+/// message vectors had two registers fewer and spilled more (126 stack stores a compression with
+/// the pattern in a register, 87 this way). One thread of the 2-core machine's EPYC (Zen 3,
+/// AVX2), ours over upstream's speed (`examples/cpu_small.rs`, medians of five interleaved runs
+/// of 11 rounds), patterns in registers -> this: 16 KiB 0.83x -> 0.99x, 256 KiB 0.92x -> 1.00x,
+/// 1 MiB 0.89x -> 1.00x; as LLVM had them (`vpshuflw`/`vpshufhw` pairs, shuffles moved through
+/// exclusive-ors), 256 KiB had run at 0.80-0.84x.
 ///
 /// # Safety
 /// AVX2.
