@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
+use super::lanes::{hash_groups, lane_ptr, prefetch_address, Aligned, Job, Lanes};
 use crate::core::compress::{Cv, Word};
 
 /// The byte patterns of the two rotations done as byte shuffles, in each 128-bit lane: right by
@@ -157,11 +157,65 @@ impl Lanes for Avx2 {
             core::mem::transmute::<[__m256i; 16], [Avx2; 16]>(__m256i::load_msg::<PREFETCH>(input, stride, valid))
         }
     }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn rounds(v: &mut [Self; 16], m: &[Self; 16]) {
+        // SAFETY: as the caller guarantees.
+        unsafe { rounds_in_registers(v, m) }
+    }
     #[inline(always)]
     unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
         // SAFETY: as above.
         unsafe { __m256i::store_cvs(core::mem::transmute::<[Avx2; 8], [__m256i; 8]>(h), out, valid) }
     }
+}
+
+/// The seven rounds of the 8-lane kernel, the state in the 16 vector registers and the message
+/// read from memory where it is added (`build.rs` writes the template, `lane_rounds`). Compiled
+/// from the generic rounds, the kernel needed 32 registers for 16 state and 16 message vectors
+/// and had 16: LLVM computed message sums early and spilled them, about 87 stack stores a
+/// compression, and no ordering of the Rust source changed its schedule. Here there is one store
+/// per half-round. One thread of the 2-core machine's EPYC (Zen 3, AVX2), ours over upstream's
+/// speed (`examples/cpu_small.rs`, medians of 12 interleaved runs of 21 rounds), compiled ->
+/// this: 16 KiB 0.97x -> 1.09x, 64 KiB 0.97x -> 1.01x, 256 KiB 1.01x -> 1.03x, 1 MiB 1.00x ->
+/// 1.04x; `b3accel bench` (two runs each, interleaved): 256 KiB 1.01-1.02x -> 1.07-1.09x.
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn rounds_in_registers(v: &mut [Avx2; 16], m: &[Avx2; 16]) {
+    let msg = Aligned(*m);
+    let mut spill = core::mem::MaybeUninit::<__m256i>::uninit();
+    // SAFETY: AVX2, as the caller guarantees; the template reads the 512 bytes at `m` and
+    // the 32 at each pattern, and writes only the 32 bytes at `spill`.
+    unsafe {
+        core::arch::asm!(
+            include_str!(concat!(env!("OUT_DIR"), "/avx2_rounds.s")),
+            m = in(reg) msg.0.as_ptr(),
+            spill = in(reg) spill.as_mut_ptr(),
+            r16 = in(reg) ROT16.as_ptr(),
+            r8 = in(reg) ROT8.as_ptr(),
+            inout("ymm0") v[0].0,
+            inout("ymm1") v[1].0,
+            inout("ymm2") v[2].0,
+            inout("ymm3") v[3].0,
+            inout("ymm4") v[4].0,
+            inout("ymm5") v[5].0,
+            inout("ymm6") v[6].0,
+            inout("ymm7") v[7].0,
+            inout("ymm8") v[8].0,
+            inout("ymm9") v[9].0,
+            inout("ymm10") v[10].0,
+            inout("ymm11") v[11].0,
+            inout("ymm12") v[12].0,
+            inout("ymm13") v[13].0,
+            inout("ymm14") v[14].0,
+            inout("ymm15") v[15].0,
+            options(nostack, preserves_flags)
+        )
+    };
 }
 
 /// Transposes four vectors of four words within each 128-bit half: word j of half h of output i

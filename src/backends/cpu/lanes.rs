@@ -38,6 +38,14 @@ pub(crate) trait Lanes: Word {
     /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
     /// `valid` (1 to `N`).
     unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
+    /// The seven rounds on state `v` with message `m`: by default [`rounds`].
+    ///
+    /// # Safety
+    /// As for `splat`.
+    #[inline(always)]
+    unsafe fn rounds(v: &mut [Self; 16], m: &[Self; 16]) {
+        rounds(v, m)
+    }
     /// Writes lane i's chaining value (word w in `h[w]`) to `out[i]` for every lane below
     /// `valid`. By default through a stack array, word by word; a vector type may transpose the
     /// words in registers and write each CV whole (see `store_cvs_words`).
@@ -244,7 +252,7 @@ unsafe fn compress_lanes<V: Lanes>(h: &mut [V; 8], m: &[V; 16], pre: &Prelude<V>
         let p = |i: usize| core::ptr::read_volatile(&pre.0[i]);
         let mut v =
             [h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], p(0), p(1), p(2), p(3), p(4), p(5), p(6), V::splat(flags)];
-        rounds(&mut v, m);
+        V::rounds(&mut v, m);
         for i in 0..8 {
             h[i] = v[i].xor(v[i + 8]);
         }

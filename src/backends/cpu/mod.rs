@@ -650,4 +650,56 @@ mod tests {
             }
         }
     }
+
+    /// Each lane kernel's own rounds (`Lanes::rounds`: the templates `build.rs` writes for
+    /// `avx2.rs` and `avx512.rs`) give the state the compiled generic rounds give, for states
+    /// and messages of varied bits in every lane.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn kernel_rounds_match_compiled_rounds() {
+        use crate::core::compress::rounds;
+        use lanes::Lanes;
+        /// 64 random states and messages through both.
+        fn check<V: Lanes>(name: &str) {
+            let mut x = 0x9E37_79B9u32;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x
+            };
+            let words_of = |v: &[V; 16]| {
+                v.map(|x| {
+                    let mut w = [0u32; 16];
+                    // SAFETY: the caller checked the instruction set.
+                    unsafe { x.store(&mut w) };
+                    w
+                })
+            };
+            for _ in 0..64 {
+                let mut vectors = || -> [V; 16] {
+                    let w: [[u32; 16]; 16] = core::array::from_fn(|_| core::array::from_fn(|_| next()));
+                    // SAFETY: as above.
+                    core::array::from_fn(|i| unsafe { V::load(&w[i]) })
+                };
+                let (state, msg) = (vectors(), vectors());
+                let mut want = state;
+                rounds(&mut want, &msg);
+                let mut got = state;
+                // SAFETY: as above.
+                unsafe { V::rounds(&mut got, &msg) };
+                assert_eq!(words_of(&got), words_of(&want), "{name}");
+            }
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            check::<avx2::Avx2>("AVX2, 8 lanes");
+        } else {
+            crate::core::expect::missing("simd:avx2", "kernel_rounds_match_compiled_rounds on AVX2");
+        }
+        if std::is_x86_feature_detected!("avx512f") {
+            check::<core::arch::x86_64::__m512i>("AVX-512, 16 lanes");
+        } else {
+            crate::core::expect::missing("simd:avx512", "kernel_rounds_match_compiled_rounds on AVX-512");
+        }
+    }
 }
