@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, lane_ptr, prefetch_address, Aligned, Job, Lanes};
+use super::lanes::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
 use crate::core::compress::{Cv, Word};
 
 /// The byte patterns of the two rotations done as byte shuffles, in each 128-bit lane: right by
@@ -186,7 +186,7 @@ impl Lanes for Avx2 {
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn rounds_in_registers(v: &mut [Avx2; 16], m: &[Avx2; 16]) {
-    let msg = Aligned(*m);
+    let msg = super::lanes::Aligned(*m);
     let mut spill = core::mem::MaybeUninit::<__m256i>::uninit();
     // SAFETY: AVX2, as the caller guarantees; the template reads the 512 bytes at `m` and
     // the 32 at each pattern, and writes only the 32 bytes at `spill`.
