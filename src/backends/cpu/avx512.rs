@@ -106,15 +106,15 @@ impl Lanes for __m512i {
             m
         }
     }
-    /// The sixteen CVs transposed in registers and written with one 32-byte store each, as for
-    /// `__m256i`: words 0-3 and 4-7 of four lanes gathered within each 128-bit lane (two unpack
-    /// steps), then each lane's two halves joined.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn rounds(v: &mut [Self; 16], m: &[Self; 16]) {
         // SAFETY: as the caller guarantees.
         unsafe { rounds_in_registers(v, m) }
     }
+    /// The sixteen CVs transposed in registers and written with one 32-byte store each, as for
+    /// `__m256i`: words 0-3 and 4-7 of four lanes gathered within each 128-bit lane (two unpack
+    /// steps), then each lane's two halves joined.
     #[inline(always)]
     unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
         // SAFETY (whole body): AVX-512F, as the caller guarantees; each store writes 32 bytes
