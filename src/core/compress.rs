@@ -7,7 +7,7 @@
 //! `build.rs` also reads to write the GPU kernels' preludes, so the shaders in `shaders/` never
 //! carry a copy of their own.
 
-use super::constants::{flags, BLOCK_LEN, IV, MSG_SCHEDULE};
+use super::constants::{flags, BLOCK_LEN, G_COLUMNS, G_DIAGONALS, IV, MSG_SCHEDULE};
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 use super::{
     platform::{rows, Rows},
@@ -104,18 +104,8 @@ fn g_half<W: Word, const N: usize, const K: usize>(
 fn round<W: Word>(v: &mut [W; 16], m: &[W; 16], r: usize) {
     let s = &MSG_SCHEDULE[r];
     let m = |i: usize| m[s[i]];
-    g(
-        v,
-        [[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15]],
-        [m(0), m(2), m(4), m(6)],
-        [m(1), m(3), m(5), m(7)],
-    );
-    g(
-        v,
-        [[0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14]],
-        [m(8), m(10), m(12), m(14)],
-        [m(9), m(11), m(13), m(15)],
-    );
+    g(v, G_COLUMNS, [m(0), m(2), m(4), m(6)], [m(1), m(3), m(5), m(7)]);
+    g(v, G_DIAGONALS, [m(8), m(10), m(12), m(14)], [m(9), m(11), m(13), m(15)]);
 }
 
 /// The seven rounds on a prepared state (`v[0..8]` the input CV, `v[8..12]` the IV, then the

@@ -42,6 +42,12 @@ pub const MSG_SCHEDULE: [[usize; 16]; ROUNDS] = {
     s
 };
 
+/// The state words (a, b, c, d) of the four column G's of a round, then of the four diagonal
+/// G's (the state as 16 words, row-major 4x4).
+pub const G_COLUMNS: [[usize; 4]; 4] = [[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15]];
+/// See [`G_COLUMNS`].
+pub const G_DIAGONALS: [[usize; 4]; 4] = [[0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14]];
+
 /// Domain flags, combined into the compression function's last state word.
 pub mod flags {
     /// First block of a chunk.
