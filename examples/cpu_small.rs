@@ -4,7 +4,9 @@
 //! upstream's) per size, with the spread over rounds.
 //!
 //! `cargo run --release --no-default-features --example cpu_small -- [--single] [ROUNDS] [SIZE...]`
-//! (sizes in bytes; default 64 B, 1, 2, 3, 4, 8, 16, 256 KiB and 1 MiB).
+//! (sizes in bytes; default 64 B, 1, 2, 3, 4, 8, 16, 256 KiB and 1 MiB). With `B3_OFFSET=N`, each
+//! input starts N bytes past a page boundary (`b3accel bench`'s inputs start 16 bytes past one),
+//! instead of wherever the allocator puts a vector of its size.
 //!
 //! With `--single`, each call is timed alone and the two alternate call by call, as in
 //! `b3accel bench`; a round's figure is then the ratio of the two medians over its calls. A
@@ -61,16 +63,31 @@ fn main() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
     pool.install(|| {
         println!("{:>8} {:>8} {:>8} {:>8}   {:>9} {:>9}", "bytes", "median", "min", "max", "ours ns", "up ns");
+        let offset: Option<usize> = std::env::var("B3_OFFSET").ok().and_then(|v| v.parse().ok());
         for &size in &sizes {
-            let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
-            assert_eq!(hash_on(Device::Cpu, &data).unwrap(), blake3::hash(&data));
+            let mut backing = Vec::new();
+            let data: &[u8] = match offset {
+                Some(offset) => {
+                    backing.resize(size + offset + 4096, 0u8);
+                    let start = backing.as_ptr().align_offset(4096) + offset;
+                    for (i, b) in backing[start..start + size].iter_mut().enumerate() {
+                        *b = (i % 251) as u8;
+                    }
+                    &backing[start..start + size]
+                }
+                None => {
+                    backing = (0..size).map(|i| (i % 251) as u8).collect();
+                    &backing
+                }
+            };
+            assert_eq!(hash_on(Device::Cpu, data).unwrap(), blake3::hash(data));
             // About 50 us per batch.
             let reps = (50_000 / (size / 64 + 10)).max(1) as u32;
             let ours = || {
-                black_box(hash_on(Device::Cpu, black_box(&data)).ok());
+                black_box(hash_on(Device::Cpu, black_box(data)).ok());
             };
             let up = || {
-                black_box(blake3::hash(black_box(&data)));
+                black_box(blake3::hash(black_box(data)));
             };
             per_call(reps, ours);
             per_call(reps, up);

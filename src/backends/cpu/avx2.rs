@@ -10,8 +10,8 @@ use crate::core::compress::{Cv, Word};
 
 /// The byte patterns of the two rotations done as byte shuffles, in each 128-bit lane: right by
 /// 16 and by 8 bits.
-static ROT16: [u8; 32] = rotation_pattern(2);
-static ROT8: [u8; 32] = rotation_pattern(1);
+pub(super) static ROT16: [u8; 32] = rotation_pattern(2);
+pub(super) static ROT8: [u8; 32] = rotation_pattern(1);
 
 /// The `vpshufb` pattern that rotates each 32-bit word right by `bytes` bytes.
 const fn rotation_pattern(bytes: usize) -> [u8; 32] {

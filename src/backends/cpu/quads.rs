@@ -8,12 +8,14 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::avx2::{transpose_in_lanes, Avx2};
+#[cfg(target_arch = "x86_64")]
+use super::lanes::Aligned;
 use super::lanes::{
     for_groups, group_cvs, hash_rows, lane_ptr, parents_transposed, stage_last_blocks, Group, Job, Lanes,
 };
 use crate::core::compress::{Cv, Word};
 use crate::core::constants::flags::PARENT;
-use crate::core::constants::{BLOCK_LEN, CHUNK_LEN, IV};
+use crate::core::constants::{BLOCK_LEN, CHUNK_LEN, IV, ROUNDS};
 use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row, Vl, A2};
 
 /// Most inputs side by side on rows: two 512-bit chains of four.
@@ -26,6 +28,25 @@ const MAX_N: usize = 8;
 trait Wide: Word + InLane {
     /// Inputs side by side: 128-bit lanes.
     const N: usize;
+    /// The seven rounds on [`Multi`]'s rows, from a block's quarters: [`all_rounds`], unless
+    /// `Self` has a form of its own.
+    ///
+    /// # Safety
+    /// As for `load`.
+    #[inline(always)]
+    unsafe fn multi_rounds(rows: &mut [Multi<Self>; 4], q: [Multi<Self>; 4]) {
+        // SAFETY: as the caller guarantees.
+        unsafe { all_rounds(rows, q) }
+    }
+    /// [`Wide::multi_rounds`] for `Pair<Self>`.
+    ///
+    /// # Safety
+    /// As for `load`.
+    #[inline(always)]
+    unsafe fn pair_rounds(rows: &mut [Multi<Pair<Self>>; 4], q: [Multi<Pair<Self>>; 4]) {
+        // SAFETY: as the caller guarantees.
+        unsafe { all_rounds(rows, q) }
+    }
     /// Words `0..4 * N` of `words`, word i in position i.
     ///
     /// # Safety
@@ -171,7 +192,7 @@ trait TwoInputs: Wide {
 /// instructions: what [`Ymm`] (AVX-512VL) and [`Y2`] (AVX2 only) share. They differ in their
 /// rotations ([`Word`]) alone.
 macro_rules! two_input_rows {
-    ($t:ident, $one:ident) => {
+    ($t:ident, $one:ident $(, $rounds:ident, $pair_rounds:ident)?) => {
         impl TwoInputs for $t {
             type One = $one;
             #[inline(always)]
@@ -237,6 +258,18 @@ macro_rules! two_input_rows {
 
         impl Wide for $t {
             const N: usize = 2;
+            $(
+            #[inline(always)]
+            unsafe fn multi_rounds(rows: &mut [Multi<Self>; 4], q: [Multi<Self>; 4]) {
+                // SAFETY: as the caller guarantees.
+                unsafe { $rounds(rows, q) }
+            }
+            #[inline(always)]
+            unsafe fn pair_rounds(rows: &mut [Multi<Pair<Self>>; 4], q: [Multi<Pair<Self>>; 4]) {
+                // SAFETY: as the caller guarantees.
+                unsafe { $pair_rounds(rows, q) }
+            }
+            )?
             #[inline(always)]
             unsafe fn load(words: &[u32]) -> Self {
                 // SAFETY: AVX; the caller guarantees 8 readable words.
@@ -370,7 +403,126 @@ impl Word for Y2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+two_input_rows!(Y2, A2, y2_rounds, y2_pair_rounds);
+#[cfg(not(target_arch = "x86_64"))]
 two_input_rows!(Y2, A2);
+
+/// The buffer the templates of `build.rs`'s `row_rounds` move the message rows in: room for
+/// two rounds' rows of two chains, round 0's of each chain written here (chain h's row k at
+/// `[h][k]`), the rest left for the template.
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn y2_message<const CHAINS: usize>(
+    first: [[__m256i; 4]; CHAINS],
+) -> core::mem::MaybeUninit<Aligned<[[__m256i; 4]; 4]>> {
+    let mut msg = core::mem::MaybeUninit::<Aligned<[[__m256i; 4]; 4]>>::uninit();
+    // SAFETY: `CHAINS` is at most 2: the rows go into the first of the four slots.
+    unsafe { (msg.as_mut_ptr() as *mut [[__m256i; 4]; CHAINS]).write(first) };
+    msg
+}
+
+/// The seven rounds on one chain of [`Y2`] rows (two inputs: 2 KiB, the parents above four
+/// chunks), the state in four registers throughout and the message moved in memory (`build.rs`
+/// writes the template, `row_rounds`), as [`y2_pair_rounds`] does for two chains. The same
+/// speed as the compiled rounds on the 2-core machine's EPYC (2 KiB 1.017x and 1.012x
+/// upstream's speed, medians of 10 interleaved runs of `examples/cpu_small.rs --single`); it
+/// is here so that the two forms of AVX2 rows run one code.
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn y2_rounds(rows: &mut [Multi<Y2>; 4], q: [Multi<Y2>; 4]) {
+    // SAFETY (whole body): AVX2, as the caller guarantees; the template reads the two 32-byte
+    // patterns and reads and writes the 256 bytes of `msg`.
+    unsafe {
+        let first = crate::core::rows::first_msg(q);
+        let mut msg = y2_message::<1>([first.map(|r| r.0 .0)]);
+        let m = msg.as_mut_ptr() as *mut [__m256i; 4];
+        let n = m.add(2);
+        core::arch::asm!(
+            include_str!(concat!(env!("OUT_DIR"), "/avx2_row_rounds_1.s")),
+            m = inout(reg) m => _,
+            n = inout(reg) n => _,
+            k = inout(reg) ROUNDS - 1 => _,
+            r16 = in(reg) super::avx2::ROT16.as_ptr(),
+            r8 = in(reg) super::avx2::ROT8.as_ptr(),
+            inout("ymm0") rows[0].0 .0,
+            inout("ymm1") rows[1].0 .0,
+            inout("ymm2") rows[2].0 .0,
+            inout("ymm3") rows[3].0 .0,
+            out("ymm8") _,
+            out("ymm10") _,
+            out("ymm11") _,
+            out("ymm12") _,
+            options(nostack)
+        )
+    };
+}
+
+/// The seven rounds on two chains of [`Y2`] rows (four inputs: 4 KiB, the top of 8 and 16
+/// KiB, groups of four short messages), the state in eight registers throughout and the message
+/// moved in memory (`build.rs` writes the template, `row_rounds`).
+///
+/// Compiled from the generic rounds, two chains need 8 state rows, 8 message rows and the
+/// temporaries of the rotations and message moves, and AVX2 has 16 registers: LLVM spilled
+/// state rows too, so that a reload sat on the rounds' dependency chain, and unrolled all seven
+/// rounds (about 890 instructions a block). Here the state never leaves its registers, the
+/// message rows go through memory (their moves are off the chain, and loads and stores are
+/// what the vector ports have to spare), and the rounds are a loop (about 220 instructions of
+/// code against 5 KB unrolled). One thread of the 2-core machine's EPYC (Zen 3), 4 KiB, ours
+/// over upstream's speed (`examples/cpu_small.rs --single`, one figure per process, 10 processes
+/// interleaved): compiled 0.975-0.981 in 8, 0.995 and 1.029 in 2; this 1.061-1.069 in 8, 1.042
+/// and 0.963 in 2. Tried on the way: the same template unrolled, the message moved at the
+/// start of each round or spread over it, 0.85-1.02 by process; the generic rounds as a loop,
+/// 0.93; every round's message rows made before the rounds and read from memory (rounds
+/// compiled without a spill), 0.91.
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn y2_pair_rounds(rows: &mut [Multi<Pair<Y2>>; 4], q: [Multi<Pair<Y2>>; 4]) {
+    // SAFETY (whole body): AVX2, as the caller guarantees; the template reads the two 32-byte
+    // patterns and reads and writes the 512 bytes of `msg`.
+    unsafe {
+        let first = crate::core::rows::first_msg(q);
+        let mut msg = y2_message::<2>([first.map(|r| r.0 .0[0].0), first.map(|r| r.0 .0[1].0)]);
+        let m = msg.as_mut_ptr() as *mut [__m256i; 4];
+        let n = m.add(2);
+        core::arch::asm!(
+            include_str!(concat!(env!("OUT_DIR"), "/avx2_row_rounds_2.s")),
+            m = inout(reg) m => _,
+            n = inout(reg) n => _,
+            k = inout(reg) ROUNDS - 1 => _,
+            r16 = in(reg) super::avx2::ROT16.as_ptr(),
+            r8 = in(reg) super::avx2::ROT8.as_ptr(),
+            inout("ymm0") rows[0].0 .0[0].0,
+            inout("ymm1") rows[1].0 .0[0].0,
+            inout("ymm2") rows[2].0 .0[0].0,
+            inout("ymm3") rows[3].0 .0[0].0,
+            inout("ymm4") rows[0].0 .0[1].0,
+            inout("ymm5") rows[1].0 .0[1].0,
+            inout("ymm6") rows[2].0 .0[1].0,
+            inout("ymm7") rows[3].0 .0[1].0,
+            out("ymm8") _,
+            out("ymm9") _,
+            out("ymm10") _,
+            out("ymm11") _,
+            out("ymm12") _,
+            out("ymm13") _,
+            out("ymm14") _,
+            out("ymm15") _,
+            options(nostack)
+        )
+    };
+}
 
 /// [`Wide`] for a wrapper around `__m128i` holding one input's rows: [`Vl`] (AVX-512VL) and
 /// `A2` (AVX2), the row forms of single compressions (`core::rows`), here the top node of a
@@ -500,6 +652,11 @@ impl<V: Wide> InLane for Pair<V> {
 
 impl<V: Wide> Wide for Pair<V> {
     const N: usize = 2 * V::N;
+    #[inline(always)]
+    unsafe fn multi_rounds(rows: &mut [Multi<Self>; 4], q: [Multi<Self>; 4]) {
+        // SAFETY: as the caller guarantees.
+        unsafe { V::pair_rounds(rows, q) }
+    }
     #[inline(always)]
     unsafe fn load(words: &[u32]) -> Self {
         // SAFETY: as the caller guarantees (`4 * N` words).
@@ -632,7 +789,7 @@ unsafe fn compress_multi<V: Wide>(lo: &mut V, hi: &mut V, row3: V, m: &[V; 4]) {
     unsafe {
         let iv = V::broadcast(&[IV[0], IV[1], IV[2], IV[3]]);
         let mut rows = [Multi(*lo), Multi(*hi), Multi(iv), Multi(row3)];
-        all_rounds(&mut rows, m.map(Multi));
+        V::multi_rounds(&mut rows, m.map(Multi));
         *lo = rows[0].0.xor(rows[2].0);
         *hi = rows[1].0.xor(rows[3].0);
     }
@@ -1369,6 +1526,66 @@ mod tests {
             crate::core::expect::missing("simd:avx2", &format!("{test} on AVX2 rows"));
         }
         (vl, avx2)
+    }
+
+    /// The AVX2 templates of the row form's rounds (`y2_rounds` on one chain of two inputs,
+    /// `y2_pair_rounds` on two chains) give the rows the compiled generic rounds give, for rows
+    /// and blocks of varied bits in every word.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn row_templates_match_compiled_rounds() {
+        /// 64 random states and blocks through both, on one chain and on two.
+        #[target_feature(enable = "avx2")]
+        unsafe fn check() {
+            let mut x = 0x2545_F491u32;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x
+            };
+            let mut rows = || -> [Y2; 4] {
+                let w: [[u32; 8]; 4] = core::array::from_fn(|_| core::array::from_fn(|_| next()));
+                // SAFETY: AVX2 (this function's).
+                core::array::from_fn(|i| unsafe { Y2::load(&w[i]) })
+            };
+            let words = |v: __m256i| -> [u32; 8] {
+                let mut w = [0u32; 8];
+                // SAFETY: AVX; 32 bytes written into `w`.
+                unsafe { _mm256_storeu_si256(w.as_mut_ptr() as *mut __m256i, v) };
+                w
+            };
+            for _ in 0..64 {
+                let (state, block) = (rows().map(Multi), rows().map(Multi));
+                let (mut want, mut got) = (state, state);
+                // SAFETY: AVX2.
+                unsafe {
+                    all_rounds(&mut want, block);
+                    y2_rounds(&mut got, block);
+                }
+                assert_eq!(got.map(|r| words(r.0 .0)), want.map(|r| words(r.0 .0)), "one chain");
+
+                let (other, other_block) = (rows(), rows());
+                let pair = |a: [Multi<Y2>; 4], b: [Y2; 4]| -> [Multi<Pair<Y2>>; 4] {
+                    core::array::from_fn(|i| Multi(Pair([a[i].0, b[i]])))
+                };
+                let (state, block) = (pair(state, other), pair(block, other_block));
+                let (mut want, mut got) = (state, state);
+                // SAFETY: AVX2.
+                unsafe {
+                    all_rounds(&mut want, block);
+                    y2_pair_rounds(&mut got, block);
+                }
+                let all = |r: [Multi<Pair<Y2>>; 4]| r.map(|r| r.0 .0.map(|h| words(h.0)));
+                assert_eq!(all(got), all(want), "two chains");
+            }
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            unsafe { check() };
+        } else {
+            crate::core::expect::missing("simd:avx2", "row_templates_match_compiled_rounds");
+        }
     }
 
     #[test]
