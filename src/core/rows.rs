@@ -304,7 +304,9 @@ unsafe fn round<R: Row>(rows: &mut [R; 4], [cx, cy, dx, dy]: [R; 4]) {
 /// The seven rounds on the block given as its quarters (`q[k]` holds words 4k..4k+3 of each
 /// lane's block): round 0's message rows made by [`first_msg`], each later round's moved in place
 /// from the round before's by [`permute_msg`]. Written out, not as a loop over rounds 1-6: the
-/// loop was slower on both machines (see `backends/cpu/quads.rs`).
+/// loop was slower on both machines (see `backends/cpu/quads.rs`). AVX2's two-input rows have
+/// their own rounds instead, an `asm!` loop with the state held in registers (`quads::y2_rounds`
+/// and `y2_pair_rounds`).
 #[inline(always)]
 pub(crate) unsafe fn all_rounds<R: Row>(rows: &mut [R; 4], q: [R; 4]) {
     // SAFETY (whole body): as for the callers.
