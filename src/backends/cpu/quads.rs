@@ -470,18 +470,22 @@ unsafe fn y2_rounds(rows: &mut [Multi<Y2>; 4], q: [Multi<Y2>; 4]) {
 /// moved in memory (`build.rs` writes the template, `row_rounds`).
 ///
 /// Compiled from the generic rounds, two chains need 8 state rows, 8 message rows and the
-/// temporaries of the rotations and message moves, and AVX2 has 16 registers: LLVM spilled
-/// state rows too, so that a reload sat on the rounds' dependency chain, and unrolled all seven
-/// rounds (about 890 instructions a block). Here the state never leaves its registers, the
-/// message rows go through memory (their moves are off the chain, and loads and stores are
-/// what the vector ports have to spare), and the rounds are a loop (about 220 instructions of
-/// code against 5 KB unrolled). One thread of the 2-core machine's EPYC (Zen 3), 4 KiB, ours
-/// over upstream's speed (`examples/cpu_small.rs --single`, one figure per process, 10 processes
-/// interleaved): compiled 0.975-0.981 in 8, 0.995 and 1.029 in 2; this 1.061-1.069 in 8, 1.042
-/// and 0.963 in 2. Tried on the way: the same template unrolled, the message moved at the
-/// start of each round or spread over it, 0.85-1.02 by process; the generic rounds as a loop,
-/// 0.93; every round's message rows made before the rounds and read from memory (rounds
-/// compiled without a spill), 0.91.
+/// temporaries of the rotations and message moves, and AVX2 has 16 registers: LLVM spilled state
+/// rows too, so that a reload sat on the rounds' dependency chain, and unrolled all seven rounds
+/// (about 890 instructions a block). Here the state never leaves its registers, the message rows go
+/// through memory (their moves are off the chain, and loads and stores are what the vector ports
+/// have to spare), and the rounds are a loop (about 220 instructions of code against 5 KB
+/// unrolled). One thread of the 2-core machine's EPYC (Zen 3), 4 KiB, ours over upstream's speed
+/// (`examples/cpu_small.rs --single`, one figure per process, 10 processes interleaved): compiled
+/// 0.975-0.981 in 8, 0.995 and 1.029 in 2; this 1.061-1.069 in 8, 1.042 and 0.963 in 2. That is
+/// with the other vCPU idle: load there slows hashing here by 10-15%, as a sibling thread of one
+/// core would, and with it both ran 4 KiB at 0.96-0.99x; in `b3accel bench` (eight runs of each
+/// over 40 minutes of changing load) 4 KiB went from 0.908-1.008x (median 0.973x) to 0.817-1.078x
+/// (median 0.950x). Which resource the two chains then lack (the loads and stores of the message,
+/// the shared scheduler) is not known yet. Tried on the way: the same template unrolled, the
+/// message moved at the start of each round or spread over it, 0.85-1.02 by process; the generic
+/// rounds as a loop, 0.93; every round's message rows made before the rounds and read from memory
+/// (rounds compiled without a spill), 0.91.
 ///
 /// # Safety
 /// AVX2.
