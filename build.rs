@@ -176,10 +176,11 @@ fn lane_rounds(avx512: bool) -> String {
 /// AVX2, as a loop over rounds 0-5 and round 6 after it.
 ///
 /// - Chain h's rows a, b, c, d stay in `ymm<4h>` to `ymm<4h + 3>` throughout. The diagonals as
-///   `rows::round` takes them: rows a, c and d turned, b left in place.
+///   `rows::round` takes them (`ROW_TO_DIAGONALS`, `ROW_FROM_DIAGONALS`): rows a, c and d
+///   turned, b left in place.
 /// - The message rows live in memory: the current round's at `{m}` (chain h's row k at byte
 ///   `32 * (4h + k)`; round 0's written by the caller in `rows::first_msg`'s order), the next
-///   round's written at `{n}` while the current one runs (`MOVES`, the moves of
+///   round's written at `{n}` while the current one runs (`moves`, the moves of
 ///   `rows::permute_msg`: next row 0 after the second half-round, row 1 after the third, rows 2
 ///   and 3 after the last), then `{m}` and `{n}` swap. `{k}` counts the loop down from 6.
 /// - `ymm<8 + h>` holds the shifts of chain h's 12- and 7-bit rotations, `ymm<10 + 3h>` to
@@ -258,9 +259,9 @@ fn row_rounds(chains: usize) -> String {
                 )
             }));
             if k % 2 == 1 {
-                let (ia, ic) = if k == 1 { (0x93, 0x39) } else { (0x39, 0x93) };
+                let [ia, ic, id] = if k == 1 { ROW_TO_DIAGONALS } else { ROW_FROM_DIAGONALS };
                 out.extend(each(&|_, [a, _, c, d]| {
-                    format!("vpshufd {a}, {a}, {ia:#x}\nvpshufd {d}, {d}, 0x4e\nvpshufd {c}, {c}, {ic:#x}")
+                    format!("vpshufd {a}, {a}, {ia:#x}\nvpshufd {d}, {d}, {id:#x}\nvpshufd {c}, {c}, {ic:#x}")
                 }));
             }
             for text in out {

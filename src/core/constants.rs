@@ -48,6 +48,16 @@ pub const G_COLUMNS: [[usize; 4]; 4] = [[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10,
 /// See [`G_COLUMNS`].
 pub const G_DIAGONALS: [[usize; 4]; 4] = [[0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14]];
 
+/// The row form's turn to the diagonals (state row i in one vector, x86's `pshufd` immediates):
+/// rows 0, 2 and 3 in that order are rotated by -1, +1 and +2 words and row 1 stays, so that
+/// word j of the rows holds diagonal (j + 3) % 4. Used by `rows::round` and by `build.rs`'s
+/// AVX2 row template.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+pub const ROW_TO_DIAGONALS: [i32; 3] = [0b10_01_00_11, 0b00_11_10_01, 0b01_00_11_10];
+/// The turn back from [`ROW_TO_DIAGONALS`], for the same rows 0, 2 and 3.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+pub const ROW_FROM_DIAGONALS: [i32; 3] = [0b00_11_10_01, 0b10_01_00_11, 0b01_00_11_10];
+
 /// Domain flags, combined into the compression function's last state word.
 pub mod flags {
     /// First block of a chunk.

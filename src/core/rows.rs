@@ -13,7 +13,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::compress::{g, seven_rounds, Word};
-use super::constants::IV;
+use super::constants::{IV, ROW_FROM_DIAGONALS, ROW_TO_DIAGONALS};
 
 /// A `pshufd`/`shufps` immediate: output word i takes source word `wi` (for `shufps`, words 0
 /// and 1 from the first source, 2 and 3 from the second).
@@ -291,13 +291,13 @@ unsafe fn round<R: Row>(rows: &mut [R; 4], [cx, cy, dx, dy]: [R; 4]) {
     // SAFETY (whole body): as for the callers.
     unsafe {
         g(rows, [[0, 1, 2, 3]], [cx], [cy]);
-        rows[0] = rows[0].shuffle::<0b10_01_00_11>();
-        rows[2] = rows[2].shuffle::<0b00_11_10_01>();
-        rows[3] = rows[3].shuffle::<0b01_00_11_10>();
+        rows[0] = rows[0].shuffle::<{ ROW_TO_DIAGONALS[0] }>();
+        rows[2] = rows[2].shuffle::<{ ROW_TO_DIAGONALS[1] }>();
+        rows[3] = rows[3].shuffle::<{ ROW_TO_DIAGONALS[2] }>();
         g(rows, [[0, 1, 2, 3]], [dx], [dy]);
-        rows[0] = rows[0].shuffle::<0b00_11_10_01>();
-        rows[2] = rows[2].shuffle::<0b10_01_00_11>();
-        rows[3] = rows[3].shuffle::<0b01_00_11_10>();
+        rows[0] = rows[0].shuffle::<{ ROW_FROM_DIAGONALS[0] }>();
+        rows[2] = rows[2].shuffle::<{ ROW_FROM_DIAGONALS[1] }>();
+        rows[3] = rows[3].shuffle::<{ ROW_FROM_DIAGONALS[2] }>();
     }
 }
 

@@ -410,17 +410,16 @@ two_input_rows!(Y2, A2);
 
 /// The buffer the templates of `build.rs`'s `row_rounds` move the message rows in: room for
 /// two rounds' rows of two chains, round 0's of each chain written here (chain h's row k at
-/// `[h][k]`), the rest left for the template.
-///
-/// # Safety
-/// AVX2.
+/// `[h][k]`), the rest left for the template (not zeroed: it writes before it reads).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn y2_message<const CHAINS: usize>(
+fn y2_message<const CHAINS: usize>(
     first: [[__m256i; 4]; CHAINS],
 ) -> core::mem::MaybeUninit<Aligned<[[__m256i; 4]; 4]>> {
+    const { assert!(CHAINS <= 2, "the templates run one or two chains") };
     let mut msg = core::mem::MaybeUninit::<Aligned<[[__m256i; 4]; 4]>>::uninit();
-    // SAFETY: `CHAINS` is at most 2: the rows go into the first of the four slots.
+    // SAFETY: `CHAINS` is at most 2 (asserted above), so the rows fit in the first slots of
+    // the buffer, which is aligned for `__m256i`.
     unsafe { (msg.as_mut_ptr() as *mut [[__m256i; 4]; CHAINS]).write(first) };
     msg
 }
