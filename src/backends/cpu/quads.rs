@@ -426,10 +426,16 @@ fn y2_message<const CHAINS: usize>(
 
 /// The seven rounds on one chain of [`Y2`] rows (two inputs: 2 KiB, the parents above four
 /// chunks), the state in four registers throughout and the message moved in memory (`build.rs`
-/// writes the template, `row_rounds`), as [`y2_pair_rounds`] does for two chains. The same
-/// speed as the compiled rounds on the 2-core machine's EPYC (2 KiB 1.017x and 1.012x
-/// upstream's speed, medians of 10 interleaved runs of `examples/cpu_small.rs --single`); it
-/// is here so that the two forms of AVX2 rows run one code.
+/// writes the template, `row_rounds`), as [`y2_pair_rounds`] does for two chains, with b's
+/// rotations left in two parts as `compress::g_carry` does.
+///
+/// One chain is bound by its latency, and on Zen 3 a rotation by two shifts and an `or` took
+/// 2.4-2.9 cycles where 2 were expected (the two shifts, ready at once, often issue one after the
+/// other): the template's seven rounds, looped in a C harness on the 2-core machine's EPYC, ran
+/// 216 cycles a block with the `or`s and 199 with the parts. Two KiB on one thread there, ours
+/// over upstream's speed (`examples/cpu_small.rs --single`, `B3_OFFSET=16`, medians of four
+/// interleaved processes): 1.008x -> 1.090x. With the `or`s, this loop had run at the speed of
+/// the compiled rounds (1.017x and 1.012x).
 ///
 /// # Safety
 /// AVX2.
