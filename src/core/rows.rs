@@ -228,28 +228,35 @@ macro_rules! delegate_add_xor {
     };
 }
 
+/// The four `Word` rotations of a wrapper around a vector type, done by the vector type.
+macro_rules! delegate_rotations {
+    () => {
+        #[inline(always)]
+        fn rotr16(self) -> Self {
+            Self(self.0.rotr16())
+        }
+        #[inline(always)]
+        fn rotr12(self) -> Self {
+            Self(self.0.rotr12())
+        }
+        #[inline(always)]
+        fn rotr8(self) -> Self {
+            Self(self.0.rotr8())
+        }
+        #[inline(always)]
+        fn rotr7(self) -> Self {
+            Self(self.0.rotr7())
+        }
+    };
+}
+
 /// `Word` for a wrapper around a vector type, every operation done by the vector type; a
 /// generic wrapper names its parameter and bound after the type (`Multi<V>, V: Wide`).
 macro_rules! delegate_word {
     ($t:ty $(, $g:ident: $bound:path)?) => {
         impl$(<$g: $bound>)? Word for $t {
             $crate::core::rows::delegate_add_xor!();
-            #[inline(always)]
-            fn rotr16(self) -> Self {
-                Self(self.0.rotr16())
-            }
-            #[inline(always)]
-            fn rotr12(self) -> Self {
-                Self(self.0.rotr12())
-            }
-            #[inline(always)]
-            fn rotr8(self) -> Self {
-                Self(self.0.rotr8())
-            }
-            #[inline(always)]
-            fn rotr7(self) -> Self {
-                Self(self.0.rotr7())
-            }
+            $crate::core::rows::delegate_rotations!();
             #[inline(always)]
             fn rotr12_parts(self) -> (Self, Self) {
                 let (x, y) = self.0.rotr12_parts();
@@ -263,7 +270,7 @@ macro_rules! delegate_word {
         }
     };
 }
-pub(crate) use {delegate_add_xor, delegate_word};
+pub(crate) use {delegate_add_xor, delegate_rotations, delegate_word};
 
 /// AVX2's rows: SSE4.1's arithmetic, with the 12- and 7-bit rotations in two parts, the two
 /// shifts (see `compress::g_carry`). The right shift goes through [`opaque128`], so that LLVM
@@ -274,22 +281,7 @@ pub(crate) use {delegate_add_xor, delegate_word};
 /// addition more per G.
 impl Word for A2 {
     delegate_add_xor!();
-    #[inline(always)]
-    fn rotr16(self) -> Self {
-        A2(self.0.rotr16())
-    }
-    #[inline(always)]
-    fn rotr12(self) -> Self {
-        A2(self.0.rotr12())
-    }
-    #[inline(always)]
-    fn rotr8(self) -> Self {
-        A2(self.0.rotr8())
-    }
-    #[inline(always)]
-    fn rotr7(self) -> Self {
-        A2(self.0.rotr7())
-    }
+    delegate_rotations!();
     #[inline(always)]
     fn rotr12_parts(self) -> (Self, Self) {
         // SAFETY: only reached from functions compiled with AVX2.
