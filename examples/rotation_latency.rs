@@ -24,49 +24,28 @@ fn main() {
         f(iterations);
         t.elapsed().as_secs_f64()
     };
-    let adds = |n: u64| {
-        // SAFETY: AVX2 is present (checked above); the loop touches only the registers named.
-        unsafe {
-            core::arch::asm!(
-                "2:",
-                "vpaddd ymm0, ymm0, ymm1", "vpaddd ymm0, ymm0, ymm1", "vpaddd ymm0, ymm0, ymm1",
-                "vpaddd ymm0, ymm0, ymm1", "vpaddd ymm0, ymm0, ymm1", "vpaddd ymm0, ymm0, ymm1",
-                "vpaddd ymm0, ymm0, ymm1", "vpaddd ymm0, ymm0, ymm1",
-                "dec {n}", "jnz 2b",
-                n = inout(reg) n => _, out("ymm0") _, out("ymm1") _, options(nostack, nomem)
-            )
-        }
-    };
-    let joined = |n: u64| {
-        // SAFETY: as above.
-        unsafe {
-            core::arch::asm!(
-                "2:",
-                ".rept 8",
-                "vpsrld ymm2, ymm0, 12", "vpslld ymm0, ymm0, 20", "vpor ymm0, ymm0, ymm2",
-                "vpaddd ymm0, ymm0, ymm1",
-                ".endr",
-                "dec {n}", "jnz 2b",
-                n = inout(reg) n => _, out("ymm0") _, out("ymm1") _, out("ymm2") _,
-                options(nostack, nomem)
-            )
-        }
-    };
-    let split = |n: u64| {
-        // SAFETY: as above.
-        unsafe {
-            core::arch::asm!(
-                "2:",
-                ".rept 8",
-                "vpsrld ymm2, ymm0, 12", "vpslld ymm0, ymm0, 20", "vpaddd ymm2, ymm2, ymm1",
-                "vpaddd ymm0, ymm0, ymm2",
-                ".endr",
-                "dec {n}", "jnz 2b",
-                n = inout(reg) n => _, out("ymm0") _, out("ymm1") _, out("ymm2") _,
-                options(nostack, nomem)
-            )
-        }
-    };
+    // A loop of `n` turns of `STEPS` copies of the step given, on ymm0 (x), ymm1 (y) and ymm2.
+    macro_rules! chain {
+        ($($step:literal),+) => {
+            |n: u64| {
+                // SAFETY: AVX2 is present (checked above); the loop touches only the registers
+                // named.
+                unsafe {
+                    core::arch::asm!(
+                        "2:", ".rept {steps}", $($step),+, ".endr", "dec {n}", "jnz 2b",
+                        n = inout(reg) n => _, steps = const STEPS,
+                        out("ymm0") _, out("ymm1") _, out("ymm2") _,
+                        options(nostack, nomem)
+                    )
+                }
+            }
+        };
+    }
+    let adds = chain!("vpaddd ymm0, ymm0, ymm1");
+    let joined =
+        chain!("vpsrld ymm2, ymm0, 12", "vpslld ymm0, ymm0, 20", "vpor ymm0, ymm0, ymm2", "vpaddd ymm0, ymm0, ymm1");
+    let split =
+        chain!("vpsrld ymm2, ymm0, 12", "vpslld ymm0, ymm0, 20", "vpaddd ymm2, ymm2, ymm1", "vpaddd ymm0, ymm0, ymm2");
     println!("cycles per step of x = rotr12(x) + y (three are the ideal)");
     for round in 0..5 {
         let cycle = time(&adds) / (iterations * STEPS) as f64;
