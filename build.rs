@@ -222,30 +222,46 @@ fn row_rounds(chains: usize) -> String {
             line(format!("vpxor ymm{0}, ymm{0}, ymm{0}", 8 + h));
         }
     }
+    // Next rows 0 and 1 both read row 0 as a register, next rows 2 and 3 row 2: each chain
+    // holds that row in its third temporary (loaded by the first of the two), so that a blend
+    // with it takes its other row straight from memory. 18 instructions a chain a round where
+    // loading each register source anew took 22.
     let next_row = |line: &mut dyn FnMut(String), k: usize| {
         let (x, y, imm, then) = &moves[k];
+        let held = 2 * (k / 2);
         for h in 0..chains {
             let t = |i: usize| format!("ymm{}", 10 + 3 * h + i);
-            let load = |src: &Src, into: String| match *src {
-                Row(i) => format!("vmovdqa {into}, {}", row("m", h, i)),
-                Blend(i, j, mask) => format!(
-                    "vmovdqa {into}, {}\nvpblendd {into}, {into}, {}, {:#x}",
-                    row("m", h, i),
-                    row("m", h, j),
-                    mask | mask << 4
-                ),
-                Unpacklo(i, j) => {
-                    format!("vmovdqa {into}, {}\nvpunpckldq {into}, {into}, {}", row("m", h, i), row("m", h, j))
-                }
-            };
-            line(load(x, t(0)));
-            match *y {
-                Row(j) => line(format!("vshufps {0}, {0}, {1}, {imm:#x}", t(0), row("m", h, j))),
-                _ => {
-                    line(load(y, t(1)));
-                    line(format!("vshufps {0}, {0}, {1}, {imm:#x}", t(0), t(1)));
-                }
+            if k == held {
+                line(format!("vmovdqa {}, {}", t(2), row("m", h, held)));
             }
+            // A source in `into` (or the held row itself), returning the register it is in.
+            let mut source = |src: &Src, into: String| -> String {
+                let (op, a, b, imm) = match *src {
+                    Row(i) if i == held => return t(2),
+                    Row(i) => {
+                        line(format!("vmovdqa {into}, {}", row("m", h, i)));
+                        return into;
+                    }
+                    Blend(i, j, mask) if j == held => ("vpblendd", j, i, Some(!mask & 0xf)),
+                    Blend(i, j, mask) => ("vpblendd", i, j, Some(mask)),
+                    Unpacklo(i, j) => ("vpunpckldq", i, j, None),
+                };
+                let reg = if a == held {
+                    t(2)
+                } else {
+                    line(format!("vmovdqa {into}, {}", row("m", h, a)));
+                    into.clone()
+                };
+                let imm = imm.map(|m| format!(", {:#x}", m | m << 4)).unwrap_or_default();
+                line(format!("{op} {into}, {reg}, {}{imm}", row("m", h, b)));
+                into
+            };
+            let first = source(x, t(0));
+            let second = match *y {
+                Row(j) => row("m", h, j),
+                _ => source(y, t(1)),
+            };
+            line(format!("vshufps {}, {first}, {second}, {imm:#x}", t(0)));
             if let Some(p) = then {
                 line(format!("vpshufd {0}, {0}, {p:#x}", t(0)));
             }
