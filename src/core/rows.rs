@@ -228,25 +228,19 @@ macro_rules! delegate_add_xor {
     };
 }
 
-/// The four `Word` rotations of a wrapper around a vector type, done by the vector type.
+/// The four `Word` rotations of a wrapper around a vector type, done by the vector type (the
+/// second arm writes one method per name given).
 macro_rules! delegate_rotations {
     () => {
-        #[inline(always)]
-        fn rotr16(self) -> Self {
-            Self(self.0.rotr16())
-        }
-        #[inline(always)]
-        fn rotr12(self) -> Self {
-            Self(self.0.rotr12())
-        }
-        #[inline(always)]
-        fn rotr8(self) -> Self {
-            Self(self.0.rotr8())
-        }
-        #[inline(always)]
-        fn rotr7(self) -> Self {
-            Self(self.0.rotr7())
-        }
+        $crate::core::rows::delegate_rotations!(rotr16, rotr12, rotr8, rotr7);
+    };
+    ($($rot:ident),*) => {
+        $(
+            #[inline(always)]
+            fn $rot(self) -> Self {
+                Self(self.0.$rot())
+            }
+        )*
     };
 }
 
