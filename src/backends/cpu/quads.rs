@@ -498,8 +498,8 @@ unsafe fn y2_rounds(rows: &mut [Multi<Y2>; 4], q: [Multi<Y2>; 4]) {
 /// 129). On the Zen 3, 4 KiB, ours over upstream's speed: `cpu_small` (`B3_OFFSET=16`, medians
 /// of six interleaved processes of 15 rounds, two runs) in batches 0.974-0.986x -> 1.044-1.046x,
 /// one call at a time 0.980-0.984x -> 1.017-1.023x; `b3accel bench --backend cpu --no-merkle
-/// --max-size 1M`, five runs of each build interleaved, 0.934-1.054x (median 0.964x) ->
-/// 0.956-1.034x (median 1.013x). Unrolled by two rounds (no swap of `{m}` and `{n}`), the same
+/// --max-size 1M`, eight runs of each build interleaved, 0.933-1.054x (median 0.960x) ->
+/// 0.952-1.034x (median 0.993x). Unrolled by two rounds (no swap of `{m}` and `{n}`), the same
 /// moves ran 1.002x and 0.992x in the turns where this ran 1.046x and 1.023x.
 ///
 /// # Safety
