@@ -1426,6 +1426,27 @@ unsafe fn sixteen_chunks_up(
 /// eight runs gave 0.989x or 1.021x (bimodal from process to process, so something placed at
 /// run time, not the code alone). Not explained yet.
 ///
+/// What is known of it (session 22, the GPU machine's Xeon, Emerald Rapids, CPU-only `b3accel`
+/// builds of `437ea6a`'s code, `bench --backend cpu --no-merkle --max-size 2K`, five hosts):
+/// - In 71 unpinned runs, 2 KiB read 0.968-1.041x, median 0.991x, 38 below 1.0: two modes,
+///   about 0.98x and 1.03x, one per process. Upstream's time is the same in both; ours is about
+///   4.8% longer in the slow one (e.g. 1045 against 997 ns). 1 KiB (one chunk, `rows`) read
+///   1.055-1.067x in every run, slow mode or not.
+/// - With the calling thread and the one-thread pool's worker on one CPU (`taskset -c N` for the
+///   whole process, or both threads pinned to the caller's CPU), 21 runs read 0.989-1.081x,
+///   median 1.030x, 2 below 1.0. With the worker pinned away from the caller, 3 of 4 were slow.
+/// - Not the cause: this function's place in the binary (64-byte aligned like `cpu_small`'s,
+///   the same machine code at the same offsets: still bimodal), address-space randomisation
+///   (`setarch -R`: still bimodal), the input's or the stack's page offsets (the same in fast and
+///   slow runs), a migration during the timing (none), other threads' work during it (none),
+///   dirty upper halves of zmm16-31 (no change in `cpu_small`).
+/// - `examples/cpu_small.rs --single` read 1.015-1.031x in every one of about 30 processes on the
+///   same hosts.
+///
+/// Upstream's two-input loop is a loop over rounds (about 50 instructions, 300 bytes of code);
+/// this one is 14 rounds unrolled, 3.5 KB a turn. A front end shared with another thread of the
+/// host core (which the guest cannot see) would tell them apart; that is a guess, not measured.
+///
 /// # Safety
 /// AVX-512F and VL; two whole chunks are readable at `p`.
 #[inline(always)]
