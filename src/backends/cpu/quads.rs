@@ -1446,6 +1446,11 @@ unsafe fn sixteen_chunks_up(
 /// Upstream's two-input loop is a loop over rounds (about 50 instructions, 300 bytes of code);
 /// this one is 14 rounds unrolled, 3.5 KB a turn. A front end shared with another thread of the
 /// host core (which the guest cannot see) would tell them apart; that is a guess, not measured.
+/// Two variants, each interleaved run by run with this form in one device call:
+/// - the rounds as a loop (`all_rounds` with a loop over rounds 1-6, for `Ymm` only): 2 KiB
+///   0.946-0.956x in six of six runs, no slow mode but slower than it (`cpu_small` 0.983x);
+/// - one block a turn (1.7 KB): 0.972-1.024x over 14 runs, median about 1.0x, where this form
+///   read 0.977-1.069x (median 0.982x) in the same turns; still two modes. Neither kept.
 ///
 /// # Safety
 /// AVX-512F and VL; two whole chunks are readable at `p`.
