@@ -13,6 +13,10 @@
 //! An unknown value changes nothing here; `CpuBackend::from_env` reports it, as the command line
 //! does.
 
+#[cfg(target_arch = "x86")]
+use std::arch::x86::{__cpuid, CpuidResult};
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::{__cpuid, CpuidResult};
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -340,15 +344,7 @@ pub(crate) fn avx512_rows_supported() -> bool {
 pub(crate) fn prefers_256_bit_rows() -> bool {
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
-        #[cfg(target_arch = "x86")]
-        use std::arch::x86::__cpuid;
-        #[cfg(target_arch = "x86_64")]
-        use std::arch::x86_64::__cpuid;
-        // CPUID exists on every x86-64 CPU and on every x86 CPU with SIMD (`__cpuid` is a safe
-        // function from Rust 1.94 on).
-        #[allow(unused_unsafe)]
-        // SAFETY: CPUID leaf 0 is always available and has no side effects.
-        let leaf = unsafe { __cpuid(0) };
+        let leaf = cpuid(0);
         let mut vendor = [0u8; 12];
         for (bytes, word) in vendor.chunks_exact_mut(4).zip([leaf.ebx, leaf.edx, leaf.ecx]) {
             bytes.copy_from_slice(&word.to_le_bytes());
@@ -358,6 +354,41 @@ pub(crate) fn prefers_256_bit_rows() -> bool {
     #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
     {
         false
+    }
+}
+
+/// One core's L2 cache in bytes, as CPUID leaf 0x8000_0006 gives it (AMD's and Intel's CPUs both
+/// fill in its size field): `None` where there is no such leaf, where the size is implausible
+/// (a hypervisor may report 0), and off x86.
+pub(crate) fn l2_cache_bytes() -> Option<usize> {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        #[cfg(target_arch = "x86")]
+        if !std::arch::x86::has_cpuid() {
+            return None;
+        }
+        if cpuid(0x8000_0000).eax < 0x8000_0006 {
+            return None;
+        }
+        let kib = (cpuid(0x8000_0006).ecx >> 16) as usize;
+        (64..=64 * 1024).contains(&kib).then_some(kib << 10)
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        None
+    }
+}
+
+/// CPUID `leaf` (sub-leaf 0).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+fn cpuid(leaf: u32) -> CpuidResult {
+    // CPUID exists on every x86-64 CPU and on every x86 CPU with SIMD (`__cpuid` is a safe
+    // function from Rust 1.94 on). A leaf above the CPU's highest reports another leaf's
+    // values, never a fault: callers check the highest first where it matters.
+    #[allow(unused_unsafe)]
+    // SAFETY: CPUID has no side effects.
+    unsafe {
+        __cpuid(leaf)
     }
 }
 
@@ -416,5 +447,18 @@ mod tests {
         }
         assert_eq!(Kernel::supported().last(), Some(&Kernel::Upstream));
         assert!(Kernel::supported().iter().all(|k| k.is_supported()));
+    }
+
+    /// CPUID's L2 size against the one Linux gives for CPU 0 (also from CPUID, through the
+    /// kernel's own decoding: Intel's leaf 4 or AMD's 0x8000_001D), where both have one.
+    #[test]
+    fn the_l2_size_agrees_with_linux() {
+        let linux = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size").ok();
+        let linux =
+            linux.as_deref().map(str::trim).and_then(|s| s.strip_suffix('K')).and_then(|k| k.parse::<usize>().ok());
+        match (l2_cache_bytes(), linux) {
+            (Some(ours), Some(kib)) => assert_eq!(ours, kib << 10),
+            (ours, linux) => eprintln!("L2 size not compared: CPUID {ours:?}, Linux {linux:?} KiB"),
+        }
     }
 }

@@ -164,18 +164,45 @@ pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usiz
 }
 
 /// Whether the kernels prefetch for a request of `len` bytes in all: only from
-/// [`PREFETCH_MIN_BYTES`] on.
+/// [`prefetch_min_bytes`] on.
 #[inline(always)]
 pub(crate) fn prefetch_for(len: usize) -> bool {
-    len >= PREFETCH_MIN_BYTES
+    len >= prefetch_min_bytes()
 }
 
-/// The smallest request for which the kernels prefetch: larger than a core's L2 cache (1 MiB on
-/// Zen 4, 2 MiB on Sapphire Rapids), so that data that may well sit in a cache already is not
-/// prefetched. There, the prefetches (one per lane and block) only cost: a 16 KiB input has no
-/// next group at all, and at 256 KiB every group's data is in L2. One thread, ours over
-/// upstream's speed (`examples/cpu_small.rs`, medians of interleaved runs), prefetching at
-/// every size -> from 4 MiB only:
+/// The smallest request for which the kernels prefetch: twice this core's L2 cache where CPUID
+/// gives its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`].
+/// Twice: at L2's own size prefetching gained nothing. On the 2-core
+/// machine's EPYC (Zen 3, 512 KiB of L2), one thread, ours over upstream's speed
+/// (`examples/cpu_small.rs`, three runs of 21 rounds, each run of the constant followed by one
+/// of the variant), prefetching from 512 KiB against from 4 MiB read 512 KiB 1.010, 1.029 and
+/// 1.011x against 1.012, 1.020 and 1.014x (no gain), 768 KiB 1.021-1.037x against
+/// 1.007-1.013x, 1 MiB 1.016-1.145x against 1.011-1.028x, 2 MiB 1.017-1.053x against
+/// 1.008-1.012x; from 1 MiB, 1 MiB read 1.025, 1.027 and 1.074x against 1.011, 1.014 and
+/// 1.060x. On a Xeon with 2 MiB of L2, as the H200 machine's has, the rule gives the constant's
+/// 4 MiB (that machine's CPUID itself was not read this way); on Zen 4 (1 MiB) 2 MiB, not
+/// measured there.
+#[inline(always)]
+pub(crate) fn prefetch_min_bytes() -> usize {
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    static MIN: AtomicUsize = AtomicUsize::new(0);
+    match MIN.load(Ordering::Relaxed) {
+        0 => {
+            let min = crate::core::platform::l2_cache_bytes().map_or(PREFETCH_MIN_BYTES, |l2| 2 * l2);
+            MIN.store(min, Ordering::Relaxed);
+            min
+        }
+        min => min,
+    }
+}
+
+/// The smallest request for which the kernels prefetch where the L2 cache's size is not known
+/// ([`prefetch_min_bytes`]): larger than a core's L2 cache (1 MiB on Zen 4, 2 MiB on Sapphire
+/// Rapids), so that data that may well sit in a cache already is not prefetched. There, the
+/// prefetches (one per lane and block) only cost: a 16 KiB input has no next group at all, and
+/// at 256 KiB every group's data is in L2. One thread, ours over upstream's speed
+/// (`examples/cpu_small.rs`, medians of interleaved runs), prefetching at every size -> from 4
+/// MiB only:
 /// - H200 machine's Xeon, four runs of 31 rounds: 16 KiB 0.999-1.010x -> 1.000-1.032x, 256 KiB
 ///   0.981-0.994x -> 1.013-1.033x; three runs of 21 rounds on another host: 16 KiB
 ///   0.985-0.992x -> 0.998-1.008x, 256 KiB 0.981-0.994x -> 0.984-0.991x. 4 and 16 MiB (which

@@ -618,7 +618,7 @@ mod tests {
     /// Prefetching is only a hint: every SIMD level this CPU has gives the same CVs with it and
     /// without it, for group counts around every kernel's width, chunks and one-block parents
     /// alike, as the portable single lane does. (The differential tests reach the prefetching
-    /// kernels only through inputs of [`lanes::PREFETCH_MIN_BYTES`] or more.)
+    /// kernels only through inputs of [`lanes::prefetch_min_bytes`] or more.)
     #[test]
     fn prefetching_changes_no_cv() {
         let data: Vec<u8> = (0..40 * CHUNK_LEN).map(|i| (i * 7 + (i >> 9)) as u8).collect();
