@@ -1451,6 +1451,15 @@ unsafe fn sixteen_chunks_up(
 ///   0.946-0.956x in six of six runs, no slow mode but slower than it (`cpu_small` 0.983x);
 /// - one block a turn (1.7 KB): 0.972-1.024x over 14 runs, median about 1.0x, where this form
 ///   read 0.977-1.069x (median 0.982x) in the same turns; still two modes. Neither kept.
+/// - (Session 23.) The rounds as an `asm!` loop much like upstream's (state and message rows in
+///   `ymm0`-`ymm13`, `vprord`, the next round's rows made in registers; about 50 instructions
+///   a round, 300 bytes): eight runs of each build interleaved on one host where this form was
+///   in its slow mode in every run, 2 KiB 0.969-0.980x (median 0.973x) against 0.970-0.990x
+///   (median 0.976x). `examples/cpu_parts.rs` on another host, two processes of each: the two
+///   chunk CVs took 977-978 ns against 1007-1037 ns, but the whole hash read 0.984x and 0.995x
+///   upstream against 1.024x and 1.029x. Not kept. The code shape is then not what sets the two modes, and the chain of
+///   16 blocks plus a parent is the same latency for both sides: at 2 KiB, ours and upstream's
+///   differ by what surrounds the rounds and by where the process runs.
 ///
 /// # Safety
 /// AVX-512F and VL; two whole chunks are readable at `p`.
