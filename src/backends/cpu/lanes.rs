@@ -172,14 +172,13 @@ pub(crate) fn prefetch_for(len: usize) -> bool {
 
 /// The smallest request for which the kernels prefetch: twice this core's L2 cache where CPUID
 /// gives its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`].
-/// Twice: at L2's own size prefetching gained nothing. On the 2-core
-/// machine's EPYC (Zen 3, 512 KiB of L2), one thread, ours over upstream's speed
-/// (`examples/cpu_small.rs`, three runs of 21 rounds, each run of the constant followed by one
-/// of the variant), prefetching from 512 KiB against from 4 MiB read 512 KiB 1.010, 1.029 and
-/// 1.011x against 1.012, 1.020 and 1.014x (no gain), 768 KiB 1.021-1.037x against
-/// 1.007-1.013x, 1 MiB 1.016-1.145x against 1.011-1.028x, 2 MiB 1.017-1.053x against
-/// 1.008-1.012x; from 1 MiB, 1 MiB read 1.025, 1.027 and 1.074x against 1.011, 1.014 and
-/// 1.060x. On a Xeon with 2 MiB of L2, as the H200 machine's has, the rule gives the constant's
+/// Twice: at L2's own size prefetching gained nothing. On the 2-core machine's EPYC (Zen 3, 512
+/// KiB of L2), one thread, ours over upstream's speed (`examples/cpu_small.rs`, three runs of 21
+/// rounds, each run of the constant followed by one of the variant), prefetching from 512 KiB
+/// against from 4 MiB read 512 KiB 1.010, 1.029 and 1.011x against 1.012, 1.020 and 1.014x (no
+/// gain), 768 KiB 1.021-1.037x against 1.007-1.013x, 1 MiB 1.016-1.145x against 1.011-1.028x, 2
+/// MiB 1.017-1.053x against 1.008-1.012x; from 1 MiB, 1 MiB read 1.025, 1.027 and 1.074x against
+/// 1.011, 1.014 and 1.060x. On a Xeon with 2 MiB of L2, as the H200 machine's has, the rule gives the constant's
 /// 4 MiB (that machine's CPUID itself was not read this way); on Zen 4 (1 MiB) 2 MiB, not
 /// measured there.
 #[inline(always)]

@@ -1457,9 +1457,10 @@ unsafe fn sixteen_chunks_up(
 ///   in its slow mode in every run, 2 KiB 0.969-0.980x (median 0.973x) against 0.970-0.990x
 ///   (median 0.976x). `examples/cpu_parts.rs` on another host, two processes of each: the two
 ///   chunk CVs took 977-978 ns against 1007-1037 ns, but the whole hash read 0.984x and 0.995x
-///   upstream against 1.024x and 1.029x. Not kept. The code shape is then not what sets the two modes, and the chain of
-///   16 blocks plus a parent is the same latency for both sides: at 2 KiB, ours and upstream's
-///   differ by what surrounds the rounds and by where the process runs.
+///   upstream against 1.024x and 1.029x. Not kept. The code's shape is then not what sets the
+///   two modes, and the chain of 16 blocks plus a parent is the same latency for both sides: at
+///   2 KiB, ours and upstream's differ by what surrounds the rounds and by where the process
+///   runs.
 ///
 /// # Safety
 /// AVX-512F and VL; two whole chunks are readable at `p`.
