@@ -15,7 +15,9 @@ use super::lanes::{
 };
 use crate::core::compress::{Cv, Word};
 use crate::core::constants::flags::PARENT;
-use crate::core::constants::{BLOCK_LEN, CHUNK_LEN, IV, ROUNDS};
+#[cfg(target_arch = "x86_64")]
+use crate::core::constants::ROUNDS;
+use crate::core::constants::{BLOCK_LEN, CHUNK_LEN, IV};
 use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row, Vl, A2};
 
 /// Most inputs side by side on rows: two 512-bit chains of four.
