@@ -170,24 +170,27 @@ pub(crate) fn prefetch_for(len: usize) -> bool {
     len >= prefetch_min_bytes()
 }
 
-/// The smallest request for which the kernels prefetch: twice this core's L2 cache where CPUID
-/// gives its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`].
-/// Twice: at L2's own size prefetching gained nothing. On the 2-core machine's EPYC (Zen 3, 512
-/// KiB of L2), one thread, ours over upstream's speed (`examples/cpu_small.rs`, three runs of 21
-/// rounds, each run of the constant followed by one of the variant), prefetching from 512 KiB
-/// against from 4 MiB read 512 KiB 1.010, 1.029 and 1.011x against 1.012, 1.020 and 1.014x (no
-/// gain), 768 KiB 1.021-1.037x against 1.007-1.013x, 1 MiB 1.016-1.145x against 1.011-1.028x, 2
-/// MiB 1.017-1.053x against 1.008-1.012x; from 1 MiB, 1 MiB read 1.025, 1.027 and 1.074x against
-/// 1.011, 1.014 and 1.060x. On a Xeon with 2 MiB of L2, as the H200 machine's has, the rule gives the constant's
-/// 4 MiB (that machine's CPUID itself was not read this way); on Zen 4 (1 MiB) 2 MiB, not
-/// measured there.
+/// The smallest request for which the kernels prefetch: this core's L2 cache where CPUID gives
+/// its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`]. Below
+/// L2's size the data of a repeated request sits in L2 and prefetching only costs; from it on,
+/// it gains on the Xeon and is even on the Zen 3. One thread, ours over upstream's speed
+/// (`examples/cpu_small.rs`, pinned, runs of 15 or 21 rounds, variants interleaved run by run):
+/// - The GPU machine's Xeon (2 MiB of L2, as CPUID and sysfs both say there), session 24:
+///   prefetching from 4 MiB (twice L2, the rule before), 2 MiB read 0.935-0.992x in five runs on
+///   two hosts; from 1 or 2 MiB, 0.990-1.071x in eight (median about 1.02x). 1 MiB (half of L2)
+///   read 0.96-1.02x prefetched or not, and prefetching from 512 KiB took 512 KiB from
+///   1.007-1.029x to 0.967-0.995x.
+/// - The 2-core machine's EPYC (Zen 3, 512 KiB of L2), session 23, three runs of 21 rounds:
+///   prefetching from 512 KiB against from 4 MiB read 512 KiB 1.010, 1.029 and 1.011x against
+///   1.012, 1.020 and 1.014x (even), 768 KiB 1.021-1.037x against 1.007-1.013x, 1 MiB
+///   1.016-1.145x against 1.011-1.028x, 2 MiB 1.017-1.053x against 1.008-1.012x.
 #[inline(always)]
 pub(crate) fn prefetch_min_bytes() -> usize {
     use core::sync::atomic::{AtomicUsize, Ordering};
     static MIN: AtomicUsize = AtomicUsize::new(0);
     match MIN.load(Ordering::Relaxed) {
         0 => {
-            let min = crate::core::platform::l2_cache_bytes().map_or(PREFETCH_MIN_BYTES, |l2| 2 * l2);
+            let min = crate::core::platform::l2_cache_bytes().map_or(PREFETCH_MIN_BYTES, |l2| l2);
             MIN.store(min, Ordering::Relaxed);
             min
         }
