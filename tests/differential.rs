@@ -34,10 +34,13 @@ fn upstream_xof(mode: &Mode, data: &[u8], seek: u64, len: usize) -> Vec<u8> {
 }
 
 /// Lengths around every boundary the implementations care about: blocks, chunks, SIMD groups of
-/// 4/8/16 chunks, the CPU's 64-chunk leaves, GPU work-groups (64 to 256 chunks) and powers of two.
+/// 4/8/16 chunks, runs of two subtrees that each end in registers on the CPU (24 and 48 chunks),
+/// the CPU's 64-chunk leaves, GPU work-groups (64 to 256 chunks) and powers of two.
 fn awkward_lengths() -> Vec<usize> {
     let mut lens = vec![0, 1, 63, 64, 65, 127, 128, 1023, 1024, 1025];
-    for chunks in [2usize, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1024] {
+    for chunks in
+        [2usize, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1024]
+    {
         for delta in [-1i64, 0, 1] {
             lens.push((chunks as i64 * CHUNK_LEN as i64 + delta) as usize);
         }
