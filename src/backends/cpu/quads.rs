@@ -1437,6 +1437,12 @@ unsafe fn sixteen_chunks_up(
 /// - With the calling thread and the one-thread pool's worker on one CPU (`taskset -c N` for the
 ///   whole process, or both threads pinned to the caller's CPU), 21 runs read 0.989-1.081x,
 ///   median 1.030x, 2 below 1.0. With the worker pinned away from the caller, 3 of 4 were slow.
+/// - (Session 24, `466c993`, placements in turn.) On one host, the whole process on one CPU
+///   (`taskset -c 2`) read 1.026-1.032x in seven of eight runs, on two (`taskset -c 2,3` or
+///   `2,9`) or on all with `RAYON_NUM_THREADS=1` 0.94-1.03x, medians 0.970-0.975x. On the next
+///   host one CPU was fast in four of six runs, two CPUs in two of six; a single-threaded fill
+///   of the input, or no series timed on the bench's main thread, kept both modes. Placement
+///   tips the odds on some hosts; it does not decide.
 /// - Not the cause: this function's place in the binary (64-byte aligned like `cpu_small`'s,
 ///   the same machine code at the same offsets: still bimodal), address-space randomisation
 ///   (`setarch -R`: still bimodal), the input's or the stack's page offsets (the same in fast and
