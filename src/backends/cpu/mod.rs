@@ -308,6 +308,97 @@ impl CpuBackend {
         !self.evex && self.level >= SimdLevel::Avx2
     }
 
+    /// Whether this CPU and kernel have the rows that [`CpuBackend::small_top`] runs on.
+    #[inline(always)]
+    fn small_tops(&self) -> bool {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        return self.evex || self.avx2_rows();
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        false
+    }
+
+    /// The top node's CV of a whole tree of 2, 4, 8 or 16 `nodes`, its levels on rows in
+    /// registers (`quads::subtree_top`, `quads::subtree_top_avx2`), `top_flags` added to the top
+    /// parent's flags; `None` where this CPU or kernel has no such rows, or for another count.
+    #[inline(always)]
+    fn small_top(&self, nodes: &[Cv], key: &[u32; 8], flags: u32, top_flags: u32) -> Option<Cv> {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if matches!(nodes.len(), 2 | 4 | 8 | 16) {
+            if self.evex {
+                // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
+                return Some(unsafe { quads::subtree_top(nodes, key, flags, top_flags, self.split_quads) });
+            }
+            if self.avx2_rows() {
+                // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
+                return Some(unsafe { quads::subtree_top_avx2(nodes, key, flags, top_flags) });
+            }
+        }
+        let _ = (nodes, key, flags, top_flags);
+        None
+    }
+
+    /// [`CpuBackend::small_top`] straight from 2, 4, 8 or 16 whole chunks starting at chunk
+    /// `first_chunk` (a multiple of their number): the chunks, then every level above, with no
+    /// level through memory (`quads::chunks_top`, `quads::chunks_top_avx2`).
+    #[inline(always)]
+    fn small_chunks_top(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        top_flags: u32,
+    ) -> Option<Cv> {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if input.len().is_multiple_of(CHUNK_LEN) && matches!(input.len() / CHUNK_LEN, 2 | 4 | 8 | 16) {
+            if self.evex {
+                // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
+                return Some(unsafe { quads::chunks_top(input, first_chunk, key, flags, top_flags, self.split_quads) });
+            }
+            if self.avx2_rows() {
+                // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
+                return Some(unsafe { quads::chunks_top_avx2(input, first_chunk, key, flags, top_flags) });
+            }
+        }
+        let _ = (input, first_chunk, key, flags, top_flags);
+        None
+    }
+
+    /// The top node's CV of a complete subtree of more than [`WIDE`] chunks that is one leaf of
+    /// `plan`: every chunk CV, the parent levels in whole SIMD groups down to `WIDE` nodes, then
+    /// [`CpuBackend::small_top`] (`top_flags` on the top parent), where the halves' CVs would
+    /// each be reduced to one node through narrow groups and the top compressed alone. `None`
+    /// where this CPU has no rows for the top, or the subtree is larger than a leaf.
+    fn leaf_top(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        top_flags: u32,
+        plan: Plan,
+    ) -> Option<Cv> {
+        let chunks = input.len() / CHUNK_LEN;
+        debug_assert!(chunks.is_power_of_two());
+        if chunks <= WIDE || chunks > plan.leaf || !self.small_tops() {
+            return None;
+        }
+        LEVELS.with_borrow_mut(|buf| {
+            if buf.len() < chunks + chunks / 2 {
+                buf.resize(chunks + chunks / 2, [0; 32]);
+            }
+            let (mut level, mut next) = buf.split_at_mut(chunks);
+            self.chunk_cvs(input, first_chunk, key, flags, plan.prefetch, level);
+            let mut n = chunks;
+            while n > WIDE {
+                self.parent_cvs(&level[..n], key, flags, &mut next[..n / 2]);
+                n /= 2;
+                std::mem::swap(&mut level, &mut next);
+            }
+            self.small_top(&level[..n], key, flags, top_flags)
+        })
+    }
+
     /// CVs of consecutive full chunks, the first with index `first_chunk`; `prefetch` as in
     /// [`Job`].
     fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, prefetch: bool, out: &mut [Cv]) {
@@ -382,23 +473,18 @@ impl CpuBackend {
         out: &mut [Cv],
     ) {
         let (mut n, mut size) = (level.len(), 1u64);
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.evex && matches!(n, 2 | 4 | 8 | 16) && max >= n as u64 {
-            // A whole small tree: its levels on rows, in registers (`quads::subtree_top`).
-            // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
-            out[0] = unsafe { quads::subtree_top(level, key, flags, 0, self.split_quads) };
-            return;
-        }
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.avx2_rows() && matches!(n, 2 | 4 | 8 | 16) && max >= n as u64 {
-            // The same on AVX2 alone (`quads::subtree_top_avx2`).
-            // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
-            out[0] = unsafe { quads::subtree_top_avx2(level, key, flags, 0) };
-            return;
-        }
         // Odd nodes split off on the way up, smallest first; they come last in `out`.
         let mut tail = out.len();
         while n > 1 && size < max {
+            // What is left is one whole tree of 2, 4, 8 or 16 nodes (`max` covers it): its
+            // levels on rows, in registers.
+            if max / size >= n as u64 {
+                if let Some(top) = self.small_top(&level[..n], key, flags, 0) {
+                    debug_assert_eq!(tail, 1, "one subtree left");
+                    out[0] = top;
+                    return;
+                }
+            }
             if n % 2 == 1 {
                 tail -= 1;
                 out[tail] = level[n - 1];
@@ -423,6 +509,9 @@ impl CpuBackend {
     fn subtree_cv(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, plan: Plan) -> Cv {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
+        if let Some(cv) = self.small_chunks_top(input, first_chunk, key, flags, 0) {
+            return cv;
+        }
         if chunks <= plan.leaf {
             let mut out = [[0u8; 32]];
             self.leaf_subtrees(input, first_chunk, MAX_SUBTREE, key, flags, plan, &mut out);
@@ -562,18 +651,13 @@ impl Backend for CpuBackend {
 
     fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
         let n = check_subtree_top_args(input, first_chunk)?;
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.evex && matches!(n, 2 | 4 | 8 | 16) {
-            // The chunks, then every level above, with no level through memory
-            // (`quads::chunks_top`): at most 16 KiB, so no pool and no scratch.
-            // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
-            return Ok(unsafe { quads::chunks_top(input, first_chunk, key, flags, top_flags, self.split_quads) });
+        // At most 16 KiB: no level through memory, no pool and no scratch.
+        if let Some(cv) = self.small_chunks_top(input, first_chunk, key, flags, top_flags) {
+            return Ok(cv);
         }
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.avx2_rows() && matches!(n, 2 | 4 | 8 | 16) {
-            // The same on AVX2 alone (`quads::chunks_top_avx2`).
-            // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
-            return Ok(unsafe { quads::chunks_top_avx2(input, first_chunk, key, flags, top_flags) });
+        // Up to a leaf: one pass, its last levels in registers.
+        if let Some(cv) = self.leaf_top(input, first_chunk, key, flags, top_flags, plan(input.len())) {
+            return Ok(cv);
         }
         top_by_halves(self, input, first_chunk, n, key, flags, top_flags)
     }
