@@ -379,8 +379,9 @@ pub(crate) fn l2_cache_bytes() -> Option<usize> {
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 fn cpuid(leaf: u32) -> CpuidResult {
     // CPUID exists on every x86-64 CPU and on every CPU Rust's 32-bit x86 targets run on (i586
-    // and up; `__cpuid` is a safe function from Rust 1.94 on). A leaf above the CPU's highest reports another leaf's
-    // values, never a fault: callers check the highest first where it matters.
+    // and up; `__cpuid` is a safe function from Rust 1.94 on). A leaf above the CPU's highest
+    // reports another leaf's values, never a fault: callers check the highest first where it
+    // matters.
     #[allow(unused_unsafe)]
     // SAFETY: CPUID has no side effects.
     unsafe {

@@ -176,10 +176,10 @@ pub(crate) fn prefetch_for(len: usize) -> bool {
 /// it gains on the Xeon and is even on the Zen 3. One thread, ours over upstream's speed
 /// (`examples/cpu_small.rs`, pinned, runs of 15 or 21 rounds, variants interleaved run by run):
 /// - The GPU machine's Xeon (2 MiB of L2, as CPUID and sysfs both say there), session 24:
-///   prefetching from 4 MiB (twice L2, the rule before), 2 MiB read 0.935-0.992x in five runs on
-///   two hosts; from 1 or 2 MiB, 0.990-1.071x in eight (median about 1.02x). 1 MiB (half of L2)
-///   read 0.96-1.02x prefetched or not, and prefetching from 512 KiB took 512 KiB from
-///   1.007-1.029x to 0.967-0.995x.
+///   prefetching from 4 MiB (twice L2, the rule before), 2 MiB read 0.935-0.992x in seven runs
+///   on three hosts; from 512 KiB, 1 or 2 MiB, 0.990-1.071x in ten; 3 MiB 0.938-0.953x against
+///   1.043-1.047x (one host). 1 MiB (half of L2) read 0.96-1.04x prefetched or not, and
+///   prefetching from 512 KiB took 512 KiB from 1.007-1.029x to 0.967-0.995x.
 /// - The 2-core machine's EPYC (Zen 3, 512 KiB of L2), session 23, three runs of 21 rounds:
 ///   prefetching from 512 KiB against from 4 MiB read 512 KiB 1.010, 1.029 and 1.011x against
 ///   1.012, 1.020 and 1.014x (even), 768 KiB 1.021-1.037x against 1.007-1.013x, 1 MiB
@@ -190,7 +190,7 @@ pub(crate) fn prefetch_min_bytes() -> usize {
     static MIN: AtomicUsize = AtomicUsize::new(0);
     match MIN.load(Ordering::Relaxed) {
         0 => {
-            let min = crate::core::platform::l2_cache_bytes().map_or(PREFETCH_MIN_BYTES, |l2| l2);
+            let min = crate::core::platform::l2_cache_bytes().unwrap_or(PREFETCH_MIN_BYTES);
             MIN.store(min, Ordering::Relaxed);
             min
         }

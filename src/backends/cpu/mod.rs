@@ -308,13 +308,20 @@ impl CpuBackend {
         !self.evex && self.level >= SimdLevel::Avx2
     }
 
-    /// Whether this CPU and kernel have the rows that [`CpuBackend::small_top`] runs on.
+    /// The rows a small tree's levels run on here (`quads`): AVX-512VL's, else AVX2's alone;
+    /// `None` for the other kernels.
     #[inline(always)]
-    fn small_tops(&self) -> bool {
+    fn top_rows(&self) -> Option<TopRows> {
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        return self.evex || self.avx2_rows();
-        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-        false
+        {
+            if self.evex {
+                return Some(TopRows::Evex);
+            }
+            if self.avx2_rows() {
+                return Some(TopRows::Avx2);
+            }
+        }
+        None
     }
 
     /// The top node's CV of a whole tree of 2, 4, 8 or 16 `nodes`, its levels on rows in
@@ -322,19 +329,22 @@ impl CpuBackend {
     /// parent's flags; `None` where this CPU or kernel has no such rows, or for another count.
     #[inline(always)]
     fn small_top(&self, nodes: &[Cv], key: &[u32; 8], flags: u32, top_flags: u32) -> Option<Cv> {
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if matches!(nodes.len(), 2 | 4 | 8 | 16) {
-            if self.evex {
-                // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
-                return Some(unsafe { quads::subtree_top(nodes, key, flags, top_flags, self.split_quads) });
-            }
-            if self.avx2_rows() {
-                // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
-                return Some(unsafe { quads::subtree_top_avx2(nodes, key, flags, top_flags) });
-            }
+        if !matches!(nodes.len(), 2 | 4 | 8 | 16) {
+            return None;
         }
-        let _ = (nodes, key, flags, top_flags);
-        None
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `top_rows` names rows only where the CPU has their instruction sets.
+        return self.top_rows().map(|rows| unsafe {
+            match rows {
+                TopRows::Evex => quads::subtree_top(nodes, key, flags, top_flags, self.split_quads),
+                TopRows::Avx2 => quads::subtree_top_avx2(nodes, key, flags, top_flags),
+            }
+        });
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        {
+            let _ = (key, flags, top_flags);
+            None
+        }
     }
 
     /// [`CpuBackend::small_top`] straight from 2, 4, 8 or 16 whole chunks starting at chunk
@@ -349,19 +359,22 @@ impl CpuBackend {
         flags: u32,
         top_flags: u32,
     ) -> Option<Cv> {
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if input.len().is_multiple_of(CHUNK_LEN) && matches!(input.len() / CHUNK_LEN, 2 | 4 | 8 | 16) {
-            if self.evex {
-                // SAFETY: `evex` is set only where the CPU has AVX-512F and VL.
-                return Some(unsafe { quads::chunks_top(input, first_chunk, key, flags, top_flags, self.split_quads) });
-            }
-            if self.avx2_rows() {
-                // SAFETY: `avx2_rows` holds only where the CPU has AVX2.
-                return Some(unsafe { quads::chunks_top_avx2(input, first_chunk, key, flags, top_flags) });
-            }
+        if !input.len().is_multiple_of(CHUNK_LEN) || !matches!(input.len() / CHUNK_LEN, 2 | 4 | 8 | 16) {
+            return None;
         }
-        let _ = (input, first_chunk, key, flags, top_flags);
-        None
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `top_rows` names rows only where the CPU has their instruction sets.
+        return self.top_rows().map(|rows| unsafe {
+            match rows {
+                TopRows::Evex => quads::chunks_top(input, first_chunk, key, flags, top_flags, self.split_quads),
+                TopRows::Avx2 => quads::chunks_top_avx2(input, first_chunk, key, flags, top_flags),
+            }
+        });
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        {
+            let _ = (first_chunk, key, flags, top_flags);
+            None
+        }
     }
 
     /// The top node's CV of a complete subtree of more than [`WIDE`] chunks that is one leaf of
@@ -380,15 +393,10 @@ impl CpuBackend {
     ) -> Option<Cv> {
         let chunks = input.len() / CHUNK_LEN;
         debug_assert!(chunks.is_power_of_two());
-        if chunks <= WIDE || chunks > plan.leaf || !self.small_tops() {
+        if chunks <= WIDE || chunks > plan.leaf || self.top_rows().is_none() {
             return None;
         }
-        LEVELS.with_borrow_mut(|buf| {
-            if buf.len() < chunks + chunks / 2 {
-                buf.resize(chunks + chunks / 2, [0; 32]);
-            }
-            let (mut level, mut next) = buf.split_at_mut(chunks);
-            self.chunk_cvs(input, first_chunk, key, flags, plan.prefetch, level);
+        self.with_leaf_cvs(input, first_chunk, key, flags, plan.prefetch, |mut level, mut next| {
             let mut n = chunks;
             while n > WIDE {
                 self.parent_cvs(&level[..n], key, flags, &mut next[..n / 2]);
@@ -449,14 +457,31 @@ impl CpuBackend {
             self.chunk_cvs(input, first_chunk, key, flags, plan.prefetch, level);
             return self.reduce(level, next, max, key, flags, out);
         }
+        self.with_leaf_cvs(input, first_chunk, key, flags, plan.prefetch, |level, next| {
+            self.reduce(level, next, max, key, flags, out)
+        });
+    }
+
+    /// Runs `f` on the chunk CVs of `input` (one leaf of whole chunks), computed into this
+    /// thread's scratch buffer, and on room for the next level (half as many).
+    fn with_leaf_cvs<R>(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        prefetch: bool,
+        f: impl for<'a> FnOnce(&'a mut [Cv], &'a mut [Cv]) -> R,
+    ) -> R {
+        let chunks = input.len() / CHUNK_LEN;
         LEVELS.with_borrow_mut(|buf| {
             if buf.len() < chunks + chunks / 2 {
                 buf.resize(chunks + chunks / 2, [0; 32]);
             }
             let (level, next) = buf.split_at_mut(chunks);
-            self.chunk_cvs(input, first_chunk, key, flags, plan.prefetch, level);
-            self.reduce(level, next, max, key, flags, out);
-        });
+            self.chunk_cvs(input, first_chunk, key, flags, prefetch, level);
+            f(level, next)
+        })
     }
 
     /// Reduces the nodes in `level`, level by level, pairs into parents (in SIMD groups), into
@@ -594,6 +619,18 @@ impl CpuBackend {
             self.subtrees(tail, tail_first, max, key, flags, plan, rest);
         }
     }
+}
+
+/// The rows that a small tree's levels run on ([`CpuBackend::top_rows`]). No variant exists off
+/// x86, where there are none.
+#[derive(Clone, Copy, Debug)]
+enum TopRows {
+    /// AVX-512VL (`quads::subtree_top`, `quads::chunks_top`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    Evex,
+    /// AVX2 alone (`quads::subtree_top_avx2`, `quads::chunks_top_avx2`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    Avx2,
 }
 
 /// How a run of chunks is split: the leaf size in chunks (a power of two, at least [`WIDE`], so
