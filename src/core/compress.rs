@@ -217,13 +217,15 @@ pub(crate) fn words_to_cv(w: &[u32; 8]) -> Cv {
 }
 
 /// `Some(f(args))` of the row form the process chose (`core::rows`: module `sse41`, `avx2` or
-/// `avx512`; see [`platform`](super::platform)), `None` where that is the portable code.
+/// `avx512`; see [`platform`](super::platform)), `None` where that is the portable code. `f`'s
+/// result type `T` is written out (`on_rows!(f(args) -> T)`): off x86 the `None` has nothing
+/// else to take it from.
 macro_rules! on_rows {
-    ($f:ident($($arg:expr),*)) => {{
+    ($f:ident($($arg:expr),*) -> $t:ty) => {{
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         // SAFETY: the platform module chose each form only where the CPU has its instruction
         // sets.
-        let done = unsafe {
+        let done: Option<$t> = unsafe {
             match rows() {
                 Rows::Avx512 => Some(simd_rows::avx512::$f($($arg),*)),
                 Rows::Avx2 => Some(simd_rows::avx2::$f($($arg),*)),
@@ -232,7 +234,7 @@ macro_rules! on_rows {
             }
         };
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-        let done = None;
+        let done: Option<$t> = None;
         done
     }};
 }
@@ -245,7 +247,7 @@ macro_rules! on_rows {
 /// less go through here; the portable form otherwise.
 #[inline]
 pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
-    if let Some(out) = on_rows!(compress(cv, block, block_len, counter, flags)) {
+    if let Some(out) = on_rows!(compress(cv, block, block_len, counter, flags) -> [u32; 16]) {
         return out;
     }
     compress_portable(cv, block, block_len, counter, flags)
@@ -257,7 +259,7 @@ pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter
 #[inline]
 pub(crate) fn compress_blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, flags: u32, first_flags: u32) {
     debug_assert!(blocks.len().is_multiple_of(BLOCK_LEN));
-    if blocks.is_empty() || on_rows!(blocks(cv, blocks, counter, flags, first_flags)).is_some() {
+    if blocks.is_empty() || on_rows!(blocks(cv, blocks, counter, flags, first_flags) -> ()).is_some() {
         return;
     }
     let mut f = flags | first_flags;
@@ -282,7 +284,7 @@ pub(crate) fn compress_chunk_end(
     last: &[u8],
     last_flags: u32,
 ) -> [u32; 8] {
-    if let Some(out) = on_rows!(chunk_end(cv, body, counter, flags, first_flags, last, last_flags)) {
+    if let Some(out) = on_rows!(chunk_end(cv, body, counter, flags, first_flags, last, last_flags) -> [u32; 8]) {
         return out;
     }
     let mut cv = *cv;
@@ -297,7 +299,7 @@ pub(crate) fn compress_chunk_end(
 #[inline]
 pub(crate) fn compress_bytes(cv: &[u32; 8], block: &[u8], counter: u64, flags: u32) -> [u32; 16] {
     debug_assert!(block.len() <= BLOCK_LEN);
-    if let Some(out) = on_rows!(bytes(cv, block, counter, flags)) {
+    if let Some(out) = on_rows!(bytes(cv, block, counter, flags) -> [u32; 16]) {
         return out;
     }
     let mut padded = [0u8; BLOCK_LEN];
@@ -351,7 +353,7 @@ pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, coun
 #[inline]
 pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv {
     let flags = flags | flags::PARENT;
-    if let Some(out) = on_rows!(parent(key, left, right, flags)) {
+    if let Some(out) = on_rows!(parent(key, left, right, flags) -> [u32; 16]) {
         return words_to_cv(&core::array::from_fn(|i| out[i]));
     }
     let mut block = [0u8; BLOCK_LEN];

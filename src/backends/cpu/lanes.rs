@@ -368,6 +368,7 @@ pub(crate) unsafe fn group_cvs<V: Lanes>(
 ///
 /// # Safety
 /// The CPU must support `V`'s instruction set.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 #[inline(always)]
 pub(crate) unsafe fn parents_transposed<V: Lanes>(m: &[V; 16], key: &[u32; 8], flags: u32) -> [V; 8] {
     // SAFETY (whole body): as the caller guarantees.
