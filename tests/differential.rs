@@ -221,15 +221,17 @@ fn backend_subtrees_match_upstream_hazmat() {
     }
 }
 
-/// `subtree_top`: the root hash of whole inputs of a power of two chunks in every mode, and
-/// the CV of a complete subtree elsewhere in an input, against upstream, at 2 to 64 chunks (the
-/// CPU backend's levels in registers go up to 16); malformed calls are errors.
+/// `subtree_top`: the root hash of whole inputs of full chunks in every mode, and the CV of the
+/// same run elsewhere in an input (at the right edge of a subtree), against upstream, at 2 to 64
+/// chunks and runs of one, two and three complete subtrees (the CPU backend's levels in
+/// registers go up to 16 nodes; it takes two subtrees evened or apart); malformed calls are
+/// errors.
 #[test]
 fn subtree_tops_match_upstream() {
     let mut rng = StdRng::seed_from_u64(17);
     let key_words: [u32; 8] = core::array::from_fn(|i| u32::from_le_bytes(KEY[4 * i..4 * i + 4].try_into().unwrap()));
     for t in targets() {
-        for n in [2u64, 4, 8, 16, 32, 64] {
+        for n in [2u64, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 20, 24, 32, 33, 40, 48, 56, 64, 72] {
             let mut data = vec![0u8; n as usize * CHUNK_LEN];
             rng.fill(&mut data[..]);
             let b = &t.backend;
@@ -237,7 +239,7 @@ fn subtree_tops_match_upstream() {
             assert_eq!(root, *blake3::hash(&data).as_bytes(), "{}: hash of {n} chunks", t.name);
             let keyed = b.subtree_top(&data, 0, &key_words, flags::KEYED_HASH, flags::ROOT).unwrap();
             assert_eq!(keyed, *blake3::keyed_hash(&KEY, &data).as_bytes(), "{}: keyed hash of {n} chunks", t.name);
-            let first = 3 * n;
+            let first = 3 * n.next_power_of_two();
             let cv = b.subtree_top(&data, first, &IV, 0, 0).unwrap();
             let expected =
                 blake3::Hasher::new().set_input_offset(first * CHUNK_LEN as u64).update(&data).finalize_non_root();
@@ -246,9 +248,10 @@ fn subtree_tops_match_upstream() {
         let b = &t.backend;
         for (len, first, what) in [
             (CHUNK_LEN, 0, "one chunk"),
-            (3 * CHUNK_LEN, 0, "three chunks"),
             (2 * CHUNK_LEN - 1, 0, "a partial chunk"),
+            (3 * CHUNK_LEN + 5, 0, "a partial last chunk"),
             (4 * CHUNK_LEN, 2, "misaligned"),
+            (3 * CHUNK_LEN, 2, "three chunks past a multiple of 2 but not of 4"),
         ] {
             assert!(b.subtree_top(&vec![0u8; len], first, &IV, 0, 0).is_err(), "{}: subtree_top of {what}", t.name);
         }

@@ -3,14 +3,16 @@
 //! A backend hashes runs of full chunks into the chaining values of complete subtrees, and batches
 //! of one-block messages. Everything else (the partial last chunk, merging the few subtree CVs, the
 //! ROOT flag, XOF output) is the tree module's job, the same for every backend; a backend may be
-//! asked to compress a complete subtree's top node itself, with the flags the tree module gives.
+//! asked to compress the top node of a run of full chunks itself, with the flags the tree module
+//! gives.
 
 use super::device::{DeviceInfo, FeaturePath};
 use super::error::{Error, Result};
 use super::merkle;
 use crate::core::compress::{parent_cv, Cv};
-use crate::core::constants::CHUNK_LEN;
+use crate::core::constants::{flags, CHUNK_LEN};
 use std::time::Duration;
+use zeroize::Zeroize;
 
 /// Where the time of one hash of host memory on a GPU went, as the GPU backends' `hash_timed`
 /// methods report it. With pipelining, upload and kernel time overlap, so `total` (the wall time
@@ -130,26 +132,33 @@ pub trait Backend: Send + Sync {
         capped_by_pieces(self, input, first_chunk, max_chunks, key, flags, out)
     }
 
-    /// The top node of a complete subtree, compressed: `input` is `2^k` full chunks (`k >= 1`)
-    /// starting at chunk `first_chunk` (a multiple of `2^k`); its two halves are hashed as
-    /// [`chunk_subtrees_capped`](Self::chunk_subtrees_capped) would, and their parent is
-    /// compressed with `flags | PARENT | top_flags`. The tree module asks for this with `ROOT`
-    /// in `top_flags` for a whole input of a power of two chunks, whose root hash it is; with `0`
-    /// it is the subtree's CV.
+    /// The top node of a run of `n >= 2` full chunks that is one node of the tree, compressed:
+    /// `input` starts at chunk `first_chunk`, a multiple of the power of two at or above `n`
+    /// (the run fits in the largest subtree that can start there). For `n = 2^k` that node is
+    /// the parent of the two halves, each hashed as
+    /// [`chunk_subtrees_capped`](Self::chunk_subtrees_capped) would; for another `n` it is the
+    /// run's subtrees (as [`chunk_subtrees`](Self::chunk_subtrees) returns them, largest first)
+    /// merged from the right, as at the right edge of an input. The top parent is compressed
+    /// with `flags | PARENT | top_flags`, those below it with `flags | PARENT`. The tree module
+    /// asks for this with `ROOT` in `top_flags` for a whole input of full chunks, whose root hash
+    /// it is; with `0` it is the node's CV.
     ///
-    /// The default asks `chunk_subtrees_capped` for the two halves and compresses their parent
-    /// here; a backend overrides it where it can take the levels up to the top at once (the CPU
-    /// backend does, for up to 16 chunks, without writing a level to memory).
+    /// The default asks `chunk_subtrees_capped` for the halves or subtrees and compresses the
+    /// parents above them here; a backend overrides it where it can take the levels up to the
+    /// top at once (the CPU backend does, for up to 16 chunks without writing a level to memory,
+    /// and for runs of one or two complete subtrees with the last levels in registers).
     ///
     /// ```
     /// use b3accel::{backend, flags::ROOT, Device, CHUNK_LEN, IV};
+    /// let cpu = backend(Device::Cpu).unwrap();
     /// let data = vec![9u8; 4 * CHUNK_LEN];
-    /// let root = backend(Device::Cpu).unwrap().subtree_top(&data, 0, &IV, 0, ROOT).unwrap();
-    /// assert_eq!(root, *blake3::hash(&data).as_bytes());
+    /// assert_eq!(cpu.subtree_top(&data, 0, &IV, 0, ROOT).unwrap(), *blake3::hash(&data).as_bytes());
+    /// let data = vec![9u8; 24 * CHUNK_LEN]; // 16 + 8 chunks
+    /// assert_eq!(cpu.subtree_top(&data, 0, &IV, 0, ROOT).unwrap(), *blake3::hash(&data).as_bytes());
     /// ```
     fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
         let n = check_subtree_top_args(input, first_chunk)?;
-        top_by_halves(self, input, first_chunk, n, key, flags, top_flags)
+        top_by_subtrees(self, input, first_chunk, n, key, flags, top_flags)
     }
 
     /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
@@ -288,9 +297,11 @@ pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, max_chunks: u64
     Ok(n)
 }
 
-/// [`Backend::subtree_top`] from the CVs of the subtree's two halves (`n` chunks in all, the
-/// arguments already checked): the trait's default, and a fallback for backends that override it.
-pub(crate) fn top_by_halves<B: Backend + ?Sized>(
+/// [`Backend::subtree_top`] from the CVs of the run's two halves (`n = 2^k`) or of its subtrees
+/// (any other `n`), merged from the right (`n` chunks in all, the arguments already checked): the
+/// trait's default, and a fallback for backends that override it. The CVs of a keyed or
+/// key-derivation tree are wiped after use, as on a `CvStack`.
+pub(crate) fn top_by_subtrees<B: Backend + ?Sized>(
     backend: &B,
     input: &[u8],
     first_chunk: u64,
@@ -299,24 +310,41 @@ pub(crate) fn top_by_halves<B: Backend + ?Sized>(
     flags: u32,
     top_flags: u32,
 ) -> Result<Cv> {
-    let mut halves = [[0u8; 32]; 2];
-    backend.chunk_subtrees_capped(input, first_chunk, n / 2, key, flags, &mut halves)?;
-    Ok(parent_cv(&halves[0], &halves[1], key, flags | top_flags))
+    let max = if n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
+    // One subtree per set bit of `n`: a run of fewer than 256 chunks has at most 8.
+    let count = subtree_count(n, max);
+    let (mut on_stack, mut on_heap) = ([[0u8; 32]; 8], Vec::new());
+    let cvs = if count <= on_stack.len() {
+        &mut on_stack[..count]
+    } else {
+        on_heap.resize(count, [0u8; 32]);
+        &mut on_heap[..]
+    };
+    let top = backend.chunk_subtrees_capped(input, first_chunk, max, key, flags, cvs).map(|()| {
+        let (first, rest) = cvs.split_first().expect("two or more subtrees");
+        let right = rest.iter().rev().copied().reduce(|right, left| parent_cv(&left, &right, key, flags));
+        parent_cv(first, &right.expect("two or more subtrees"), key, flags | top_flags)
+    });
+    if flags & (flags::KEYED_HASH | flags::DERIVE_KEY_MATERIAL) != 0 {
+        cvs.as_flattened_mut().zeroize();
+    }
+    top
 }
 
-/// Checks the arguments of [`Backend::subtree_top`]: a power of two, at least two, of full
-/// chunks, starting at a multiple of their number. Returns the number of chunks.
+/// Checks the arguments of [`Backend::subtree_top`]: at least two full chunks, starting at a
+/// multiple of the power of two at or above their number. Returns the number of chunks.
 pub(crate) fn check_subtree_top_args(input: &[u8], first_chunk: u64) -> Result<u64> {
     let n = (input.len() / CHUNK_LEN) as u64;
-    if !input.len().is_multiple_of(CHUNK_LEN) || n < 2 || !n.is_power_of_two() {
+    if !input.len().is_multiple_of(CHUNK_LEN) || n < 2 {
         return Err(Error::InvalidInput(format!(
-            "subtree_top: input of {} bytes is not a power of two (at least 2) of whole chunks",
+            "subtree_top: input of {} bytes is not two or more whole chunks",
             input.len()
         )));
     }
-    if !first_chunk.is_multiple_of(n) {
+    let align = n.next_power_of_two();
+    if !first_chunk.is_multiple_of(align) {
         return Err(Error::InvalidInput(format!(
-            "subtree_top: {n} chunks cannot start at chunk {first_chunk} (must be a multiple of {n})"
+            "subtree_top: {n} chunks cannot start at chunk {first_chunk} (must be a multiple of {align})"
         )));
     }
     Ok(n)

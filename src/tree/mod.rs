@@ -16,7 +16,7 @@ pub(crate) mod subtree;
 #[cfg(feature = "opencl")]
 pub(crate) use backend::capped_by_pieces;
 pub(crate) use backend::{
-    check_blocks_args, check_subtree_args, check_subtree_top_args, subtree_sizes, top_by_halves, MAX_SUBTREE,
+    check_blocks_args, check_subtree_args, check_subtree_top_args, subtree_sizes, top_by_subtrees, MAX_SUBTREE,
 };
 pub use backend::{subtree_count, Backend, Timings};
 pub use device::{BackendKind, Device, DeviceInfo, DeviceKind, FeaturePath};

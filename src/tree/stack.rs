@@ -283,10 +283,10 @@ trait Top: Sized {
     fn chunk(output: Output) -> Self;
     /// A top node that is the parent of `left` and `right`.
     fn parent(left: &Cv, right: &Cv, domain: Domain) -> Self;
-    /// The top node of a whole complete subtree (`input`, 2^k chunks from `first_chunk`), if
-    /// this kind of top node can come from the backend's [`Backend::subtree_top`]; `None` where
-    /// the tree module needs the two halves' CVs themselves.
-    fn whole_subtree<B: Backend + ?Sized>(
+    /// The top node of a run of two or more full chunks and nothing else (`input`, from
+    /// `first_chunk`), if this kind of top node can come from the backend's
+    /// [`Backend::subtree_top`]; `None` where the tree module needs the CVs below it themselves.
+    fn whole_run<B: Backend + ?Sized>(
         _backend: &B,
         _input: &[u8],
         _first_chunk: u64,
@@ -319,9 +319,11 @@ impl Top for RootHash {
     fn parent(left: &Cv, right: &Cv, domain: Domain) -> Self {
         RootHash(parent_cv(left, right, &domain.key, domain.flags | flags::ROOT))
     }
-    /// The root hash of a whole input of 2^k chunks: the backend compresses the root itself. On
-    /// the CPU, up to 16 chunks, no level goes through memory (see `Backend::subtree_top`).
-    fn whole_subtree<B: Backend + ?Sized>(
+    /// The root hash of a whole input of full chunks: the backend compresses the root itself. On
+    /// the CPU, up to 16 chunks, no level goes through memory; up to a leaf of one or two
+    /// complete subtrees (2^k, or 2^a + 2^b chunks), the last levels are in registers (see
+    /// `Backend::subtree_top`).
+    fn whole_run<B: Backend + ?Sized>(
         backend: &B,
         input: &[u8],
         first_chunk: u64,
@@ -340,10 +342,10 @@ const RUN_CVS_ON_STACK: usize = 8;
 /// checks), with no
 /// [`CvStack`]: its full chunks go to `backend` in one call (the last one too when it is full:
 /// it is then not the top node, so it can share a SIMD group or a dispatch with the others), the
-/// few subtrees it returns are merged from the right with the last chunk. A whole input of 2^k
-/// chunks is one complete subtree whose CV would be the top node: the backend is asked for the
-/// top node's hash where that is all that is wanted ([`Top::whole_subtree`]), else for its two
-/// halves.
+/// few subtrees it returns are merged from the right with the last chunk. Where the input is
+/// full chunks alone, the backend is asked for the top node's hash where that is all that is
+/// wanted ([`Top::whole_run`]); else, for a whole input of 2^k chunks (one complete subtree,
+/// whose CV would be the top node), for its two halves.
 ///
 /// Measured on the 2-core machine (one thread, 2 KiB input): a stack and its 64 pieces, zeroed
 /// for each call (3.8 KB of `memset`), were about 3% of the hash's time.
@@ -354,12 +356,12 @@ fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chun
     let whole = input.len().is_multiple_of(CHUNK_LEN);
     let full = if whole { input.len() } else { input.len() / CHUNK_LEN * CHUNK_LEN };
     let n = (full / CHUNK_LEN) as u64;
-    let complete = whole && n.is_power_of_two();
-    if complete {
-        if let Some(top) = T::whole_subtree(backend, input, first_chunk, domain) {
+    if whole {
+        if let Some(top) = T::whole_run(backend, input, first_chunk, domain) {
             return top;
         }
     }
+    let complete = whole && n.is_power_of_two();
     let max = if complete { n / 2 } else { MAX_SUBTREE };
     let count = subtree_count(n, max);
     let mut on_stack = [[0u8; 32]; RUN_CVS_ON_STACK];

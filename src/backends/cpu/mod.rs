@@ -27,7 +27,7 @@ use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
 use crate::core::platform;
 pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 use crate::tree::{
-    check_blocks_args, check_subtree_args, check_subtree_top_args, top_by_halves, Backend, BackendKind, Device,
+    check_blocks_args, check_subtree_args, check_subtree_top_args, top_by_subtrees, Backend, BackendKind, Device,
     DeviceInfo, DeviceKind, Error, Result, MAX_SUBTREE,
 };
 use lanes::{hash_groups, hash_rows, prefetch_for, Job};
@@ -377,11 +377,21 @@ impl CpuBackend {
         }
     }
 
-    /// The top node's CV of a complete subtree of more than [`WIDE`] chunks that is one leaf of
-    /// `plan`: every chunk CV, the parent levels in whole SIMD groups down to `WIDE` nodes, then
-    /// [`CpuBackend::small_top`] (`top_flags` on the top parent), where the halves' CVs would
-    /// each be reduced to one node through narrow groups and the top compressed alone. `None`
-    /// where this CPU has no rows for the top, or the subtree is larger than a leaf.
+    /// The top node's CV of a run of one or two complete subtrees (`2^a` chunks, or `2^a + 2^b`
+    /// with `a > b`) that is at most one leaf of `plan`, `top_flags` on the top parent: every
+    /// chunk CV at once, then the levels through memory in whole SIMD groups and the last ones on
+    /// rows in registers ([`CpuBackend::tree_top`]). Where a single call hashed each subtree
+    /// apart, the levels of each would end in narrow groups, and its chunks too. `None` where
+    /// this CPU has no rows for the top, or for another count.
+    ///
+    /// Two subtrees are reduced in one of two ways (`2^a + 2^b` chunks; the smaller subtree's
+    /// nodes are its chunks):
+    /// - *Evened*: the larger one's levels alone until it has as many nodes as the smaller one,
+    ///   whose CVs move along behind them; the two are then one complete tree of `2^(b+1)`
+    ///   nodes, which goes to `tree_top` whole. The fewest levels, but the first ones are the
+    ///   larger subtree's alone, through memory.
+    /// - *Apart*: each subtree's own `tree_top`, then their parent. Two chains of rows instead of
+    ///   one, but the larger one's last levels are in registers.
     fn leaf_top(
         &self,
         input: &[u8],
@@ -392,19 +402,57 @@ impl CpuBackend {
         plan: Plan,
     ) -> Option<Cv> {
         let chunks = input.len() / CHUNK_LEN;
-        debug_assert!(chunks.is_power_of_two());
-        if chunks <= WIDE || chunks > plan.leaf || self.top_rows().is_none() {
+        if chunks < 2 || chunks.count_ones() > 2 || chunks > plan.leaf || self.top_rows().is_none() {
             return None;
         }
+        // A complete subtree is two evened halves.
+        let small = if chunks.is_power_of_two() { chunks / 2 } else { 1 << chunks.trailing_zeros() };
+        let large = chunks - small;
+        // Measured on the 2-core machine's EPYC, one thread against upstream
+        // (`examples/cpu_small.rs`, three runs of 31 rounds of each way, interleaved):
+        // evened 24 KiB 0.998x against apart 0.977x, 40 KiB 0.995x against 0.980x, 48 KiB 0.997x
+        // against 0.986x, 12 KiB 1.047x against 1.019x, 72 KiB 0.999x against 0.993x; apart
+        // 9 KiB 1.001x against 0.986x, 17 KiB 1.009x against 0.991x, 20 KiB 1.021x against
+        // 1.013x. Evened wins where the smaller subtree's levels in registers outnumber the
+        // larger one's extra levels through memory.
+        let evened = small == large || small * small > large.min(WIDE);
         self.with_leaf_cvs(input, first_chunk, key, flags, plan.prefetch, |mut level, mut next| {
-            let mut n = chunks;
-            while n > WIDE {
-                self.parent_cvs(&level[..n], key, flags, &mut next[..n / 2]);
-                n /= 2;
-                std::mem::swap(&mut level, &mut next);
+            if evened {
+                let mut left = large;
+                while left > small {
+                    self.parent_cvs(&level[..left], key, flags, &mut next[..left / 2]);
+                    next[left / 2..][..small].copy_from_slice(&level[left..][..small]);
+                    left /= 2;
+                    std::mem::swap(&mut level, &mut next);
+                }
+                return self.tree_top(&mut level[..2 * small], next, key, flags, top_flags);
             }
-            self.small_top(&level[..n], key, flags, top_flags)
+            let (l, r) = level.split_at_mut(large);
+            let left = self.tree_top(l, next, key, flags, 0)?;
+            let right = if small == 1 { r[0] } else { self.tree_top(&mut r[..small], next, key, flags, 0)? };
+            Some(parent_cv(&left, &right, key, flags | top_flags))
         })
+    }
+
+    /// The top node's CV of a complete tree whose nodes (two or more, a power of two) are
+    /// `level`: its levels in whole SIMD groups through memory (`next` has room for half of
+    /// `level`) down to [`WIDE`] nodes, then [`CpuBackend::small_top`] (`top_flags` on the top
+    /// parent).
+    fn tree_top<'a>(
+        &self,
+        mut level: &'a mut [Cv],
+        mut next: &'a mut [Cv],
+        key: &[u32; 8],
+        flags: u32,
+        top_flags: u32,
+    ) -> Option<Cv> {
+        let mut n = level.len();
+        while n > WIDE {
+            self.parent_cvs(&level[..n], key, flags, &mut next[..n / 2]);
+            n /= 2;
+            std::mem::swap(&mut level, &mut next);
+        }
+        self.small_top(&level[..n], key, flags, top_flags)
     }
 
     /// CVs of consecutive full chunks, the first with index `first_chunk`; `prefetch` as in
@@ -444,26 +492,18 @@ impl CpuBackend {
         plan: Plan,
         out: &mut [Cv],
     ) {
-        let chunks = input.len() / CHUNK_LEN;
-        debug_assert!(chunks <= SERIAL_LEAF_CHUNKS);
-        if chunks <= WIDE {
-            // A small input's levels live on the stack: no thread-local to look up and borrow.
-            // With the two shortcuts in `hash_lanes` and `reduce`, measured on the H200 machine's
-            // Xeon, one thread against upstream (`examples/cpu_small.rs`, medians of ten
-            // interleaved runs): 2 KiB 0.874x -> 0.897x, 4 KiB 0.802x -> 0.825x, 16 KiB 0.887x
-            // -> 0.915x.
-            let mut buf = [[0u8; 32]; WIDE + WIDE / 2];
-            let (level, next) = buf.split_at_mut(chunks);
-            self.chunk_cvs(input, first_chunk, key, flags, plan.prefetch, level);
-            return self.reduce(level, next, max, key, flags, out);
-        }
+        debug_assert!(input.len() / CHUNK_LEN <= SERIAL_LEAF_CHUNKS);
         self.with_leaf_cvs(input, first_chunk, key, flags, plan.prefetch, |level, next| {
             self.reduce(level, next, max, key, flags, out)
         });
     }
 
-    /// Runs `f` on the chunk CVs of `input` (one leaf of whole chunks), computed into this
-    /// thread's scratch buffer, and on room for the next level (half as many).
+    /// Runs `f` on the chunk CVs of `input` (one leaf of whole chunks) and on room for as many
+    /// more (the next levels). Up to [`WIDE`] chunks the levels live on the stack: no
+    /// thread-local to look up and borrow (with the two shortcuts in `hash_lanes` and
+    /// `reduce`, measured on the H200 machine's Xeon, one thread against upstream,
+    /// `examples/cpu_small.rs`, medians of ten interleaved runs: 2 KiB 0.874x -> 0.897x, 4 KiB
+    /// 0.802x -> 0.825x, 16 KiB 0.887x -> 0.915x); above, in this thread's scratch buffer.
     fn with_leaf_cvs<R>(
         &self,
         input: &[u8],
@@ -474,9 +514,15 @@ impl CpuBackend {
         f: impl for<'a> FnOnce(&'a mut [Cv], &'a mut [Cv]) -> R,
     ) -> R {
         let chunks = input.len() / CHUNK_LEN;
+        if chunks <= WIDE {
+            let mut buf = [[0u8; 32]; 2 * WIDE];
+            let (level, next) = buf.split_at_mut(chunks);
+            self.chunk_cvs(input, first_chunk, key, flags, prefetch, level);
+            return f(level, next);
+        }
         LEVELS.with_borrow_mut(|buf| {
-            if buf.len() < chunks + chunks / 2 {
-                buf.resize(chunks + chunks / 2, [0; 32]);
+            if buf.len() < 2 * chunks {
+                buf.resize(2 * chunks, [0; 32]);
             }
             let (level, next) = buf.split_at_mut(chunks);
             self.chunk_cvs(input, first_chunk, key, flags, prefetch, level);
@@ -692,11 +738,11 @@ impl Backend for CpuBackend {
         if let Some(cv) = self.small_chunks_top(input, first_chunk, key, flags, top_flags) {
             return Ok(cv);
         }
-        // Up to a leaf: one pass, its last levels in registers.
+        // Up to a leaf of one or two subtrees: one pass, its last levels in registers.
         if let Some(cv) = self.leaf_top(input, first_chunk, key, flags, top_flags, plan(input.len())) {
             return Ok(cv);
         }
-        top_by_halves(self, input, first_chunk, n, key, flags, top_flags)
+        top_by_subtrees(self, input, first_chunk, n, key, flags, top_flags)
     }
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
