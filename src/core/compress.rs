@@ -46,14 +46,6 @@ pub(crate) trait Word: Copy {
     fn rotr7_parts(self) -> (Self, Self) {
         (self.rotr7(), self.xor(self))
     }
-    /// `self ^ part`: b joined with the part that [`g_carry`] carried. A word type whose
-    /// rotations come in two parts makes the join opaque to the compiler (see `A2` in
-    /// `rows.rs`), so that the `xor` with c that follows cannot be reassociated into two on
-    /// the dependency chain.
-    #[inline(always)]
-    fn join(self, part: Self) -> Self {
-        self.xor(part)
-    }
 }
 
 impl Word for u32 {
@@ -96,7 +88,7 @@ pub(crate) fn g<W: Word, const N: usize, const K: usize>(v: &mut [W; N], q: [[us
     let mut parts = [zero; K];
     g_carry(v, q, x, y, &mut parts);
     for ([_, b, _, _], part) in q.into_iter().zip(parts) {
-        v[b] = v[b].join(part);
+        v[b] = v[b].xor(part);
     }
 }
 
@@ -135,7 +127,7 @@ fn g_half<W: Word, const N: usize, const K: usize>(
     // just produced, so the dependency chain is one addition shorter per half.
     for (([a, b, _, _], m), part) in q.into_iter().zip(m).zip(parts.iter()) {
         v[a] = v[a].add(m).add(*part).add(v[b]);
-        v[b] = v[b].join(*part);
+        v[b] = v[b].xor(*part);
     }
     for [a, _, _, d] in q {
         v[d] = rot_d(v[d].xor(v[a]));

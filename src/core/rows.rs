@@ -261,10 +261,6 @@ macro_rules! delegate_word {
                 let (x, y) = self.0.rotr7_parts();
                 (Self(x), Self(y))
             }
-            #[inline(always)]
-            fn join(self, part: Self) -> Self {
-                Self(self.0.join(part.0))
-            }
         }
     };
 }
@@ -277,16 +273,24 @@ pub(crate) use {delegate_add_xor, delegate_rotations, delegate_word};
 /// of four interleaved processes): 1 KiB 1.050x -> 1.123x. Not for `__m128i` itself: the
 /// SSE4.1 lane kernel, which is bound by its instruction count and not by latency, would pay an
 /// addition more per G.
-///
-/// The join of b's parts ([`Word::join`]) goes through [`opaque128`] too. Without it, LLVM is
-/// free to reassociate `(shl ^ shr) ^ c` into `(c ^ shr) ^ shl`, two `xor`s on the chain from c
-/// to b instead of one, and whether it does depends on code elsewhere in the crate: a change to
-/// the CPU backend's tree code alone (`f8f8877`) made it, and one chunk on these rows went from
-/// about 1030 to 1105 ns on the 2-core machine's EPYC (`rows::avx2::chunk_end`, and
-/// `quads::hash_quads_avx2` for one chunk: 1080 to 1160 ns); with the fence, 1025 and 1085 ns
-/// in either build.
 impl Word for A2 {
-    delegate_add_xor!();
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        A2(self.0.add(o.0))
+    }
+    /// Through [`opaque128`]: LLVM may not reassociate these rows' `xor`s. Left free, it could
+    /// turn the join of b's two parts and the `xor` with c that follows, `(shl ^ shr) ^ c`,
+    /// into `(c ^ shr) ^ shl`, two `xor`s on the chain from c to b instead of one; whether it
+    /// did depended on code elsewhere in the crate. After `f8f8877` it did: one chunk on these
+    /// rows went from about 1030 to 1105 ns on the 2-core machine's EPYC
+    /// (`rows::avx2::chunk_end`; `quads::hash_quads_avx2` for one chunk 1080 to 1160 ns). A
+    /// fence on the join alone, in the generic `g`, moved the 8-lane kernel's code instead
+    /// (16 KiB to 1 MiB 1-2% slower).
+    #[inline(always)]
+    fn xor(self, o: Self) -> Self {
+        // SAFETY: only reached from functions compiled with AVX2.
+        A2(unsafe { opaque128(_mm_xor_si128(self.0, o.0)) })
+    }
     delegate_rotations!();
     #[inline(always)]
     fn rotr12_parts(self) -> (Self, Self) {
@@ -297,11 +301,6 @@ impl Word for A2 {
     fn rotr7_parts(self) -> (Self, Self) {
         // SAFETY: as above.
         unsafe { (A2(_mm_slli_epi32::<25>(self.0)), A2(opaque128(_mm_srli_epi32::<7>(self.0)))) }
-    }
-    #[inline(always)]
-    fn join(self, part: Self) -> Self {
-        // SAFETY: as above.
-        A2(unsafe { opaque128(_mm_xor_si128(self.0, part.0)) })
     }
 }
 
