@@ -9,10 +9,9 @@
 use super::device::{DeviceInfo, FeaturePath};
 use super::error::{Error, Result};
 use super::merkle;
-use crate::core::compress::{parent_cv, Cv};
-use crate::core::constants::{flags, CHUNK_LEN};
+use crate::core::compress::Cv;
+use crate::core::constants::CHUNK_LEN;
 use std::time::Duration;
-use zeroize::Zeroize;
 
 /// Where the time of one hash of host memory on a GPU went, as the GPU backends' `hash_timed`
 /// methods report it. With pipelining, upload and kernel time overlap, so `total` (the wall time
@@ -158,7 +157,7 @@ pub trait Backend: Send + Sync {
     /// ```
     fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
         let n = check_subtree_top_args(input, first_chunk)?;
-        top_by_subtrees(self, input, first_chunk, n, key, flags, top_flags)
+        super::stack::top_by_subtrees(self, input, first_chunk, n, key, flags, top_flags)
     }
 
     /// Hashes each 64-byte block as a complete one-block BLAKE3 message (`hash(block)`): the
@@ -295,40 +294,6 @@ pub(crate) fn check_subtree_args(input: &[u8], first_chunk: u64, max_chunks: u64
         )));
     }
     Ok(n)
-}
-
-/// [`Backend::subtree_top`] from the CVs of the run's two halves (`n = 2^k`) or of its subtrees
-/// (any other `n`), merged from the right (`n` chunks in all, the arguments already checked): the
-/// trait's default, and a fallback for backends that override it. The CVs of a keyed or
-/// key-derivation tree are wiped after use, as on a `CvStack`.
-pub(crate) fn top_by_subtrees<B: Backend + ?Sized>(
-    backend: &B,
-    input: &[u8],
-    first_chunk: u64,
-    n: u64,
-    key: &[u32; 8],
-    flags: u32,
-    top_flags: u32,
-) -> Result<Cv> {
-    let max = if n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
-    // One subtree per set bit of `n`: a run of fewer than 256 chunks has at most 8.
-    let count = subtree_count(n, max);
-    let (mut on_stack, mut on_heap) = ([[0u8; 32]; 8], Vec::new());
-    let cvs = if count <= on_stack.len() {
-        &mut on_stack[..count]
-    } else {
-        on_heap.resize(count, [0u8; 32]);
-        &mut on_heap[..]
-    };
-    let top = backend.chunk_subtrees_capped(input, first_chunk, max, key, flags, cvs).map(|()| {
-        let (first, rest) = cvs.split_first().expect("two or more subtrees");
-        let right = rest.iter().rev().copied().reduce(|right, left| parent_cv(&left, &right, key, flags));
-        parent_cv(first, &right.expect("two or more subtrees"), key, flags | top_flags)
-    });
-    if flags & (flags::KEYED_HASH | flags::DERIVE_KEY_MATERIAL) != 0 {
-        cvs.as_flattened_mut().zeroize();
-    }
-    top
 }
 
 /// Checks the arguments of [`Backend::subtree_top`]: at least two full chunks, starting at a

@@ -15,9 +15,7 @@ pub(crate) mod subtree;
 
 #[cfg(feature = "opencl")]
 pub(crate) use backend::capped_by_pieces;
-pub(crate) use backend::{
-    check_blocks_args, check_subtree_args, check_subtree_top_args, subtree_sizes, top_by_subtrees, MAX_SUBTREE,
-};
+pub(crate) use backend::{check_blocks_args, check_subtree_args, check_subtree_top_args, subtree_sizes, MAX_SUBTREE};
 pub use backend::{subtree_count, Backend, Timings};
 pub use device::{BackendKind, Device, DeviceInfo, DeviceKind, FeaturePath};
 pub use error::{Error, Result};
@@ -26,7 +24,7 @@ pub use mode::Mode;
 pub(crate) use output::Output;
 pub use output::OutputReader;
 pub(crate) use stack::{
-    chunk_output, hash_all, hash_small, merge_segments, root_from_chunk_cvs, root_hash_all, CvStack,
+    chunk_output, hash_all, hash_small, merge_segments, root_from_chunk_cvs, root_hash_all, top_by_subtrees, CvStack,
 };
 #[cfg(any(feature = "opencl", feature = "wgpu"))]
 pub(crate) use stack::{hash_resident, last_chunk_len};

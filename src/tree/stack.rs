@@ -363,7 +363,30 @@ fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chun
     }
     let complete = whole && n.is_power_of_two();
     let max = if complete { n / 2 } else { MAX_SUBTREE };
-    let count = subtree_count(n, max);
+    with_run_cvs(backend, &input[..full], first_chunk, max, domain, |cvs| {
+        let top = |left: &Cv, right: &Cv| T::parent(left, right, domain);
+        if whole {
+            let (right, rest) = cvs.split_last().expect("two or more subtrees");
+            merge_right_with(rest, right, domain, top)
+        } else {
+            let last = chunk_output(&input[full..], first_chunk + n, domain).chaining_value();
+            merge_right_with(cvs, &last, domain, top)
+        }
+    })
+}
+
+/// Runs `f` on the CVs of the subtrees that the full chunks `input` form, none larger than `max`
+/// chunks, as the backend returns them: on the stack for a run of fewer than 256 chunks. The CVs
+/// of a keyed or key-derivation tree are secret (as on a `CvStack`): wiped after `f`.
+fn with_run_cvs<B: Backend + ?Sized, R>(
+    backend: &B,
+    input: &[u8],
+    first_chunk: u64,
+    max: u64,
+    domain: Domain,
+    f: impl FnOnce(&[Cv]) -> R,
+) -> Result<R> {
+    let count = subtree_count((input.len() / CHUNK_LEN) as u64, max);
     let mut on_stack = [[0u8; 32]; RUN_CVS_ON_STACK];
     let mut on_heap = Vec::new();
     let cvs = if count <= RUN_CVS_ON_STACK {
@@ -372,22 +395,31 @@ fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chun
         on_heap.resize(count, [0u8; 32]);
         &mut on_heap[..]
     };
-    let top =
-        backend.chunk_subtrees_capped(&input[..full], first_chunk, max, &domain.key, domain.flags, cvs).map(|()| {
-            let top = |left: &Cv, right: &Cv| T::parent(left, right, domain);
-            if whole {
-                let (right, rest) = cvs.split_last().expect("two or more subtrees");
-                merge_right_with(rest, right, domain, top)
-            } else {
-                let last = chunk_output(&input[full..], first_chunk + n, domain).chaining_value();
-                merge_right_with(cvs, &last, domain, top)
-            }
-        });
-    // The CVs of a keyed or key-derivation tree are secret (as on a `CvStack`).
+    let out = backend.chunk_subtrees_capped(input, first_chunk, max, &domain.key, domain.flags, cvs).map(|()| f(cvs));
     if domain.is_secret() {
         cvs.as_flattened_mut().zeroize();
     }
-    top
+    out
+}
+
+/// [`Backend::subtree_top`] from the CVs of the run's two halves (`n = 2^k`) or of its subtrees
+/// (any other `n`), merged from the right (`n` chunks in all, the arguments already checked): the
+/// trait's default, and a fallback for backends that override it.
+pub(crate) fn top_by_subtrees<B: Backend + ?Sized>(
+    backend: &B,
+    input: &[u8],
+    first_chunk: u64,
+    n: u64,
+    key: &[u32; 8],
+    flags: u32,
+    top_flags: u32,
+) -> Result<Cv> {
+    let max = if n.is_power_of_two() { n / 2 } else { MAX_SUBTREE };
+    let domain = Domain { key: *key, flags };
+    with_run_cvs(backend, input, first_chunk, max, domain, |cvs| {
+        let (right, rest) = cvs.split_last().expect("two or more subtrees");
+        merge_right_with(rest, right, domain, |left, right| parent_cv(left, right, key, flags | top_flags))
+    })
 }
 
 /// The root node of an input of two or more chunks, given every chunk's chaining value in order
