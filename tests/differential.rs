@@ -99,6 +99,41 @@ fn one_shot_hashes_on_the_cpu_match_upstream() {
     eprintln!("differential: one-shot CPU hashes ok at {} awkward lengths x 3 modes", lens.len());
 }
 
+/// Inputs of one whole chunk and a partial one (1025 to 2047 bytes), whose two chunks the tree
+/// hashes side by side on the CPU's two-input rows where it has them (AVX-512VL): every length
+/// in every mode, as a root hash, as XOF output past the first block, through `Hasher` in two
+/// updates, and as a non-root subtree at chunk 6 (`hazmat`), against upstream.
+#[test]
+fn one_chunk_and_a_tail_match_upstream() {
+    use b3accel::hazmat::HasherExt;
+    let data = pattern(2 * CHUNK_LEN);
+    for len in CHUNK_LEN + 1..2 * CHUNK_LEN {
+        let data = &data[..len];
+        assert_eq!(b3accel::hash_on(Device::Cpu, data).unwrap(), blake3::hash(data), "hash, len {len}");
+        assert_eq!(
+            b3accel::keyed_hash_on(Device::Cpu, &KEY, data).unwrap(),
+            blake3::keyed_hash(&KEY, data),
+            "keyed, len {len}"
+        );
+        assert_eq!(
+            *b3accel::derive_key_on(Device::Cpu, CONTEXT, data).unwrap().as_bytes(),
+            blake3::derive_key(CONTEXT, data),
+            "derive_key, len {len}"
+        );
+        let mut h = Hasher::new_keyed_on(Device::Cpu, &KEY).unwrap();
+        h.update(&data[..len / 3]).unwrap().update(&data[len / 3..]).unwrap();
+        let mut got = [0u8; 80];
+        h.finalize_xof().unwrap().fill(&mut got);
+        assert!(got[..] == upstream_xof(&Mode::Keyed(KEY), data, 0, 80)[..], "keyed XOF, len {len}");
+        let offset = 6 * CHUNK_LEN as u64;
+        let mut sub = Hasher::new_on(Device::Cpu).unwrap();
+        let cv = sub.set_input_offset(offset).unwrap().update(data).unwrap().finalize_non_root().unwrap();
+        let expected = blake3::Hasher::new().set_input_offset(offset).update(data).finalize_non_root();
+        assert_eq!(cv, expected, "subtree at chunk 6, len {len}");
+    }
+    eprintln!("differential: one chunk and a tail ok at every length from 1025 to 2047");
+}
+
 /// The CPU backend splits work one way on a pool of one thread (leaves of 1024 chunks, no tasks)
 /// and another on a larger pool (tasks of 64 chunks); subtrees larger than a leaf (one thread)
 /// or of 4096 chunks and more (pool) are reduced 16 CVs at a time; upstream's kernel hands large

@@ -7,7 +7,7 @@
 //! `build.rs` also reads to write the GPU kernels' preludes, so the shaders in `shaders/` never
 //! carry a copy of their own.
 
-use super::constants::{flags, BLOCK_LEN, G_COLUMNS, G_DIAGONALS, IV, MSG_SCHEDULE};
+use super::constants::{flags, BLOCK_LEN, CHUNK_LEN, G_COLUMNS, G_DIAGONALS, IV, MSG_SCHEDULE};
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 use super::{
     platform::{rows, Rows},
@@ -291,6 +291,32 @@ pub(crate) fn compress_chunk_end(
     compress_blocks(&mut cv, body, counter, flags, first_flags);
     let out = compress_bytes(&cv, last, counter, last_flags);
     core::array::from_fn(|i| out[i])
+}
+
+/// The chaining values of the last two chunks of an input of 1025 to 2047 bytes, or of a
+/// subtree that ends the same way: the whole chunk `chunk` (index `counter`) and the partial one
+/// after it, `tail` (1 to 1023 bytes), as `[chunk's CV, tail's CV]`, hashed side by side on
+/// two-input rows where the process's row form has them (AVX-512VL); `None` elsewhere, where the
+/// caller hashes them apart.
+#[inline]
+pub(crate) fn chunk_and_tail_cvs(
+    key: &[u32; 8],
+    chunk: &[u8; CHUNK_LEN],
+    tail: &[u8],
+    counter: u64,
+    flags: u32,
+) -> Option<[Cv; 2]> {
+    assert!((1..CHUNK_LEN).contains(&tail.len()), "a partial chunk of {} bytes", tail.len());
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if rows() == Rows::Avx512 {
+        // SAFETY: the platform module chose AVX-512 rows only where the CPU has F, VL and BW;
+        // the lengths are as asserted.
+        return Some(unsafe { simd_rows::chunk_and_tail_avx512(key, chunk, tail, counter, flags) });
+    }
+    // Off x86 there are no two-input rows.
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    let _ = (key, chunk, counter, flags);
+    None
 }
 
 /// The compression of a block given as bytes: `block.len()` (at most 64) is the block length

@@ -329,6 +329,112 @@ impl Word for Vl {
     }
 }
 
+/// Two inputs' rows in a 256-bit vector in an AVX-512VL function, one input in each 128-bit
+/// lane: rotations in one instruction (`vprord`), no 512-bit instruction at all. The tree's
+/// last two chunks run side by side on it ([`chunk_and_tail_avx512`]), and so do the CPU
+/// backend's pairs of inputs (`backends/cpu/quads.rs`).
+#[derive(Clone, Copy)]
+pub(crate) struct Ymm(pub(crate) __m256i);
+
+impl Word for Ymm {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        // SAFETY: only reached from functions compiled with AVX-512F and VL, which have AVX2.
+        Ymm(unsafe { _mm256_add_epi32(self.0, o.0) })
+    }
+    #[inline(always)]
+    fn xor(self, o: Self) -> Self {
+        // SAFETY: as above.
+        Ymm(unsafe { _mm256_xor_si256(self.0, o.0) })
+    }
+    #[inline(always)]
+    fn rotr16(self) -> Self {
+        // SAFETY: only reached from functions compiled with AVX-512F and VL.
+        Ymm(unsafe { _mm256_ror_epi32::<16>(self.0) })
+    }
+    #[inline(always)]
+    fn rotr12(self) -> Self {
+        // SAFETY: as above.
+        Ymm(unsafe { _mm256_ror_epi32::<12>(self.0) })
+    }
+    #[inline(always)]
+    fn rotr8(self) -> Self {
+        // SAFETY: as above.
+        Ymm(unsafe { _mm256_ror_epi32::<8>(self.0) })
+    }
+    #[inline(always)]
+    fn rotr7(self) -> Self {
+        // SAFETY: as above.
+        Ymm(unsafe { _mm256_ror_epi32::<7>(self.0) })
+    }
+}
+
+impl Row for Ymm {
+    #[inline(always)]
+    unsafe fn shuffle<const IMM: i32>(self) -> Self {
+        // SAFETY: AVX2, as the caller guarantees.
+        Ymm(unsafe { _mm256_shuffle_epi32::<IMM>(self.0) })
+    }
+}
+
+/// Words of `b` where bit i % 4 of `MASK` is set, else of `a`: the same four-word mask in both
+/// 128-bit lanes, `vpblendd` with the immediate `MASK * 0x11`, written out for each mask that
+/// `permute_msg` uses (a generic parameter cannot be computed into an immediate).
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+pub(crate) unsafe fn blend_256<const MASK: i32>(a: __m256i, b: __m256i) -> __m256i {
+    // SAFETY: AVX2, as the caller guarantees.
+    unsafe {
+        match MASK {
+            0b0001 => _mm256_blend_epi32::<0x11>(a, b),
+            0b0010 => _mm256_blend_epi32::<0x22>(a, b),
+            0b0100 => _mm256_blend_epi32::<0x44>(a, b),
+            0b1000 => _mm256_blend_epi32::<0x88>(a, b),
+            _ => unreachable!("no blend with mask {MASK:#b}"),
+        }
+    }
+}
+
+/// [`InLane`] for a wrapper `$t` around `__m256i` holding two inputs' rows, on AVX2
+/// instructions, each behind [`opaque256`] (see [`opaque`]): [`Ymm`]'s, and the CPU backend's
+/// AVX2-only two-input rows'.
+macro_rules! in_lane_256 {
+    ($t:ident) => {
+        impl $crate::core::rows::InLane for $t {
+            #[inline(always)]
+            unsafe fn pshufd<const IMM: i32>(self) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe { $crate::core::rows::opaque256(_mm256_shuffle_epi32::<IMM>(self.0)) })
+            }
+            #[inline(always)]
+            unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
+                // SAFETY: AVX.
+                $t(unsafe {
+                    $crate::core::rows::opaque256(_mm256_castps_si256(_mm256_shuffle_ps::<IMM>(
+                        _mm256_castsi256_ps(self.0),
+                        _mm256_castsi256_ps(hi.0),
+                    )))
+                })
+            }
+            #[inline(always)]
+            unsafe fn unpacklo(self, o: Self) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe { $crate::core::rows::opaque256(_mm256_unpacklo_epi32(self.0, o.0)) })
+            }
+            #[inline(always)]
+            unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
+                // SAFETY: AVX2.
+                $t(unsafe { $crate::core::rows::opaque256($crate::core::rows::blend_256::<MASK>(self.0, o.0)) })
+            }
+        }
+    };
+}
+pub(crate) use in_lane_256;
+
+in_lane_256!(Ymm);
+
 /// One round: columns, then diagonals, then the rows rotated back. For the diagonals, rows 0, 2
 /// and 3 are rotated (by -1, +1 and +2 lanes) and row 1 is left in place, so that lane j holds
 /// diagonal (j + 3) % 4: G(v[j-1], v[4+j], v[8+(j+1)], v[12+(j+2)]) (indices mod 4). Row 1 is the
@@ -639,6 +745,94 @@ row_forms!(
     /// (AVX-512BW): the platform chooses them only where the CPU has F, VL and BW.
     avx512, "avx512f,avx512vl,avx512bw", Vl, masked_quarters
 );
+
+/// The chaining values of two chunks side by side on [`Ymm`] rows: a whole chunk `chunk` (1024
+/// bytes, index `counter`) in the low lanes and the partial chunk `tail` after it (1 to 1023
+/// bytes, index `counter + 1`) in the high ones, as `[chunk's CV, tail's CV]`. The two chains
+/// run together for the tail's blocks (its last one masked, with its length and CHUNK_END); the
+/// whole chunk's remaining blocks then go on alone on [`Vl`] rows. An input of 1025 to 2047
+/// bytes is these two chunks and their parent: one chunk's 16 compressions on the critical path
+/// instead of 17 to 32, since each row form here is bound by latency and the 256-bit one has
+/// that of the 128-bit one. See `tree/stack.rs`, `top_of_run`, for what it gained.
+///
+/// # Safety
+/// The CPU must support AVX-512F, VL and BW; `chunk` holds at least 1024 bytes and `tail` 1 to
+/// 1023.
+#[target_feature(enable = "avx512f,avx512vl,avx512bw")]
+pub(crate) unsafe fn chunk_and_tail_avx512(
+    key: &[u32; 8],
+    chunk: &[u8],
+    tail: &[u8],
+    counter: u64,
+    flags: u32,
+) -> [[u8; 32]; 2] {
+    use super::constants::flags::{CHUNK_END, CHUNK_START};
+    const BLOCKS: usize = 16;
+    debug_assert!(chunk.len() >= 64 * BLOCKS && (1..64 * BLOCKS).contains(&tail.len()));
+    let together = tail.len().div_ceil(64);
+    let next = counter + 1;
+    // SAFETY (whole body): the instruction sets are enabled here; every load reads 16 bytes of
+    // `chunk`'s first 1024, of a whole block of `tail`, of `key` or of `IV`, the masked ones no
+    // byte past `tail`; every store writes 16 bytes of `out`.
+    unsafe {
+        // (No closures around AVX2 intrinsics: a closure does not inherit the instruction sets
+        // enabled here.)
+        let mut lo = Ymm(_mm256_broadcastsi128_si256(_mm_loadu_si128(key.as_ptr() as *const __m128i)));
+        let mut hi = Ymm(_mm256_broadcastsi128_si256(_mm_loadu_si128(key.as_ptr().add(4) as *const __m128i)));
+        let iv = Ymm(_mm256_broadcastsi128_si256(_mm_loadu_si128(IV.as_ptr() as *const __m128i)));
+        for b in 0..together {
+            let last = b + 1 == together;
+            let at = 64 * b;
+            let q1 = if last { masked_quarters(&tail[at..]) } else { quarters_at(tail.as_ptr().add(at)) };
+            let q0 = quarters_at(chunk.as_ptr().add(at));
+            let q: [Ymm; 4] = [
+                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[0]), q1[0])),
+                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[1]), q1[1])),
+                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[2]), q1[2])),
+                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[3]), q1[3])),
+            ];
+            let start = if b == 0 { CHUNK_START } else { 0 };
+            let f0 = flags | start | if b + 1 == BLOCKS { CHUNK_END } else { 0 };
+            let (len1, f1) = if last { (tail.len() - at, flags | start | CHUNK_END) } else { (64, flags | start) };
+            let row3 = Ymm(_mm256_setr_epi32(
+                counter as i32,
+                (counter >> 32) as i32,
+                64,
+                f0 as i32,
+                next as i32,
+                (next >> 32) as i32,
+                len1 as i32,
+                f1 as i32,
+            ));
+            let mut rows = [lo, hi, iv, row3];
+            all_rounds(&mut rows, q);
+            lo = rows[0].xor(rows[2]);
+            hi = rows[1].xor(rows[3]);
+        }
+        let mut out = [[0u8; 32]; 2];
+        _mm_storeu_si128(out[1].as_mut_ptr() as *mut __m128i, _mm256_extracti128_si256::<1>(lo.0));
+        _mm_storeu_si128(out[1].as_mut_ptr().add(16) as *mut __m128i, _mm256_extracti128_si256::<1>(hi.0));
+        let (mut lo, mut hi) = (_mm256_castsi256_si128(lo.0), _mm256_castsi256_si128(hi.0));
+        for b in together..BLOCKS {
+            let f = flags | if b + 1 == BLOCKS { CHUNK_END } else { 0 };
+            let [a, c, _, _] = compress_regs::<Vl>(lo, hi, quarters_at(chunk.as_ptr().add(64 * b)), 64, counter, f);
+            (lo, hi) = (a, c);
+        }
+        _mm_storeu_si128(out[0].as_mut_ptr() as *mut __m128i, lo);
+        _mm_storeu_si128(out[0].as_mut_ptr().add(16) as *mut __m128i, hi);
+        out
+    }
+}
+
+/// The 64 bytes at `p` as a block's quarters.
+///
+/// # Safety
+/// SSE2; 64 bytes are readable at `p`.
+#[inline(always)]
+unsafe fn quarters_at(p: *const u8) -> [__m128i; 4] {
+    // SAFETY: as the caller guarantees.
+    unsafe { core::array::from_fn(|k| _mm_loadu_si128(p.add(16 * k) as *const __m128i)) }
+}
 
 #[cfg(test)]
 mod tests {

@@ -2,13 +2,17 @@
 //! that merges their chaining values, and the partial last chunk.
 //!
 //! Backends only ever see runs of full chunks (see [`Backend::chunk_subtrees`]); the last chunk of
-//! an input, which may be partial and may be the root, is always hashed here, on the CPU.
+//! an input, which may be partial and may be the root, is always hashed here, on the CPU. So is
+//! the whole chunk before it when the two are all there is (1025 to 2047 bytes): side by side
+//! with the partial one where the CPU has two-input rows.
 
 use super::backend::{subtree_count, subtree_sizes, Backend, MAX_SUBTREE};
 use super::error::{Error, Result};
 use super::mode::Domain;
 use super::output::Output;
-use crate::core::compress::{block_words, compress_blocks, compress_chunk_end, parent_cv, words_to_cv, Cv};
+use crate::core::compress::{
+    block_words, chunk_and_tail_cvs, compress_blocks, compress_chunk_end, parent_cv, words_to_cv, Cv,
+};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN};
 use zeroize::Zeroize;
 
@@ -342,10 +346,12 @@ const RUN_CVS_ON_STACK: usize = 8;
 /// checks), with no
 /// [`CvStack`]: its full chunks go to `backend` in one call (the last one too when it is full:
 /// it is then not the top node, so it can share a SIMD group or a dispatch with the others), the
-/// few subtrees it returns are merged from the right with the last chunk. Where the input is
-/// full chunks alone, the backend is asked for the top node's hash where that is all that is
-/// wanted ([`Top::whole_run`]); else, for a whole input of 2^k chunks (one complete subtree,
-/// whose CV would be the top node), for its two halves.
+/// few subtrees it returns are merged from the right with the last chunk. One whole chunk and a
+/// partial one are hashed here instead, side by side ([`chunk_and_tail_cvs`]) where the CPU has
+/// two-input rows: no backend call, and one chunk's compressions on the critical path. Where
+/// the input is full chunks alone, the backend is asked for the top node's hash where that is
+/// all that is wanted ([`Top::whole_run`]); else, for a whole input of 2^k chunks (one complete
+/// subtree, whose CV would be the top node), for its two halves.
 ///
 /// Measured on the 2-core machine (one thread, 2 KiB input): a stack and its 64 pieces, zeroed
 /// for each call (3.8 KB of `memset`), were about 3% of the hash's time.
@@ -359,6 +365,16 @@ fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chun
     if whole {
         if let Some(top) = T::whole_run(backend, input, first_chunk, domain) {
             return top;
+        }
+    }
+    if n == 1 && !whole {
+        let (chunk, tail) = input.split_first_chunk::<CHUNK_LEN>().expect("more than one chunk");
+        if let Some(mut cvs) = chunk_and_tail_cvs(&domain.key, chunk, tail, first_chunk, domain.flags) {
+            let top = T::parent(&cvs[0], &cvs[1], domain);
+            if domain.is_secret() {
+                cvs.as_flattened_mut().zeroize();
+            }
+            return Ok(top);
         }
     }
     let complete = whole && n.is_power_of_two();

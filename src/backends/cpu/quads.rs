@@ -18,7 +18,7 @@ use crate::core::constants::flags::PARENT;
 #[cfg(target_arch = "x86_64")]
 use crate::core::constants::ROUNDS;
 use crate::core::constants::{BLOCK_LEN, CHUNK_LEN, IV};
-use crate::core::rows::{all_rounds, opaque256, opaque512, InLane, Row, Vl, A2};
+use crate::core::rows::{all_rounds, opaque512, InLane, Row, Vl, Ymm, A2};
 
 /// Most inputs side by side on rows: two 512-bit chains of four.
 const MAX_N: usize = 8;
@@ -189,10 +189,10 @@ trait TwoInputs: Wide {
     unsafe fn even_odd_with(self, o: Self) -> (Self, Self);
 }
 
-/// [`InLane`], [`Wide`], [`TwoInputs`] and [`Level`] (for it and for a [`Pair`] of it) for a
-/// wrapper around `__m256i` holding two inputs' rows (its single-input type `$one`), on AVX2
-/// instructions: what [`Ymm`] (AVX-512VL) and [`Y2`] (AVX2 only) share. They differ in their
-/// rotations ([`Word`]) alone.
+/// [`Wide`], [`TwoInputs`] and [`Level`] (for it and for a [`Pair`] of it) for a wrapper around
+/// `__m256i` holding two inputs' rows (its single-input type `$one`), on AVX2 instructions: what
+/// [`Ymm`] (AVX-512VL) and [`Y2`] (AVX2 only) share. They differ in their rotations ([`Word`])
+/// alone; their [`InLane`] is `core::rows::in_lane_256!`'s.
 macro_rules! two_input_rows {
     ($t:ident, $one:ident $(, $rounds:ident, $pair_rounds:ident)?) => {
         impl TwoInputs for $t {
@@ -227,34 +227,6 @@ macro_rules! two_input_rows {
             unsafe fn top(m: [Self; 4], key: &[u32; 8], flags: u32, top_flags: u32, split: bool) -> [__m128i; 2] {
                 // SAFETY: as the caller guarantees.
                 unsafe { up(m, key, flags, top_flags, split, |v: Pair<$t>| v.0[0].even_odd_with(v.0[1])) }
-            }
-        }
-
-        impl InLane for $t {
-            #[inline(always)]
-            unsafe fn pshufd<const IMM: i32>(self) -> Self {
-                // SAFETY: AVX2.
-                $t(unsafe { opaque256(_mm256_shuffle_epi32::<IMM>(self.0)) })
-            }
-            #[inline(always)]
-            unsafe fn shufps<const IMM: i32>(self, hi: Self) -> Self {
-                // SAFETY: AVX.
-                $t(unsafe {
-                    opaque256(_mm256_castps_si256(_mm256_shuffle_ps::<IMM>(
-                        _mm256_castsi256_ps(self.0),
-                        _mm256_castsi256_ps(hi.0),
-                    )))
-                })
-            }
-            #[inline(always)]
-            unsafe fn unpacklo(self, o: Self) -> Self {
-                // SAFETY: AVX2.
-                $t(unsafe { opaque256(_mm256_unpacklo_epi32(self.0, o.0)) })
-            }
-            #[inline(always)]
-            unsafe fn blend<const MASK: i32>(self, o: Self) -> Self {
-                // SAFETY: AVX2.
-                $t(unsafe { opaque256(blend_256::<MASK>(self.0, o.0)) })
             }
         }
 
@@ -327,56 +299,6 @@ macro_rules! two_input_rows {
     };
 }
 
-/// Words of `b` where bit i % 4 of `MASK` is set, else of `a`: the same four-word mask in both
-/// 128-bit lanes, `vpblendd` with the immediate `MASK * 0x11`, written out for each mask that
-/// `permute_msg` uses (a generic parameter cannot be computed into an immediate).
-///
-/// # Safety
-/// AVX2.
-#[inline(always)]
-unsafe fn blend_256<const MASK: i32>(a: __m256i, b: __m256i) -> __m256i {
-    // SAFETY: AVX2, as the caller guarantees.
-    unsafe {
-        match MASK {
-            0b0001 => _mm256_blend_epi32::<0x11>(a, b),
-            0b0010 => _mm256_blend_epi32::<0x22>(a, b),
-            0b0100 => _mm256_blend_epi32::<0x44>(a, b),
-            0b1000 => _mm256_blend_epi32::<0x88>(a, b),
-            _ => unreachable!("no blend with mask {MASK:#b}"),
-        }
-    }
-}
-
-/// A 256-bit vector in an AVX-512VL function: two inputs' rows, rotations in one instruction
-/// (`vprord`), no 512-bit instruction at all.
-#[derive(Clone, Copy)]
-struct Ymm(__m256i);
-
-impl Word for Ymm {
-    // `__m256i`'s (avx2.rs): AVX-512VL functions have AVX2.
-    crate::core::rows::delegate_add_xor!();
-    #[inline(always)]
-    fn rotr16(self) -> Self {
-        // SAFETY: only reached from functions compiled with AVX-512F and VL.
-        Ymm(unsafe { _mm256_ror_epi32::<16>(self.0) })
-    }
-    #[inline(always)]
-    fn rotr12(self) -> Self {
-        // SAFETY: as above.
-        Ymm(unsafe { _mm256_ror_epi32::<12>(self.0) })
-    }
-    #[inline(always)]
-    fn rotr8(self) -> Self {
-        // SAFETY: as above.
-        Ymm(unsafe { _mm256_ror_epi32::<8>(self.0) })
-    }
-    #[inline(always)]
-    fn rotr7(self) -> Self {
-        // SAFETY: as above.
-        Ymm(unsafe { _mm256_ror_epi32::<7>(self.0) })
-    }
-}
-
 two_input_rows!(Ymm, Vl);
 
 /// A 256-bit vector in an AVX2 function: two inputs' rows, the rotations those of the 8-lane
@@ -404,6 +326,8 @@ impl Word for Y2 {
         Y2(Avx2(self.0).rotr7().0)
     }
 }
+
+crate::core::rows::in_lane_256!(Y2);
 
 #[cfg(target_arch = "x86_64")]
 two_input_rows!(Y2, A2, y2_rounds, y2_pair_rounds);
