@@ -100,9 +100,10 @@ fn one_shot_hashes_on_the_cpu_match_upstream() {
 }
 
 /// Inputs of one whole chunk and a partial one (1025 to 2047 bytes), whose two chunks the tree
-/// hashes side by side on the CPU's two-input rows where it has them (AVX-512VL): every length
-/// in every mode, as a root hash, as XOF output past the first block, through `Hasher` in two
-/// updates, and as a non-root subtree at chunk 6 (`hazmat`), against upstream.
+/// hashes side by side on the CPU's two-input rows where it has them (AVX-512VL or AVX2): every
+/// length in every mode, as a root hash, as XOF output past the first block, through `Hasher` in
+/// two updates, and as a non-root subtree at chunk 6 (`hazmat`), against upstream. (The rows are
+/// the process's: `B3ACCEL_CPU=sse41` runs the other path.)
 #[test]
 fn one_chunk_and_a_tail_match_upstream() {
     use b3accel::hazmat::HasherExt;

@@ -296,8 +296,8 @@ pub(crate) fn compress_chunk_end(
 /// The chaining values of the last two chunks of an input of 1025 to 2047 bytes, or of a
 /// subtree that ends the same way: the whole chunk `chunk` (index `counter`) and the partial one
 /// after it, `tail` (1 to 1023 bytes), as `[chunk's CV, tail's CV]`, hashed side by side on
-/// two-input rows where the process's row form has them (AVX-512VL); `None` elsewhere, where the
-/// caller hashes them apart.
+/// two-input rows where the process's row form has them (AVX-512VL or AVX2); `None` elsewhere
+/// (SSE4.1, portable), where the caller hashes them apart.
 #[inline]
 pub(crate) fn chunk_and_tail_cvs(
     key: &[u32; 8],
@@ -308,10 +308,14 @@ pub(crate) fn chunk_and_tail_cvs(
 ) -> Option<[Cv; 2]> {
     assert!((1..CHUNK_LEN).contains(&tail.len()), "a partial chunk of {} bytes", tail.len());
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if rows() == Rows::Avx512 {
-        // SAFETY: the platform module chose AVX-512 rows only where the CPU has F, VL and BW;
-        // the lengths are as asserted.
-        return Some(unsafe { simd_rows::chunk_and_tail_avx512(key, chunk, tail, counter, flags) });
+    {
+        // SAFETY: the platform module chose each form only where the CPU has its instruction
+        // sets; the lengths are as asserted.
+        match rows() {
+            Rows::Avx512 => return Some(unsafe { simd_rows::chunk_and_tail_avx512(key, chunk, tail, counter, flags) }),
+            Rows::Avx2 => return Some(unsafe { simd_rows::chunk_and_tail_avx2(key, chunk, tail, counter, flags) }),
+            Rows::Sse41 | Rows::Portable => {}
+        }
     }
     // Off x86 there are no two-input rows.
     #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]

@@ -435,6 +435,94 @@ pub(crate) use in_lane_256;
 
 in_lane_256!(Ymm);
 
+/// Two inputs' rows in a 256-bit vector in an AVX2 function: [`A2`]'s arithmetic on both
+/// 128-bit lanes (byte-shuffle rotations by 16 and 8, the others as two shifts carried in parts,
+/// every `xor` and right shift behind [`opaque256`], for the reasons given on `A2`). The tree's
+/// last two chunks run side by side on it where the CPU has AVX2 but not AVX-512VL.
+#[derive(Clone, Copy)]
+pub(crate) struct A2x2(pub(crate) __m256i);
+
+impl Word for A2x2 {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        // SAFETY: only reached from functions compiled with AVX2.
+        A2x2(unsafe { _mm256_add_epi32(self.0, o.0) })
+    }
+    #[inline(always)]
+    fn xor(self, o: Self) -> Self {
+        // SAFETY: as above.
+        A2x2(unsafe { opaque256(_mm256_xor_si256(self.0, o.0)) })
+    }
+    #[inline(always)]
+    fn rotr16(self) -> Self {
+        // SAFETY: as above.
+        A2x2(unsafe { rotr_bytes(self.0, &ROTR16_BYTES) })
+    }
+    #[inline(always)]
+    fn rotr12(self) -> Self {
+        // SAFETY: as above.
+        A2x2(unsafe { _mm256_or_si256(_mm256_srli_epi32::<12>(self.0), _mm256_slli_epi32::<20>(self.0)) })
+    }
+    #[inline(always)]
+    fn rotr8(self) -> Self {
+        // SAFETY: as above.
+        A2x2(unsafe { rotr_bytes(self.0, &ROTR8_BYTES) })
+    }
+    #[inline(always)]
+    fn rotr7(self) -> Self {
+        // SAFETY: as above.
+        A2x2(unsafe { _mm256_or_si256(_mm256_srli_epi32::<7>(self.0), _mm256_slli_epi32::<25>(self.0)) })
+    }
+    #[inline(always)]
+    fn rotr12_parts(self) -> (Self, Self) {
+        // SAFETY: as above.
+        unsafe { (A2x2(_mm256_slli_epi32::<20>(self.0)), A2x2(opaque256(_mm256_srli_epi32::<12>(self.0)))) }
+    }
+    #[inline(always)]
+    fn rotr7_parts(self) -> (Self, Self) {
+        // SAFETY: as above.
+        unsafe { (A2x2(_mm256_slli_epi32::<25>(self.0)), A2x2(opaque256(_mm256_srli_epi32::<7>(self.0)))) }
+    }
+}
+
+/// The `vpshufb` pattern that rotates each 32-bit word right by `bytes` bytes (in each 128-bit
+/// lane: byte i of a word takes byte i + `bytes` of the same word).
+const fn rotr_pattern(bytes: usize) -> [u8; 32] {
+    let mut p = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        p[i] = ((i % 16) & !3 | (i + bytes) & 3) as u8;
+        i += 1;
+    }
+    p
+}
+
+/// [`A2x2`]'s rotations by 16 and 8 bits.
+static ROTR16_BYTES: [u8; 32] = rotr_pattern(2);
+static ROTR8_BYTES: [u8; 32] = rotr_pattern(1);
+
+/// Each word of `x` rotated by whole bytes with `pattern` ([`rotr_pattern`]), the pattern
+/// behind [`opaque256`]: LLVM, seeing it, may make the rotation two shuffles in a row (as on
+/// SSE4.1: see `Word for __m128i` in `backends/cpu/sse41.rs`).
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+unsafe fn rotr_bytes(x: __m256i, pattern: &[u8; 32]) -> __m256i {
+    // SAFETY: AVX2, as the caller guarantees; 32 bytes are read from `pattern`.
+    unsafe { _mm256_shuffle_epi8(x, opaque256(_mm256_loadu_si256(pattern.as_ptr() as *const __m256i))) }
+}
+
+impl Row for A2x2 {
+    #[inline(always)]
+    unsafe fn shuffle<const IMM: i32>(self) -> Self {
+        // SAFETY: AVX2, as the caller guarantees.
+        A2x2(unsafe { _mm256_shuffle_epi32::<IMM>(self.0) })
+    }
+}
+
+in_lane_256!(A2x2);
+
 /// One round: columns, then diagonals, then the rows rotated back. For the diagonals, rows 0, 2
 /// and 3 are rotated (by -1, +1 and +2 lanes) and row 1 is left in place, so that lane j holds
 /// diagonal (j + 3) % 4: G(v[j-1], v[4+j], v[8+(j+1)], v[12+(j+2)]) (indices mod 4). Row 1 is the
@@ -746,20 +834,64 @@ row_forms!(
     avx512, "avx512f,avx512vl,avx512bw", Vl, masked_quarters
 );
 
-/// The chaining values of two chunks side by side on [`Ymm`] rows: a whole chunk `chunk` (1024
-/// bytes, index `counter`) in the low lanes and the partial chunk `tail` after it (1 to 1023
-/// bytes, index `counter + 1`) in the high ones, as `[chunk's CV, tail's CV]`. The two chains
-/// run together for the tail's blocks (its last one masked, with its length and CHUNK_END); the
-/// whole chunk's remaining blocks then go on alone on [`Vl`] rows. An input of 1025 to 2047
-/// bytes is these two chunks and their parent: one chunk's 16 compressions on the critical path
-/// instead of 17 to 32, since each row form here is bound by latency and the 256-bit one has
-/// that of the 128-bit one. See `tree/stack.rs`, `top_of_run`, for what it gained.
+/// Two inputs' rows in a 256-bit vector, one input in each 128-bit lane: what
+/// [`chunk_and_tail`] runs a whole chunk and a partial one on, with the single-input rows
+/// (`One`) the whole chunk goes on alone with.
+trait TwoInputRows: Row {
+    /// One input's rows, of the same instruction set.
+    type One: Row1;
+    /// The vector as the row type.
+    fn wrap(x: __m256i) -> Self;
+    /// The row type as its vector.
+    fn unwrap(self) -> __m256i;
+    /// A block of 0 to 64 bytes, zero-padded, as its quarters, reading no byte past `block`.
+    ///
+    /// # Safety
+    /// The row type's instruction sets.
+    unsafe fn short_quarters(block: &[u8]) -> [__m128i; 4];
+}
+
+/// [`TwoInputRows`] for `$t`, a wrapper around `__m256i`, with single-input rows `$one` and
+/// short blocks read by `$short`.
+macro_rules! two_input_rows {
+    ($t:ident, $one:ty, $short:ident) => {
+        impl TwoInputRows for $t {
+            type One = $one;
+            #[inline(always)]
+            fn wrap(x: __m256i) -> Self {
+                $t(x)
+            }
+            #[inline(always)]
+            fn unwrap(self) -> __m256i {
+                self.0
+            }
+            #[inline(always)]
+            unsafe fn short_quarters(block: &[u8]) -> [__m128i; 4] {
+                // SAFETY: the row type's instruction sets, as the caller guarantees.
+                unsafe { $short(block) }
+            }
+        }
+    };
+}
+
+two_input_rows!(Ymm, Vl, masked_quarters);
+two_input_rows!(A2x2, A2, padded_quarters);
+
+/// The chaining values of two chunks side by side on two-input rows `R`: a whole chunk `chunk`
+/// (1024 bytes, index `counter`) in the low lanes and the partial chunk `tail` after it (1 to
+/// 1023 bytes, index `counter + 1`) in the high ones, as `[chunk's CV, tail's CV]`. The two
+/// chains run together for the tail's blocks (its last one zero-padded, with its length and
+/// CHUNK_END); the whole chunk's remaining blocks then go on alone on `R::One`'s rows. An input
+/// of 1025 to 2047 bytes is these two chunks and their parent: one chunk's 16 compressions on
+/// the critical path instead of 17 to 31, since these row forms are bound by latency and the
+/// 256-bit ones have that of the 128-bit ones. See `tree/stack.rs`, `top_of_run`, for what it
+/// gained.
 ///
 /// # Safety
-/// The CPU must support AVX-512F, VL and BW; `chunk` holds at least 1024 bytes and `tail` 1 to
+/// `R`'s instruction sets (AVX2 at least); `chunk` holds at least 1024 bytes and `tail` 1 to
 /// 1023.
-#[target_feature(enable = "avx512f,avx512vl,avx512bw")]
-pub(crate) unsafe fn chunk_and_tail_avx512(
+#[inline(always)]
+unsafe fn chunk_and_tail<R: TwoInputRows>(
     key: &[u32; 8],
     chunk: &[u8],
     tail: &[u8],
@@ -771,30 +903,30 @@ pub(crate) unsafe fn chunk_and_tail_avx512(
     debug_assert!(chunk.len() >= 64 * BLOCKS && (1..64 * BLOCKS).contains(&tail.len()));
     let together = tail.len().div_ceil(64);
     let next = counter + 1;
-    // SAFETY (whole body): the instruction sets are enabled here; every load reads 16 bytes of
-    // `chunk`'s first 1024, of a whole block of `tail`, of `key` or of `IV`, the masked ones no
-    // byte past `tail`; every store writes 16 bytes of `out`.
+    // SAFETY (whole body): as the caller guarantees; every load reads 16 bytes of `chunk`'s
+    // first 1024, of a whole block of `tail`, of `key` or of `IV`, and `short_quarters` no byte
+    // past `tail`; every store writes 16 bytes of `out`.
     unsafe {
         // (No closures around AVX2 intrinsics: a closure does not inherit the instruction sets
-        // enabled here.)
-        let mut lo = Ymm(_mm256_broadcastsi128_si256(_mm_loadu_si128(key.as_ptr() as *const __m128i)));
-        let mut hi = Ymm(_mm256_broadcastsi128_si256(_mm_loadu_si128(key.as_ptr().add(4) as *const __m128i)));
-        let iv = Ymm(_mm256_broadcastsi128_si256(_mm_loadu_si128(IV.as_ptr() as *const __m128i)));
+        // of the function it is in.)
+        let mut lo = R::wrap(_mm256_broadcastsi128_si256(_mm_loadu_si128(key.as_ptr() as *const __m128i)));
+        let mut hi = R::wrap(_mm256_broadcastsi128_si256(_mm_loadu_si128(key.as_ptr().add(4) as *const __m128i)));
+        let iv = R::wrap(_mm256_broadcastsi128_si256(_mm_loadu_si128(IV.as_ptr() as *const __m128i)));
         for b in 0..together {
             let last = b + 1 == together;
             let at = 64 * b;
-            let q1 = if last { masked_quarters(&tail[at..]) } else { quarters_at(tail.as_ptr().add(at)) };
+            let q1 = if last { R::short_quarters(&tail[at..]) } else { quarters_at(tail.as_ptr().add(at)) };
             let q0 = quarters_at(chunk.as_ptr().add(at));
-            let q: [Ymm; 4] = [
-                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[0]), q1[0])),
-                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[1]), q1[1])),
-                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[2]), q1[2])),
-                Ymm(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[3]), q1[3])),
+            let q: [R; 4] = [
+                R::wrap(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[0]), q1[0])),
+                R::wrap(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[1]), q1[1])),
+                R::wrap(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[2]), q1[2])),
+                R::wrap(_mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0[3]), q1[3])),
             ];
             let start = if b == 0 { CHUNK_START } else { 0 };
             let f0 = flags | start | if b + 1 == BLOCKS { CHUNK_END } else { 0 };
             let (len1, f1) = if last { (tail.len() - at, flags | start | CHUNK_END) } else { (64, flags | start) };
-            let row3 = Ymm(_mm256_setr_epi32(
+            let row3 = R::wrap(_mm256_setr_epi32(
                 counter as i32,
                 (counter >> 32) as i32,
                 64,
@@ -809,19 +941,54 @@ pub(crate) unsafe fn chunk_and_tail_avx512(
             lo = rows[0].xor(rows[2]);
             hi = rows[1].xor(rows[3]);
         }
+        let (lo, hi) = (lo.unwrap(), hi.unwrap());
         let mut out = [[0u8; 32]; 2];
-        _mm_storeu_si128(out[1].as_mut_ptr() as *mut __m128i, _mm256_extracti128_si256::<1>(lo.0));
-        _mm_storeu_si128(out[1].as_mut_ptr().add(16) as *mut __m128i, _mm256_extracti128_si256::<1>(hi.0));
-        let (mut lo, mut hi) = (_mm256_castsi256_si128(lo.0), _mm256_castsi256_si128(hi.0));
+        _mm_storeu_si128(out[1].as_mut_ptr() as *mut __m128i, _mm256_extracti128_si256::<1>(lo));
+        _mm_storeu_si128(out[1].as_mut_ptr().add(16) as *mut __m128i, _mm256_extracti128_si256::<1>(hi));
+        let (mut lo, mut hi) = (_mm256_castsi256_si128(lo), _mm256_castsi256_si128(hi));
         for b in together..BLOCKS {
             let f = flags | if b + 1 == BLOCKS { CHUNK_END } else { 0 };
-            let [a, c, _, _] = compress_regs::<Vl>(lo, hi, quarters_at(chunk.as_ptr().add(64 * b)), 64, counter, f);
+            let q = quarters_at(chunk.as_ptr().add(64 * b));
+            let [a, c, _, _] = compress_regs::<R::One>(lo, hi, q, 64, counter, f);
             (lo, hi) = (a, c);
         }
         _mm_storeu_si128(out[0].as_mut_ptr() as *mut __m128i, lo);
         _mm_storeu_si128(out[0].as_mut_ptr().add(16) as *mut __m128i, hi);
         out
     }
+}
+
+/// [`chunk_and_tail`] on AVX-512VL rows ([`Ymm`], then [`Vl`]), the tail's last block read
+/// masked.
+///
+/// # Safety
+/// The CPU must support AVX-512F, VL and BW; the lengths are as for [`chunk_and_tail`].
+#[target_feature(enable = "avx512f,avx512vl,avx512bw")]
+pub(crate) unsafe fn chunk_and_tail_avx512(
+    key: &[u32; 8],
+    chunk: &[u8],
+    tail: &[u8],
+    counter: u64,
+    flags: u32,
+) -> [[u8; 32]; 2] {
+    // SAFETY: the instruction sets are enabled here; the lengths as the caller guarantees.
+    unsafe { chunk_and_tail::<Ymm>(key, chunk, tail, counter, flags) }
+}
+
+/// [`chunk_and_tail`] on AVX2 rows ([`A2x2`], then [`A2`]).
+///
+/// # Safety
+/// The CPU must support AVX2; the lengths are as for [`chunk_and_tail`].
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn chunk_and_tail_avx2(
+    key: &[u32; 8],
+    chunk: &[u8],
+    tail: &[u8],
+    counter: u64,
+    flags: u32,
+) -> [[u8; 32]; 2] {
+    // SAFETY: AVX2 is enabled here; the lengths as the caller guarantees.
+    unsafe { chunk_and_tail::<A2x2>(key, chunk, tail, counter, flags) }
 }
 
 /// The 64 bytes at `p` as a block's quarters.
@@ -996,6 +1163,53 @@ mod tests {
             };
         }
         each_form!("blocks_in_registers_match_block_by_block", check);
+    }
+
+    /// The CV of one chunk of 1 to 1024 bytes, block by block on the portable compression.
+    fn portable_chunk_cv(key: &[u32; 8], chunk: &[u8], counter: u64, flags: u32) -> [u8; 32] {
+        use crate::core::constants::flags::{CHUNK_END, CHUNK_START};
+        let blocks = chunk.len().div_ceil(64);
+        let mut cv = *key;
+        for (b, block) in chunk.chunks(64).enumerate() {
+            let f = flags | if b == 0 { CHUNK_START } else { 0 } | if b + 1 == blocks { CHUNK_END } else { 0 };
+            cv = core::array::from_fn(|i| portable_bytes(&cv, block, counter, f)[i]);
+        }
+        crate::core::compress::words_to_cv(&cv)
+    }
+
+    /// A whole chunk and a partial one side by side: every tail length, at counters whose low
+    /// word carries into the high one between the two chunks, in a keyed mode, on each form
+    /// this CPU has (AVX2, AVX-512), against the portable compression chunk by chunk.
+    #[test]
+    fn chunk_and_tail_match_portable() {
+        let data: Vec<u8> = (0..2048u32).map(|i| (i * 29 + (i >> 7)) as u8).collect();
+        let key: [u32; 8] = core::array::from_fn(|i| 0x6A09_E667u32.rotate_left(7 * i as u32));
+        let (chunk, rest) = data.split_at(1024);
+        type Kernel = unsafe fn(&[u32; 8], &[u8], &[u8], u64, u32) -> [[u8; 32]; 2];
+        let check = |name: &str, f: Kernel| {
+            for counter in [0u64, (1 << 32) - 1, 1 << 40] {
+                for len in 1..1024 {
+                    let tail = &rest[..len];
+                    let expected = [
+                        portable_chunk_cv(&key, chunk, counter, 0x10),
+                        portable_chunk_cv(&key, tail, counter + 1, 0x10),
+                    ];
+                    // SAFETY: the caller checked the instruction sets; the lengths are in range.
+                    let got = unsafe { f(&key, chunk, tail, counter, 0x10) };
+                    assert_eq!(got, expected, "{name}: tail of {len} bytes, counter {counter:#x}");
+                }
+            }
+        };
+        if std::is_x86_feature_detected!("avx2") {
+            check("avx2", chunk_and_tail_avx2);
+        } else {
+            crate::core::expect::missing("simd:avx2", "chunk_and_tail_match_portable for simd:avx2");
+        }
+        if avx512_rows_supported() {
+            check("avx512", chunk_and_tail_avx512);
+        } else {
+            crate::core::expect::missing("rows:avx512", "chunk_and_tail_match_portable for rows:avx512");
+        }
     }
 
     #[test]
