@@ -1393,6 +1393,11 @@ unsafe fn sixteen_chunks_up(
 ///   two modes, and the chain of 16 blocks plus a parent is the same latency for both sides: at
 ///   2 KiB, ours and upstream's differ by what surrounds the rounds and by where the process
 ///   runs.
+/// - (Session 26.) The two chunks in the tree module instead, as for 1025 to 2047 bytes
+///   (`core::rows::chunk_and_tail` with a whole second chunk, the root from registers): 2.8%
+///   slower in `cpu_small` on both machines; in the bench 2 KiB 0.946-1.000x (median 0.996x)
+///   against this form's 0.962-0.981x in the same eight turns, and 4 KiB, untouched, fell from
+///   1.020x to 0.980x. Not kept.
 ///
 /// # Safety
 /// AVX-512F and VL; two whole chunks are readable at `p`.
