@@ -1350,7 +1350,15 @@ unsafe fn sixteen_chunks_up(
 /// upstream's speed in every one of ten `b3accel bench` runs on the 2-core EPYC, where the
 /// CPU-only build of the same code ran 1.021x and `examples/cpu_small.rs` 1.02x; two a turn,
 /// eight runs gave 0.989x or 1.021x (bimodal from process to process, so something placed at
-/// run time, not the code alone). Not explained yet.
+/// run time, not the code alone).
+///
+/// Explained in session 27: the two modes were the bench's, not this function's. `b3accel bench`
+/// set each series' batch length from the time of its first call, and where that call took 20 us or
+/// more (a first use can pay for paging code in and for lazy set-up), the series was timed one call
+/// a sample for the whole process: the clock's own cost and a cold start in every sample, ours
+/// about 5% slower where it happened to our series. Set from the fastest of three warm calls since,
+/// 2 KiB read 1.020-1.030x in six of six runs on the Xeon, where the old bench read 0.968-0.974x in
+/// three and 1.026-1.029x in three, interleaved on the same host. The search before that:
 ///
 /// What is known of it (session 22, the GPU machine's Xeon, Emerald Rapids, CPU-only `b3accel`
 /// builds of `437ea6a`'s code, `bench --backend cpu --no-merkle --max-size 2K`, five hosts):

@@ -115,6 +115,9 @@ fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f
 /// as large as the differences measured. A batch of 20 us reads to 0.05%.
 const SAMPLE_MIN: Duration = Duration::from_micros(20);
 
+/// A first call at least this long is not followed by warm calls to set the batch length.
+const WARM_MAX: Duration = Duration::from_millis(100);
+
 /// Calls of `f` per sample: enough for a batch to last [`SAMPLE_MIN`], judged from one call's
 /// time `one` (at most 10,000).
 fn batch_len(one: Duration) -> u32 {
@@ -129,17 +132,31 @@ fn batch_len(one: Duration) -> u32 {
 /// further on, so that no series always runs just after the same other one (whose caches and
 /// branch history it would inherit). A series that fails drops out with its error.
 fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
-    // One warm-up call each; where it was short, one more, timed warm, sets the batch length.
+    // One warm-up call each, then the fastest of up to three warm calls sets the batch length.
+    // A first call can take many times a warm one (code paged in, lazy set-up). Timed alone, it
+    // set the batch length before, and where it lasted `SAMPLE_MIN` a series of short calls was
+    // timed one call a sample for the whole run, the clock's own cost and a cold start in every
+    // sample. That happened in some processes and not in others: on the GPU machine's Xeon it
+    // was the "slow mode" of the CPU backend's 2 KiB row (ours about 5% slower in those
+    // processes), and on the 2-core development machine the 64 B row read 1.52x or 1.71x
+    // upstream's speed by process, 1.26x in warm batches.
     let mut samples: Vec<Result<(u32, Vec<f64>), String>> = fs
         .iter_mut()
         .map(|f| {
             let t = Instant::now();
             f()?;
             let mut one = t.elapsed();
-            if one < SAMPLE_MIN {
-                let t = Instant::now();
-                f()?;
-                one = t.elapsed();
+            // A call that long is a batch of one however cold it was; not worth repeating.
+            if one < WARM_MAX {
+                one = Duration::MAX;
+                for _ in 0..3 {
+                    let t = Instant::now();
+                    f()?;
+                    one = one.min(t.elapsed());
+                    if one >= SAMPLE_MIN {
+                        break;
+                    }
+                }
             }
             Ok((batch_len(one), Vec::new()))
         })
