@@ -1172,7 +1172,8 @@ mod tests {
         let mut cv = *key;
         for (b, block) in chunk.chunks(64).enumerate() {
             let f = flags | if b == 0 { CHUNK_START } else { 0 } | if b + 1 == blocks { CHUNK_END } else { 0 };
-            cv = core::array::from_fn(|i| portable_bytes(&cv, block, counter, f)[i]);
+            let out = portable_bytes(&cv, block, counter, f);
+            cv = core::array::from_fn(|i| out[i]);
         }
         crate::core::compress::words_to_cv(&cv)
     }
