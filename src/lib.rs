@@ -129,8 +129,8 @@ pub fn hash_on(device: Device, data: &[u8]) -> Result<Hash> {
 }
 
 /// The BLAKE3 hash of `data`, computed by several devices together (see [`spread`]): the first
-/// device opens now, the others join once they have opened. For many calls, make one
-/// [`spread::Spread`] and hash through it ([`xof_reader_with`], [`Hasher::with_backend`]).
+/// device opens now, the others only where measurements say they shorten the call. Calls that
+/// name the same devices share one [`spread::Spread`], so that what one measures serves the next.
 ///
 /// ```
 /// use b3accel::{hash_on_devices, Device};
@@ -139,8 +139,8 @@ pub fn hash_on(device: Device, data: &[u8]) -> Result<Hash> {
 /// # Ok::<(), b3accel::Error>(())
 /// ```
 pub fn hash_on_devices(devices: &[Device], data: &[u8]) -> Result<Hash> {
-    let spread = spread::Spread::new(devices)?;
-    Ok(Hash::from_bytes(hash_all(&spread, data, Domain::HASH)?.root_hash()))
+    let spread = crate::dispatch::spread::shared(devices)?;
+    Ok(Hash::from_bytes(hash_all(&*spread, data, Domain::HASH)?.root_hash()))
 }
 
 /// The keyed BLAKE3 hash (MAC) of `data` under `key`, computed on `device`.

@@ -297,9 +297,14 @@ fn a_list_finishes_on_the_others_when_a_gpu_fails() {
 #[test]
 #[ignore = "run by a_list_finishes_on_the_others_when_a_gpu_fails in a process with B3ACCEL_FAULT set"]
 fn list_fault_child() {
-    use b3accel::spread::Spread;
+    use b3accel::spread::{Joining, Spread};
     let device = env_device();
-    let spread = Spread::new(&[Device::Cpu, device]).unwrap().with_min_bytes(0).with_pieces(64 << 10, 16 << 10);
+    // Every device in every call, so that the GPU takes pieces until its fault comes.
+    let spread = Spread::new(&[Device::Cpu, device])
+        .unwrap()
+        .with_joining(Joining::Always)
+        .with_min_bytes(0)
+        .with_pieces(64 << 10, 16 << 10);
     // The GPU is open before the first call, so that it takes pieces from the start.
     spread.warm_up();
     b3accel::settle();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use b3accel::spread::Spread;
+use b3accel::spread::{Joining, Spread};
 use b3accel::{xof_reader_with, Device, Hasher, Mode};
 use common::pattern;
 use std::sync::Arc;
@@ -41,7 +41,8 @@ fn upstream(mode: &Mode, data: &[u8], seek: u64, len: usize) -> Vec<u8> {
 #[test]
 fn every_device_at_once_matches_upstream_at_awkward_sizes() {
     let devices = all_devices();
-    let spread = Spread::new(&devices).unwrap().with_min_bytes(0).with_pieces(8 << 10, 2 << 10);
+    let spread =
+        Spread::new(&devices).unwrap().with_joining(Joining::Always).with_min_bytes(0).with_pieces(8 << 10, 2 << 10);
     assert_eq!(spread.devices(), devices);
     let k = 1024;
     for len in [0, 1, 1023, 1024, 1025, 2048, 2049, 7 * k, 8 * k, 8 * k + 1, 31 * k + 5, 64 * k, 100 * k + 3, 257 * k] {
@@ -63,7 +64,8 @@ fn every_device_at_once_matches_upstream_at_awkward_sizes() {
 #[test]
 fn every_device_takes_a_share() {
     let devices = all_devices();
-    let spread = Spread::new(&devices).unwrap().with_min_bytes(0).with_pieces(16 << 10, 16 << 10);
+    let spread =
+        Spread::new(&devices).unwrap().with_joining(Joining::Always).with_min_bytes(0).with_pieces(16 << 10, 16 << 10);
     // 32 MiB + 1 byte: 2048 pieces of 16 chunks, and a last chunk of 1 byte. (With 4 MiB, the
     // 16 cores of the GPU machine hashed every piece before a GPU's first pull.)
     let data = pattern((32 << 20) + 1);
@@ -72,8 +74,8 @@ fn every_device_takes_a_share() {
     assert_eq!(out, *blake3::hash(&data).as_bytes());
     let shares = spread.last_shares();
     if devices.len() == 1 {
-        // A build without GPU backends: a list of one device hashes on it and spreads nothing.
-        assert!(shares.is_empty(), "a one-device list spread: {shares:?}");
+        // A build without GPU backends: a list of one device hashes all of it alone.
+        assert_eq!(shares, [(Device::Cpu, 32 << 20)], "a one-device list spread");
         return;
     }
     assert_eq!(shares.iter().map(|s| s.0).collect::<Vec<_>>(), devices);
@@ -88,7 +90,13 @@ fn every_device_takes_a_share() {
 /// An incremental hasher over the devices: any split of the input gives upstream's hash.
 #[test]
 fn hasher_over_every_device() {
-    let spread = Arc::new(Spread::new(&all_devices()).unwrap().with_min_bytes(0).with_pieces(4 << 10, 1 << 10));
+    let spread = Arc::new(
+        Spread::new(&all_devices())
+            .unwrap()
+            .with_joining(Joining::Always)
+            .with_min_bytes(0)
+            .with_pieces(4 << 10, 1 << 10),
+    );
     let data = pattern(300 * 1024 + 77);
     for mode in modes() {
         let mut h = Hasher::with_backend(spread.clone(), &mode);
@@ -112,4 +120,70 @@ fn bad_lists_are_errors() {
     assert_eq!(s.devices(), [Device::Cpu]);
     let data = pattern(5000);
     assert_eq!(b3accel::hash_on_devices(&[Device::Cpu], &data).unwrap(), blake3::hash(&data));
+}
+
+/// Under the default rule a device joins only where measurements say it helps: an open device
+/// with no rate takes part once to be measured, and the next call of that size runs on the first
+/// device alone, so that the list knows both ways.
+#[test]
+fn a_measured_list_tries_a_device_then_measures_the_first_alone() {
+    let devices = all_devices();
+    let Some(&gpu) = devices.get(1) else {
+        eprintln!("no GPU device: nothing to join a list");
+        return;
+    };
+    let list = Spread::new(&[Device::Cpu, gpu]).unwrap().with_min_bytes(0).with_pieces(64 << 10, 16 << 10);
+    let data = pattern((4 << 20) + 5);
+    let hash = || {
+        let mut out = [0u8; 32];
+        xof_reader_with(&list, &Mode::Hash, &data).unwrap().fill(&mut out);
+        assert_eq!(out, *blake3::hash(&data).as_bytes());
+        list.last_call().expect("the call reached the list's minimum")
+    };
+    let first = hash();
+    assert!(first.reasons[0].1.contains("to be measured"), "{first:?}");
+    let second = hash();
+    assert!(second.reasons[0].1.contains("alone is being measured"), "{second:?}");
+    assert_eq!(second.shares[1], (gpu, 0));
+    assert_eq!(second.call, first.call + 1);
+    for _ in 0..4 {
+        let later = hash();
+        assert_eq!(later.shares.iter().map(|s| s.1).sum::<u64>(), 4 << 20, "{later:?}");
+    }
+}
+
+/// A list whose other devices are not open hashes on its first device alone: nothing measured
+/// says a GPU would pay for its opening, so none is started.
+#[test]
+fn a_measured_list_opens_nothing_without_measurements() {
+    let devices = all_devices();
+    let Some(&gpu) = devices.get(1) else {
+        eprintln!("no GPU device: nothing to open");
+        return;
+    };
+    // A child process: this one has opened its devices for the other tests.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "unopened_list_child", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env("B3ACCEL_CACHE", "off")
+        .env("UNOPENED_LIST_GPU", gpu.to_string())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+#[test]
+#[ignore = "run by a_measured_list_opens_nothing_without_measurements, in a process with no device open"]
+fn unopened_list_child() {
+    let gpu: Device = std::env::var("UNOPENED_LIST_GPU").unwrap().parse().unwrap();
+    let data = pattern((64 << 20) + 3);
+    assert_eq!(b3accel::hash_on_devices(&[Device::Cpu, gpu], &data).unwrap(), blake3::hash(&data));
+    assert!(!b3accel::opening_in_background(), "{gpu} was started");
+    let list = Spread::new(&[Device::Cpu, gpu]).unwrap();
+    let mut out = [0u8; 32];
+    xof_reader_with(&list, &Mode::Hash, &data).unwrap().fill(&mut out);
+    let report = list.last_call().unwrap();
+    assert_eq!(report.shares, [(Device::Cpu, 64 << 20), (gpu, 0)]);
+    assert!(report.reasons[0].1.starts_with("not opened"), "{report:?}");
+    assert!(!b3accel::opening_in_background(), "{gpu} was started");
 }

@@ -204,8 +204,8 @@ fn bad_device_lists_are_errors() {
     }
 }
 
-/// `-v` names the devices and `-vv` each input's shares, on standard error only; `--json` names
-/// the list.
+/// `-v` names the devices and each input's shares, with why each device took part or not, on
+/// standard error only; `--json` names the list.
 #[test]
 fn verbose_and_json_name_the_devices() {
     let dir = Dir::new("spread-verbose");
@@ -220,7 +220,7 @@ fn verbose_and_json_name_the_devices() {
     let note = stderr.lines().find(|l| l.starts_with("b3accel: hashing on ")).unwrap_or_else(|| panic!("{stderr}"));
     if json_name(&devices).contains('+') {
         let named = devices.iter().map(Device::to_string).collect::<Vec<_>>().join(", ");
-        assert!(note.contains(&format!("hashing on {named} together")), "{note}");
+        assert!(note.contains(&format!("hashing on {named}, as --backend asks")), "{note}");
     }
 
     // --json: the list, by the name of its devices joined with `+`.

@@ -275,9 +275,10 @@ impl Hasher {
         let keep = usize::from(!more_follows);
         while !data.is_empty() {
             if self.buf.is_empty() && data.len() >= self.batch + keep {
-                // Whole batches straight from the caller's slice, keeping the end back: the last
-                // chunk of the input must stay here until we know it is the last.
-                let n = (data.len() - keep) / self.batch * self.batch;
+                // Every whole chunk straight from the caller's slice in one call, keeping the end
+                // back: the last chunk of the input must stay here until we know it is the last.
+                // Nothing of a large update is copied into the buffer but that chunk.
+                let n = (data.len() - keep) / CHUNK_LEN * CHUNK_LEN;
                 self.stack.commit_chunks(backend, &data[..n], MAX_SUBTREE, self.domain)?;
                 data = &data[n..];
                 continue;

@@ -34,6 +34,7 @@ use crate::backends::cpu::CpuBackend;
 use crate::backends::stderr;
 use crate::core::cache;
 use crate::core::compress::Cv;
+use crate::core::constants::CHUNK_LEN;
 use crate::tree::{hash_all, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Error, Result};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -72,6 +73,9 @@ pub struct Curve {
     pub name: String,
     /// `(size in bytes, bytes per second)`, by increasing size.
     pub points: Vec<(u64, f64)>,
+    /// How long the device took to open (driver start, programs built or loaded), in seconds;
+    /// zero for the CPU. Device lists weigh it before they open a GPU for one input.
+    pub open_seconds: f64,
 }
 
 impl Curve {
@@ -99,6 +103,9 @@ pub struct Calibration {
     pub cpu: Curve,
     /// One curve per hardware GPU.
     pub gpus: Vec<Curve>,
+    /// Every GPU device the drivers listed, software ones included: a device list that names
+    /// only these need not ask the drivers again.
+    pub found: Vec<Device>,
     /// Where this calibration came from: measured now, or the cache file's path.
     pub source: String,
 }
@@ -209,11 +216,11 @@ fn decide(len: u64) -> Decision {
 /// Hardware GPUs: what Auto may choose besides the CPU. Each physical GPU once, as `--backend
 /// all` takes them ([`one_per_gpu`]: through OpenCL where both OpenCL and wgpu list it), so that
 /// the first calibration on a machine opens and measures each GPU once, not once per API.
-fn hardware_gpus() -> Vec<DeviceInfo> {
-    let found: Vec<DeviceInfo> =
-        devices().into_iter().filter(|d| d.backend != BackendKind::Cpu && d.kind != DeviceKind::Cpu).collect();
-    let once = one_per_gpu(&found);
-    found.into_iter().filter(|d| once.contains(&d.device)).collect()
+fn hardware_gpus(found: &[DeviceInfo]) -> Vec<DeviceInfo> {
+    let hardware: Vec<DeviceInfo> =
+        found.iter().filter(|d| d.backend != BackendKind::Cpu && d.kind != DeviceKind::Cpu).cloned().collect();
+    let once = one_per_gpu(&hardware);
+    hardware.into_iter().filter(|d| once.contains(&d.device)).collect()
 }
 
 /// The machine's fingerprint: a cache made elsewhere, or by another version, is ignored.
@@ -230,7 +237,7 @@ fn fingerprint() -> String {
 }
 
 /// The version of the cache file's layout; a file of another version is ignored.
-const CACHE_FORMAT: u64 = 1;
+const CACHE_FORMAT: u64 = 2;
 
 /// A calibration file is a few hundred bytes; anything much larger is not one.
 const CACHE_MAX_BYTES: u64 = 1 << 20;
@@ -265,19 +272,38 @@ fn curve_to_json(c: &Curve) -> serde_json::Value {
         "device": c.device.to_string(),
         "name": c.name,
         "points": c.points.iter().map(|(s, t)| serde_json::json!([s, t])).collect::<Vec<_>>(),
+        "open_seconds": c.open_seconds,
     })
 }
 
-fn curve_from_json(v: &serde_json::Value) -> Option<Curve> {
-    Some(Curve {
-        device: v["device"].as_str()?.parse().ok()?,
-        name: v["name"].as_str()?.to_string(),
-        points: v["points"]
-            .as_array()?
-            .iter()
-            .map(|p| Some((p[0].as_u64()?, p[1].as_f64()?)))
-            .collect::<Option<Vec<_>>>()?,
-    })
+/// A curve from the cache file, if every value in it is one this crate could have written:
+/// a device of the role the file gives it (`gpu`: an OpenCL or wgpu device; else the CPU), a
+/// short name, sizes increasing from a chunk up, finite positive rates and an open time of at
+/// most ten minutes. A file is data from disk: anything else makes the whole file no
+/// calibration (it is then measured and written again).
+fn curve_from_json(v: &serde_json::Value, gpu: bool) -> Option<Curve> {
+    let device: Device = v["device"].as_str()?.parse().ok()?;
+    let role_fits = match device {
+        Device::OpenCl(_) | Device::Wgpu(_) => gpu,
+        Device::Cpu => !gpu,
+        Device::Auto => false,
+    };
+    let name = v["name"].as_str()?;
+    let points = v["points"]
+        .as_array()?
+        .iter()
+        .map(|p| Some((p.get(0)?.as_u64()?, p.get(1)?.as_f64()?)))
+        .collect::<Option<Vec<_>>>()?;
+    let sizes_rise = points.windows(2).all(|w| w[0].0 < w[1].0);
+    let values_sane = points.iter().all(|&(s, r)| s >= CHUNK_LEN as u64 && r.is_finite() && r > 0.0);
+    let open_seconds = v["open_seconds"].as_f64()?;
+    let ok = role_fits
+        && name.len() <= 256
+        && points.len() <= 64
+        && sizes_rise
+        && values_sane
+        && (0.0..=600.0).contains(&open_seconds);
+    ok.then(|| Curve { device, name: name.to_string(), points, open_seconds })
 }
 
 /// The hardware GPUs the cached calibration measured (the CPU aside), without listing or
@@ -295,10 +321,30 @@ pub fn cached_gpus() -> Option<Vec<Device>> {
     cached().map(|cal| cal.gpus.iter().map(|g| g.device).collect())
 }
 
-/// The CPU backend's throughput at `len` bytes (bytes per second) from the cached calibration,
-/// without measuring anything: `None` without a usable cache or a CPU curve in it.
-pub(crate) fn cached_cpu_rate(len: u64) -> Option<f64> {
-    cached().filter(|cal| !cal.cpu.points.is_empty()).map(|cal| cal.cpu.at(len))
+/// Every GPU device the cached calibration found, software ones included, without asking any
+/// driver: `None` where there is no usable cache file.
+///
+/// ```
+/// if let Some(found) = b3accel::auto::cached_devices() {
+///     println!("GPU devices, as calibrated: {found:?}");
+/// }
+/// ```
+pub fn cached_devices() -> Option<Vec<Device>> {
+    cached().map(|cal| cal.found.clone())
+}
+
+/// What the cached calibration knows of `device`, without measuring or opening anything: its
+/// throughput at `len` bytes (the CPU's scaled to the threads of the current rayon pool) and
+/// its open time. `None` without a usable cache or a curve for the device.
+pub(crate) fn cached_rate(device: Device, len: u64) -> Option<(f64, std::time::Duration)> {
+    let cal = cached()?;
+    let curve = std::iter::once(&cal.cpu).chain(&cal.gpus).find(|c| c.device == device && !c.points.is_empty())?;
+    let mut rate = curve.at(len);
+    if device == Device::Cpu {
+        let calibrated = std::thread::available_parallelism().map_or(1, |n| n.get());
+        rate *= (rayon::current_num_threads() as f64 / calibrated as f64).min(1.0);
+    }
+    Some((rate, std::time::Duration::from_secs_f64(curve.open_seconds)))
 }
 
 /// The cached calibration, if the file is there, whole, of this format and made by this build
@@ -309,32 +355,50 @@ fn load() -> Option<Calibration> {
     if v["format"].as_u64()? != CACHE_FORMAT || v["fingerprint"].as_str()? != fingerprint() {
         return None;
     }
-    Some(Calibration {
-        cpu: curve_from_json(&v["cpu"])?,
-        gpus: v["gpus"].as_array()?.iter().map(curve_from_json).collect::<Option<Vec<_>>>()?,
+    let cal = Calibration {
+        cpu: curve_from_json(&v["cpu"], false)?,
+        gpus: v["gpus"].as_array()?.iter().map(|g| curve_from_json(g, true)).collect::<Option<Vec<_>>>()?,
+        found: v["found"]
+            .as_array()?
+            .iter()
+            .map(|d| d.as_str()?.parse().ok().filter(|d| matches!(d, Device::OpenCl(_) | Device::Wgpu(_))))
+            .collect::<Option<Vec<_>>>()?,
         source: format!("calibration cached in {}", path.display()),
-    })
+    };
+    // Each GPU once, and every calibrated one among those found.
+    let mut seen: Vec<String> = cal.gpus.iter().map(|g| g.device.to_string()).collect();
+    let count = seen.len();
+    seen.sort();
+    seen.dedup();
+    (seen.len() == count && cal.gpus.iter().all(|g| cal.found.contains(&g.device))).then_some(cal)
 }
 
 fn measure_and_store(verbose: bool) -> Calibration {
-    let gpus = hardware_gpus();
+    let found = devices();
+    let gpus = hardware_gpus(&found);
     let cpu_info = CpuBackend::new().info().clone();
     let mut cal = Calibration {
-        cpu: Curve { device: Device::Cpu, name: cpu_info.name, points: Vec::new() },
+        cpu: Curve { device: Device::Cpu, name: cpu_info.name, points: Vec::new(), open_seconds: 0.0 },
         gpus: Vec::new(),
+        found: found.iter().map(|d| d.device).filter(|&d| d != Device::Cpu).collect(),
         source: "calibrated in this process".into(),
     };
     if !gpus.is_empty() {
         let data = calibration_input(*CALIBRATION_SIZES.last().expect("sizes") as usize);
-        cal.cpu.points = measure(&*backend(Device::Cpu).expect("the CPU backend always opens"), &data, verbose);
+        let cpu_points = measure(&*backend(Device::Cpu).expect("the CPU backend always opens"), &data, verbose);
         for g in gpus {
             // A GPU that fails to open or to hash is simply not a candidate.
+            let opening = Instant::now();
             if let Ok(b) = backend(g.device) {
+                let open_seconds = opening.elapsed().as_secs_f64();
                 let points = measure(&*b, &data, verbose);
                 if points.len() == CALIBRATION_SIZES.len() {
-                    cal.gpus.push(Curve { device: g.device, name: g.name, points });
+                    cal.gpus.push(Curve { device: g.device, name: g.name, points, open_seconds });
                 }
             }
+        }
+        if !cal.gpus.is_empty() {
+            cal.cpu.points = cpu_points;
         }
     }
     if let Some(path) = cache_file() {
@@ -343,6 +407,7 @@ fn measure_and_store(verbose: bool) -> Calibration {
             "fingerprint": fingerprint(),
             "cpu": curve_to_json(&cal.cpu),
             "gpus": cal.gpus.iter().map(curve_to_json).collect::<Vec<_>>(),
+            "found": cal.found.iter().map(Device::to_string).collect::<Vec<_>>(),
         });
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         if cache::write_atomic(&path, text.as_bytes()).is_ok() {
@@ -507,7 +572,12 @@ mod tests {
 
     #[test]
     fn curve_interpolates_in_log_size_and_holds_flat_outside() {
-        let c = Curve { device: Device::Cpu, name: "x".into(), points: vec![(1 << 20, 10.0), (1 << 22, 30.0)] };
+        let c = Curve {
+            device: Device::Cpu,
+            name: "x".into(),
+            points: vec![(1 << 20, 10.0), (1 << 22, 30.0)],
+            open_seconds: 0.0,
+        };
         assert_eq!(c.at(1), 10.0);
         assert_eq!(c.at(1 << 30), 30.0);
         assert!((c.at(1 << 21) - 20.0).abs() < 1e-9);
@@ -521,7 +591,44 @@ mod tests {
 
     #[test]
     fn json_round_trip() {
-        let c = Curve { device: Device::OpenCl(2), name: "GPU".into(), points: vec![(4, 1.5), (8, 2.5)] };
-        assert_eq!(curve_from_json(&curve_to_json(&c)), Some(c));
+        let c = Curve {
+            device: Device::OpenCl(2),
+            name: "GPU".into(),
+            points: vec![(4096, 1.5e9), (8192, 2.5e9)],
+            open_seconds: 0.4,
+        };
+        assert_eq!(curve_from_json(&curve_to_json(&c), true), Some(c.clone()));
+        // The same curve in the CPU's place is no calibration.
+        assert_eq!(curve_from_json(&curve_to_json(&c), false), None);
+    }
+
+    #[test]
+    fn every_wrong_value_makes_a_curve_invalid() {
+        let good = serde_json::json!({
+            "device": "wgpu:1", "name": "GPU", "points": [[4194304, 2.0e9], [33554432, 9.0e9]], "open_seconds": 0.3
+        });
+        assert!(curve_from_json(&good, true).is_some());
+        let wrong: [(&str, serde_json::Value); 12] = [
+            ("device", "auto".into()),
+            ("device", "cpu".into()),
+            ("device", "tpu:0".into()),
+            ("device", 7.into()),
+            ("name", "x".repeat(300).into()),
+            ("points", serde_json::json!([[33554432, 9.0e9], [4194304, 2.0e9]])),
+            ("points", serde_json::json!([[4194304, -1.0]])),
+            ("points", serde_json::json!([[4194304, 0.0]])),
+            ("points", serde_json::json!([[0, 1.0e9]])),
+            ("points", serde_json::json!([[4194304]])),
+            ("open_seconds", (-1.0).into()),
+            ("open_seconds", 1e9.into()),
+        ];
+        for (field, value) in wrong {
+            let mut v = good.clone();
+            v[field] = value.clone();
+            assert_eq!(curve_from_json(&v, true), None, "{field} = {value}");
+        }
+        let mut missing = good.clone();
+        missing.as_object_mut().unwrap().remove("open_seconds");
+        assert_eq!(curve_from_json(&missing, true), None);
     }
 }

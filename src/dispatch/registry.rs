@@ -147,6 +147,11 @@ pub(crate) fn start_opening(device: Device) {
     }
 }
 
+/// Why `device` failed to open in the background, if it did.
+pub(crate) fn open_failure(device: Device) -> Option<String> {
+    lock(starting()).get(&device).cloned().flatten()
+}
+
 /// Whether `device` is being opened in the background right now.
 pub(crate) fn opening(device: Device) -> bool {
     matches!(lock(starting()).get(&device), Some(None))

@@ -1,54 +1,89 @@
-//! Every device at once: one input cut into subtree-aligned pieces that the CPU and each GPU pull
-//! from one shared queue, their chaining values merged in order by the tree's rules.
+//! Every device at once: one input cut into subtree-aligned pieces that a list of devices hashes
+//! together, their chaining values merged in order by the tree's rules.
 //!
-//! Each device works through pieces one at a time (a GPU streams each piece through its own
-//! pipeline), so faster devices simply take more of them. Pieces are large while much is left
-//! (a GPU's pipeline needs tens of MiB to fill) and shrink towards the end, so that the devices
-//! finish together: a call cannot return while any device still reads the caller's memory, so a
-//! slow device is kept from holding the end back by never giving it a large piece late. A device
-//! whose call fails drops out; its piece goes back to the queue for the others (the call fails
-//! only when every device has failed).
+//! A list is never meant to be slower than its first device alone, so each call decides which of
+//! the other devices take part, from what has been measured:
+//! - the first device's rate at this size (this list's earlier calls, else Auto's calibration
+//!   cache), and each other device's (its pieces in earlier calls, else the calibration);
+//! - a device that is not open yet is opened (in the background) only where the first device is
+//!   expected to need much longer than the device takes to open; with nothing measured, none is;
+//! - for each input size (a power of two), the list remembers how fast its calls went with the
+//!   other devices and without them, and keeps the better way (trying the other again now and
+//!   then, since rates change as GPUs warm up or caches fill).
 //!
-//! GPUs open in the background at the first call that spreads (or at [`Spread::warm_up`]); those
-//! still opening when a call starts join it as soon as they are ready, and the CPU starts at once.
-//!
-//! A GPU hashing host memory copies it into staging buffers it can read, and on the GPU machine
-//! that copy costs a core about as much per byte as hashing it does. So when the list has the CPU,
-//! each GPU copies on a small pool of its own ([`copy_threads`] threads) instead of the CPU
-//! backend's: with the shared pool, `cpu+opencl:1+wgpu:0` hashed 1 GiB at 35.6 GB/s on the H200
-//! against 51.6 for the CPU alone, the CPU's own share falling to a third of its speed. An OpenCL
-//! GPU on such a small pool wraps the caller's memory in place instead of copying it (see
-//! `OpenClOptions::host_ptr_uploads`): its driver's copy is slower than sixteen threads' but
-//! takes no core from the CPU's share (1 GiB: 0.92-0.97x the CPU alone, against 0.68-0.85x
-//! staged; 4 GiB: 1.05-1.15x against 0.85-0.87x).
+//! A call where no other device takes part is the first device's own call on the whole input:
+//! no piece, no thread, nothing the device does not pay alone. Where others take part, the first
+//! device takes its expected share from the front in one call (sized for all its threads), the
+//! others pull the rest as pieces from one queue (large first, smaller towards the end, so that
+//! all finish together), and the first device joins that queue once its share is done. A device
+//! takes a piece only if it would finish it before the others finish everything left; one whose
+//! call fails drops out, its piece going back to the queue.
 
-use super::auto::{cached_cpu_rate, cached_gpus};
-use super::registry::{backend, one_per_gpu, opening, ready, start_opening};
+use super::auto::cached_rate;
+use super::registry::{backend, one_per_gpu, open_failure, opening, ready, start_opening};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{
-    check_subtree_args, merge_segments, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Error, Result,
-    MAX_SUBTREE,
+    check_subtree_args, merge_segments, subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain,
+    Error, Result, MAX_SUBTREE,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// By default, inputs smaller than this go to the first device alone: below it, starting the
-/// other devices' pipelines costs more than they add ([`Spread::with_min_bytes`] changes it).
+/// By default, inputs smaller than this go to the first device alone: below it, no other device
+/// has been measured to shorten a call ([`Spread::with_min_bytes`] changes it).
 pub const SPREAD_MIN_BYTES: u64 = 64 << 20;
-/// About how long a GPU takes to open (driver, context, kernels from the cache): a call that the
-/// list's first device is expected to finish sooner starts no GPU. On the GPU machine (NVIDIA
-/// H200, warm caches) OpenCL opened in 0.37-0.41 s and Vulkan in 0.31-0.35 s; a one-shot
-/// `b3accel --backend all` that started the driver while the CPU hashed took 39-48 ms for a
-/// 64 MiB file, 133-205 ms for 1 GiB and 242-363 ms for 5 GiB against 8-9, 33-41 and 127-132
-/// ms on the CPU alone, the GPU taking no share (session 12, run 30).
-pub(crate) const GPU_OPEN_TIME: Duration = Duration::from_millis(300);
+/// A GPU's open time where the calibration has none: a GPU opened in 0.3-0.7 s on the GPU
+/// machine (docs/performance.md).
+pub(crate) const GPU_OPEN_TIME: Duration = Duration::from_millis(500);
 /// The largest piece by default (64 MiB): enough for a GPU's segment pipeline to fill.
 pub const BIG_PIECE_BYTES: u64 = 64 << 20;
 /// The smallest piece by default (4 MiB): the last pieces' size, so that the devices finish
 /// within a few milliseconds of one another.
 pub const SMALL_PIECE_BYTES: u64 = 4 << 20;
+/// A device whose rate is not known yet is opened for a call only if the first device is
+/// expected to need this many times the device's open time.
+const UNKNOWN_OPEN_FACTOR: f64 = 3.0;
+/// A device not open yet is opened only if the call is expected to end this much sooner with it.
+const OPEN_GAIN: f64 = 0.9;
+/// Where the faster way at a size is known, every this many calls at that size try the other.
+const RETRY_EVERY: u64 = 16;
+/// The first device leaves this share of its expected part to the queue, so that it can even
+/// out what the others' rates were wrong about.
+const FRONT_SLACK: f64 = 0.1;
+
+/// Which of a list's devices take part in a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Joining {
+    /// Only where measurements say a device shortens the call (the default; see the
+    /// [module docs](self)).
+    Measured,
+    /// Every device in every call that spreads, each opened at the first such call and joining
+    /// once open: for tests and self-tests of the cut, whatever it costs.
+    Always,
+}
+
+/// What a device list did with its last call that reached [`Spread::with_min_bytes`].
+///
+/// ```
+/// use b3accel::spread::Spread;
+/// use b3accel::Device;
+/// let list = Spread::new(&[Device::Cpu])?.with_min_bytes(0);
+/// b3accel::xof_reader_with(&list, &b3accel::Mode::Hash, &[0u8; 8192])?;
+/// let report = list.last_call().expect("one call");
+/// assert_eq!(report.shares, [(Device::Cpu, 8192)]);
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallReport {
+    /// How many such calls the list has made, this one included: tells two calls apart.
+    pub call: u64,
+    /// Bytes of full chunks each device hashed, in the list's order.
+    pub shares: Vec<(Device, u64)>,
+    /// For each device but the first: why it took part, or why not.
+    pub reasons: Vec<(Device, String)>,
+}
 
 /// Several devices hashing one input together (see the [module docs](self)).
 ///
@@ -75,10 +110,9 @@ pub struct Spread {
     info: DeviceInfo,
     /// Devices that failed in an earlier call: left out of later ones.
     failed: Mutex<Vec<Device>>,
-    /// Bytes each device hashed in the last spread call, for `b3accel -v` and the bench.
-    last_shares: Mutex<Vec<(Device, u64)>>,
-    /// Each device's rate (bytes per second) as measured in earlier calls: where a call starts.
-    rates: Mutex<HashMap<Device, f64>>,
+    last: Mutex<Option<CallReport>>,
+    history: Mutex<History>,
+    joining: Joining,
     /// Inputs smaller than this go to the first device alone.
     min_bytes: u64,
     /// The largest and the smallest piece, in chunks (powers of two).
@@ -89,6 +123,40 @@ pub struct Spread {
     copy_pools: OnceLock<Vec<Option<rayon::ThreadPool>>>,
 }
 
+/// What a list has measured in its calls.
+#[derive(Default)]
+struct History {
+    /// Each device's rate (bytes per second) on its pieces, the latest counting most.
+    rates: HashMap<Device, f64>,
+    /// Call rates by input size (the power of two at or below it).
+    sizes: HashMap<u32, SizeRecord>,
+    calls: u64,
+}
+
+/// How fast a list's calls of one size went, by the first device alone and with others.
+#[derive(Clone, Copy, Default)]
+struct SizeRecord {
+    alone: Option<f64>,
+    together: Option<f64>,
+    calls: u64,
+}
+
+/// A device that takes part in a call besides the first: its index in the call's members, its
+/// expected rate, and, for one still opening, when it is expected to be ready.
+struct Helper {
+    k: usize,
+    rate: Option<f64>,
+    opens_in: Option<Duration>,
+}
+
+/// Who takes part in one call, and why.
+struct Plan {
+    helpers: Vec<Helper>,
+    /// The first device's expected rate at this size.
+    front_rate: Option<f64>,
+    reasons: Vec<(Device, String)>,
+}
+
 impl std::fmt::Debug for Spread {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Spread").field("devices", &self.devices).finish()
@@ -97,9 +165,9 @@ impl std::fmt::Debug for Spread {
 
 impl Spread {
     /// The devices `devices` hashing together, the first one opened now (an error if it does
-    /// not open); the others open in the background when the first input large enough to spread
-    /// arrives (or at [`Spread::warm_up`]), and join calls once ready. A device named
-    /// twice is used once; `Device::Auto` is not allowed in a list.
+    /// not open); the others open in the background only where a call needs them (or at
+    /// [`Spread::warm_up`]). A device named twice is used once; `Device::Auto` is not allowed
+    /// in a list.
     ///
     /// ```
     /// let s = b3accel::spread::Spread::new(&[b3accel::Device::Cpu])?;
@@ -132,8 +200,9 @@ impl Spread {
             first,
             info,
             failed: Mutex::new(Vec::new()),
-            last_shares: Mutex::new(Vec::new()),
-            rates: Mutex::new(HashMap::new()),
+            last: Mutex::new(None),
+            history: Mutex::new(History::default()),
+            joining: Joining::Measured,
             min_bytes: SPREAD_MIN_BYTES,
             big_chunks: BIG_PIECE_BYTES / CHUNK_LEN as u64,
             small_chunks: SMALL_PIECE_BYTES / CHUNK_LEN as u64,
@@ -150,6 +219,18 @@ impl Spread {
     /// ```
     pub fn with_min_bytes(mut self, bytes: u64) -> Spread {
         self.min_bytes = bytes;
+        self
+    }
+
+    /// Which devices take part in a call (default [`Joining::Measured`]).
+    ///
+    /// ```
+    /// use b3accel::spread::{Joining, Spread};
+    /// let s = Spread::new(&[b3accel::Device::Cpu])?.with_joining(Joining::Always);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn with_joining(mut self, joining: Joining) -> Spread {
+        self.joining = joining;
         self
     }
 
@@ -192,8 +273,8 @@ impl Spread {
     }
 
     /// Starts opening every device of the list that is not open yet, in the background, and
-    /// returns at once: a program that knows a large input is coming calls this first, so that
-    /// the GPUs are ready by the time it arrives.
+    /// returns at once: a program that hashes many large inputs calls this first, so that the
+    /// devices are open (and can be measured) by the time calls could use them.
     ///
     /// ```
     /// let s = b3accel::spread::Spread::new(&[b3accel::Device::Cpu])?;
@@ -206,8 +287,8 @@ impl Spread {
         }
     }
 
-    /// How many bytes each device hashed in the last call that spread its input (empty before
-    /// any): `b3accel -v` and `b3accel bench` show it.
+    /// How many bytes each device hashed in the last call that reached
+    /// [`with_min_bytes`](Self::with_min_bytes) (empty before any): see [`last_call`](Self::last_call).
     ///
     /// ```
     /// let s = b3accel::spread::Spread::new(&[b3accel::Device::Cpu])?;
@@ -215,11 +296,24 @@ impl Spread {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn last_shares(&self) -> Vec<(Device, u64)> {
-        lock(&self.last_shares).clone()
+        lock(&self.last).as_ref().map(|r| r.shares.clone()).unwrap_or_default()
     }
 
-    /// The pool device `d` (not the first) runs its calls on, if it has one of its own (see the
-    /// [module docs](self)).
+    /// What the last call that reached [`with_min_bytes`](Self::with_min_bytes) did: each
+    /// device's share and why each device but the first took part or not (`b3accel -v` and
+    /// `b3accel bench` show it). `None` before any such call.
+    ///
+    /// ```
+    /// let s = b3accel::spread::Spread::new(&[b3accel::Device::Cpu])?;
+    /// assert!(s.last_call().is_none());
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn last_call(&self) -> Option<CallReport> {
+        lock(&self.last).clone()
+    }
+
+    /// The pool device `d` (not the first) runs its calls on, if it has one of its own (see
+    /// [`copy_threads`]).
     fn copy_pool(&self, d: Device) -> Option<&rayon::ThreadPool> {
         let pools = self.copy_pools.get_or_init(|| {
             let with_cpu = self.devices.contains(&Device::Cpu);
@@ -242,43 +336,199 @@ impl Spread {
         self.devices.iter().copied().filter(|d| !failed.contains(d)).collect()
     }
 
-    /// Hashes `input` (full chunks from `first_chunk`, aligned as `chunk_subtrees_capped`
-    /// requires) into the subtrees of at most `max_chunks` chunks, spread over the devices.
-    fn spread(&self, input: &[u8], first_chunk: u64, max_chunks: u64, domain: Domain, out: &mut [Cv]) -> Result<()> {
-        let n = (input.len() / CHUNK_LEN) as u64;
-        let members = self.members();
-        // The other devices open now (if not open yet), in the background: a list used only for
-        // small inputs never starts a GPU (nor waits for one in `settle`), and neither does a call
-        // that the first device alone is expected to finish before a GPU could open.
-        let known = lock(&self.rates).clone();
-        let first_rate = known.get(&members[0]).copied().or_else(|| {
-            // Nothing measured by this list yet: the CPU's rate from Auto's calibration cache.
-            (members[0] == Device::Cpu).then(|| cached_cpu_rate(input.len() as u64)).flatten()
-        });
-        let alone = first_rate.map(|r| Duration::from_secs_f64(input.len() as f64 / r.max(1.0)));
-        if alone.is_none_or(|t| t >= GPU_OPEN_TIME) {
-            for &d in &members[1..] {
+    /// The backend of member `d`: the first device's, or one opened since.
+    fn opened(&self, d: Device) -> Option<Arc<dyn Backend>> {
+        if d == self.devices[0] {
+            Some(self.first.clone())
+        } else {
+            ready(d)
+        }
+    }
+
+    /// Decides who takes part in a call of `bytes` bytes (see the [module docs](self)), and
+    /// starts opening the devices that should.
+    fn plan(&self, members: &[Device], bytes: u64) -> Plan {
+        let history = lock(&self.history);
+        let record = history.sizes.get(&size_class(bytes)).copied().unwrap_or_default();
+        let rate_of = |d: Device| history.rates.get(&d).copied().or_else(|| cached_rate(d, bytes).map(|r| r.0));
+        let front_rate = record.alone.or_else(|| rate_of(members[0]));
+        let mut plan = Plan { helpers: Vec::new(), front_rate, reasons: Vec::new() };
+        let gb = |r: f64| r / 1e9;
+        for (k, &d) in members.iter().enumerate().skip(1) {
+            if let Some(e) = open_failure(d) {
+                plan.reasons.push((d, format!("failed to open: {e}")));
+                continue;
+            }
+            let rate = rate_of(d);
+            if self.joining == Joining::Always {
+                if ready(d).is_none() {
+                    start_opening(d);
+                }
+                plan.helpers.push(Helper { k, rate, opens_in: ready(d).is_none().then_some(Duration::ZERO) });
+                plan.reasons.push((d, "every device takes part (Joining::Always)".into()));
+                continue;
+            }
+            let alone = front_rate.map(|c| Duration::from_secs_f64(bytes as f64 / c.max(1.0)));
+            if ready(d).is_some() {
+                match (front_rate, rate) {
+                    (Some(c), Some(g))
+                        if (self.small_chunks * CHUNK_LEN as u64) as f64 / g > bytes as f64 / (c + g) =>
+                    {
+                        plan.reasons.push((
+                            d,
+                            format!(
+                                "left out: at {:.1} GB/s it would not finish a piece before {} finishes the \
+                                 input at {:.1} GB/s",
+                                gb(g),
+                                members[0],
+                                gb(c)
+                            ),
+                        ));
+                    }
+                    (_, Some(g)) => {
+                        plan.helpers.push(Helper { k, rate: Some(g), opens_in: None });
+                        plan.reasons.push((d, format!("took part, measured at {:.1} GB/s", gb(g))));
+                    }
+                    (_, None) => {
+                        plan.helpers.push(Helper { k, rate: None, opens_in: None });
+                        plan.reasons.push((d, "took part to be measured (no rate known yet)".into()));
+                    }
+                }
+                continue;
+            }
+            // Not open: worth opening only if the call lasts long enough for it to help.
+            let open_time = cached_rate(d, bytes).map_or(GPU_OPEN_TIME, |r| r.1).max(Duration::from_millis(1));
+            let (Some(c), Some(t_alone)) = (front_rate, alone) else {
+                plan.reasons.push((
+                    d,
+                    format!(
+                        "not opened: {}'s speed is not measured yet (`b3accel bench --calibrate` measures \
+                         every device)",
+                        members[0]
+                    ),
+                ));
+                continue;
+            };
+            let worth = match rate {
+                Some(g) => {
+                    let o = open_time.as_secs_f64();
+                    let with = o + (bytes as f64 - c * o).max(0.0) / (c + g);
+                    with < OPEN_GAIN * t_alone.as_secs_f64()
+                }
+                None => t_alone.as_secs_f64() >= UNKNOWN_OPEN_FACTOR * open_time.as_secs_f64(),
+            };
+            if worth || opening(d) {
                 start_opening(d);
+                plan.helpers.push(Helper { k, rate, opens_in: Some(open_time) });
+                plan.reasons.push((d, format!("opened, as {} alone would need {:.0?}", members[0], t_alone)));
+            } else {
+                plan.reasons.push((
+                    d,
+                    format!(
+                        "not opened: it takes about {open_time:.1?} to open, and {} alone needs {t_alone:.1?}",
+                        members[0]
+                    ),
+                ));
             }
         }
-        let pieces = plan_pieces(n, max_chunks, members.len(), self.big_chunks, self.small_chunks);
-        let queue = Queue::new(&pieces, members.iter().map(|d| known.get(d).copied()).collect());
+        if self.joining == Joining::Measured
+            && !plan.helpers.is_empty()
+            && plan.helpers.iter().all(|h| h.opens_in.is_none())
+        {
+            // The way measured faster at this size, the other one tried now and then.
+            let retry = record.calls % RETRY_EVERY == RETRY_EVERY - 1;
+            let alone_better = match (record.alone, record.together) {
+                (Some(a), Some(t)) => (t < a) != retry,
+                (None, Some(_)) => true,
+                _ => false,
+            };
+            if alone_better {
+                let why = match (record.alone, record.together) {
+                    (Some(a), Some(t)) if t < a => format!(
+                        "left out: calls of this size were faster without the others ({:.1} GB/s against {:.1})",
+                        gb(a),
+                        gb(t)
+                    ),
+                    _ => format!("left out: {} alone is being measured at this size", members[0]),
+                };
+                for h in plan.helpers.drain(..) {
+                    let d = members[h.k];
+                    if let Some(r) = plan.reasons.iter_mut().find(|r| r.0 == d) {
+                        r.1 = why.clone();
+                    }
+                }
+            }
+        }
+        plan
+    }
+
+    /// Records how a call of `bytes` bytes went, `together` or by the first device alone.
+    fn record(&self, bytes: u64, took: Duration, together: bool, report: CallReport) {
+        let rate = bytes as f64 / took.as_secs_f64().max(1e-9);
+        let mut history = lock(&self.history);
+        history.calls += 1;
+        let call = history.calls;
+        let record = history.sizes.entry(size_class(bytes)).or_default();
+        record.calls += 1;
+        let slot = if together { &mut record.together } else { &mut record.alone };
+        *slot = Some(slot.map_or(rate, |r| 0.5 * r + 0.5 * rate));
+        drop(history);
+        *lock(&self.last) = Some(CallReport { call, ..report });
+    }
+
+    /// Hashes `input` (full chunks from `first_chunk`, aligned as `chunk_subtrees_capped`
+    /// requires) into the subtrees of at most `max_chunks` chunks, with the devices the plan
+    /// chose besides the first.
+    fn spread(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        domain: Domain,
+        out: &mut [Cv],
+        members: &[Device],
+        plan: Plan,
+    ) -> Result<CallReport> {
+        let n = (input.len() / CHUNK_LEN) as u64;
+        let front_chunks = if self.joining == Joining::Always { 0 } else { self.front_share(n, &plan) };
+        // The first device's share: one piece per max_chunks block, taken in one go.
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut at = 0;
+        while at < front_chunks {
+            let chunks = (front_chunks - at).min(max_chunks - at % max_chunks);
+            pieces.push(Piece { start: at, chunks });
+            at += chunks;
+        }
+        let reserved = pieces.len();
+        let devices = plan.helpers.len() + 1;
+        pieces.extend(plan_pieces(at, n, max_chunks, devices, self.big_chunks, self.small_chunks));
+
+        let mut rates: Vec<Option<f64>> = vec![None; members.len()];
+        rates[0] = plan.front_rate;
+        let mut active = vec![false; members.len()];
+        active[0] = true;
+        for h in &plan.helpers {
+            rates[h.k] = h.rate;
+            active[h.k] = true;
+        }
+        let queue = Queue::new(&pieces, reserved, rates, active);
         let results: Vec<OnceLock<Vec<Cv>>> = (0..pieces.len()).map(|_| OnceLock::new()).collect();
         let errors: Mutex<Vec<(Device, Error)>> = Mutex::new(Vec::new());
-
-        // One device's loop: take a piece, hash it, store its CVs; stop when the queue says so
-        // or at this device's first error (its piece goes back to the queue).
+        let hash_piece = |b: &dyn Backend, i: usize| -> Result<()> {
+            let p = pieces[i];
+            let bytes = &input[p.start as usize * CHUNK_LEN..(p.start + p.chunks) as usize * CHUNK_LEN];
+            let mut cvs = vec![[0u8; 32]; subtree_count(p.chunks, max_chunks)];
+            b.chunk_subtrees(bytes, first_chunk + p.start, &domain.key, domain.flags, &mut cvs)?;
+            let _ = results[i].set(cvs);
+            Ok(())
+        };
+        // One device's loop: take a piece, hash it; stop when the queue says so or at this
+        // device's first error (its piece goes back to the queue).
         let work = |k: usize, b: &dyn Backend| {
             while let Some(i) = queue.take(k) {
-                let p = pieces[i];
-                let bytes = &input[p.start as usize * CHUNK_LEN..(p.start + p.chunks) as usize * CHUNK_LEN];
-                let mut cvs = vec![[0u8; 32]; p.chunks.count_ones() as usize];
                 let t = Instant::now();
-                match b.chunk_subtrees(bytes, first_chunk + p.start, &domain.key, domain.flags, &mut cvs) {
-                    Ok(()) => {
-                        let _ = results[i].set(cvs);
-                        queue.done(k, i, t.elapsed());
-                    }
+                match hash_piece(b, i) {
+                    Ok(()) => queue.done(k, i, t.elapsed()),
                     Err(e) => {
                         queue.fail(k, i);
                         lock(&errors).push((members[k], e));
@@ -288,8 +538,11 @@ impl Spread {
             }
         };
 
+        let front =
+            self.opened(members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))?;
         std::thread::scope(|s| {
-            for (k, &d) in members.iter().enumerate().skip(1) {
+            for h in &plan.helpers {
+                let (k, d) = (h.k, members[h.k]);
                 let (work, queue) = (&work, &queue);
                 s.spawn(move || {
                     // A device still opening joins once it is ready, if work is left.
@@ -307,72 +560,109 @@ impl Spread {
                     }
                 });
             }
-            work(0, &*self.first);
+            work(0, &*front);
         });
 
         let errors = errors.into_inner().unwrap_or_else(|p| p.into_inner());
         lock(&self.failed).extend(errors.iter().map(|(d, _)| *d));
+        let mut reasons = plan.reasons;
+        for (d, why) in &mut reasons {
+            if let Some(e) = open_failure(*d) {
+                *why = format!("failed to open: {e}");
+            } else if let Some((_, e)) = errors.iter().find(|(f, _)| f == d) {
+                *why = format!("failed, its pieces hashed by the others: {e}");
+            }
+        }
         let state = queue.state.into_inner().unwrap_or_else(|p| p.into_inner());
         // Pieces given back by a failed device after the others had stopped: the first device
         // that still works hashes them now.
         let left: Vec<usize> = state.retry.iter().copied().chain(state.front..state.back).collect();
         if !left.is_empty() {
-            let healthy = std::iter::once(self.first.clone())
-                .chain(members.iter().skip(1).filter_map(|&d| ready(d)))
-                .find(|b| !errors.iter().any(|(d, _)| *d == b.info().device));
+            let healthy = members.iter().filter(|d| !errors.iter().any(|(f, _)| f == *d)).find_map(|&d| self.opened(d));
             let Some(b) = healthy else {
                 let (_, e) = errors.into_iter().next().expect("only a failure leaves pieces behind");
                 return Err(e);
             };
             for i in left {
-                let p = pieces[i];
-                let bytes = &input[p.start as usize * CHUNK_LEN..(p.start + p.chunks) as usize * CHUNK_LEN];
-                let mut cvs = vec![[0u8; 32]; p.chunks.count_ones() as usize];
-                b.chunk_subtrees(bytes, first_chunk + p.start, &domain.key, domain.flags, &mut cvs)?;
-                let _ = results[i].set(cvs);
+                hash_piece(&*b, i)?;
             }
         }
         {
-            let mut rates = lock(&self.rates);
-            for (d, r) in members.iter().zip(&state.rates) {
+            let mut history = lock(&self.history);
+            for (k, (d, r)) in members.iter().zip(&state.measured).enumerate() {
                 if let Some(r) = r {
-                    rates.insert(*d, *r);
+                    // The first device's rate on a share is what the whole call would get alone.
+                    if k > 0 {
+                        history.rates.insert(*d, *r);
+                    }
                 }
             }
         }
-        *lock(&self.last_shares) = members.iter().zip(&state.shares).map(|(d, s)| (*d, *s)).collect();
         let done: Vec<(u64, Vec<Cv>)> = pieces
             .iter()
             .zip(results)
             .map(|(p, r)| (p.chunks, r.into_inner().expect("every piece was hashed")))
             .collect();
-        merge_segments(&done, max_chunks, domain, out)
+        merge_segments(&done, max_chunks, domain, out)?;
+        Ok(CallReport { call: 0, shares: members.iter().zip(&state.shares).map(|(d, s)| (*d, *s)).collect(), reasons })
     }
+
+    /// How many of `n` chunks the first device takes from the front in one go: its expected
+    /// share, less [`FRONT_SLACK`], rounded down to whole small pieces.
+    fn front_share(&self, n: u64, plan: &Plan) -> u64 {
+        let bytes = (n * CHUNK_LEN as u64) as f64;
+        // A device with no rate yet is taken to be a quarter of the first device's speed.
+        let c = plan.front_rate.unwrap_or(1e9);
+        let rate = |h: &Helper| h.rate.unwrap_or(c / 4.0);
+        let open: f64 = plan.helpers.iter().filter(|h| h.opens_in.is_none()).map(rate).sum();
+        let mut time = bytes / (c + open);
+        // Devices still opening add their speed from when they are ready.
+        let (late_rate, late_bytes) = plan
+            .helpers
+            .iter()
+            .filter_map(|h| h.opens_in.map(|o| (rate(h), rate(h) * o.as_secs_f64())))
+            .fold((0.0, 0.0), |a, x| (a.0 + x.0, a.1 + x.1));
+        if late_rate > 0.0 {
+            time = time.min((bytes + late_bytes) / (c + open + late_rate));
+        }
+        let share = (c * time * (1.0 - FRONT_SLACK) / CHUNK_LEN as f64) as u64;
+        (share / self.small_chunks * self.small_chunks).min(n)
+    }
+}
+
+/// The power of two at or below `bytes`: calls of one such size share a record.
+fn size_class(bytes: u64) -> u32 {
+    bytes.max(1).ilog2()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The pieces of one call still to hash and the devices' measured rates.
+/// The pieces of one call still to hash and the devices' rates.
 ///
-/// A device with no rate yet (the first piece it ever takes) takes the last piece, the smallest;
-/// one with a rate takes the front piece if it would finish it no later than the other devices
-/// would finish everything left, that piece included, or else the back piece under the same rule,
-/// or else stops: the others end sooner without it. So the fastest device always takes the last
-/// piece, and no device takes a piece it would still be hashing after the others are done.
+/// The first `reserved` pieces are the first device's share, which it takes before any other.
+/// Then every device takes from the rest: a device with no rate yet (the first piece it ever
+/// takes) takes the last piece, the smallest; one with a rate takes the front piece if it would
+/// finish it no later than the other devices would finish everything left, that piece
+/// included, or else the back piece under the same rule, or else stops: the others end sooner
+/// without it. The first device never stops while pieces are left.
 struct Queue<'a> {
     pieces: &'a [Piece],
     state: Mutex<QueueState>,
 }
 
 struct QueueState {
+    /// The first device's next reserved piece.
+    reserved: std::ops::Range<usize>,
     front: usize,
     back: usize,
     /// Pieces a failed device gave back: taken before any other.
     retry: Vec<usize>,
-    /// Bytes per second each device hashed pieces at (this call, or earlier ones).
+    /// Bytes per second each device is expected to hash at (measured in this call, or before).
     rates: Vec<Option<f64>>,
+    /// The rates measured in this call.
+    measured: Vec<Option<f64>>,
     /// Whether each device may still take pieces (not failed, not stopped).
     active: Vec<bool>,
     /// Bytes each device hashed in this call.
@@ -380,14 +670,16 @@ struct QueueState {
 }
 
 impl<'a> Queue<'a> {
-    fn new(pieces: &'a [Piece], rates: Vec<Option<f64>>) -> Queue<'a> {
+    fn new(pieces: &'a [Piece], reserved: usize, rates: Vec<Option<f64>>, active: Vec<bool>) -> Queue<'a> {
         let devices = rates.len();
         let state = QueueState {
-            front: 0,
+            reserved: 0..reserved,
+            front: reserved,
             back: pieces.len(),
             retry: Vec::new(),
             rates,
-            active: vec![true; devices],
+            measured: vec![None; devices],
+            active,
             shares: vec![0; devices],
         };
         Queue { pieces, state: Mutex::new(state) }
@@ -399,7 +691,7 @@ impl<'a> Queue<'a> {
 
     fn is_empty(&self) -> bool {
         let st = lock(&self.state);
-        st.front >= st.back && st.retry.is_empty()
+        st.front >= st.back && st.retry.is_empty() && st.reserved.is_empty()
     }
 
     /// The next piece for device `k`, or `None` when it should stop (see [`Queue`]).
@@ -407,6 +699,11 @@ impl<'a> Queue<'a> {
         let mut st = lock(&self.state);
         if !st.active[k] {
             return None;
+        }
+        if k == 0 {
+            if let Some(i) = st.reserved.next() {
+                return Some(i);
+            }
         }
         if let Some(i) = st.retry.pop() {
             return Some(i);
@@ -418,10 +715,11 @@ impl<'a> Queue<'a> {
             st.back -= 1;
             return Some(st.back);
         };
-        let left: f64 = (st.front..st.back).map(|i| self.bytes(i)).sum();
+        let reserved: f64 = st.reserved.clone().map(|i| self.bytes(i)).sum();
+        let left: f64 = (st.front..st.back).map(|i| self.bytes(i)).sum::<f64>() + reserved;
         let others: f64 = (0..st.rates.len()).filter(|&j| j != k && st.active[j]).filter_map(|j| st.rates[j]).sum();
         // Would device k finish piece i no later than the others would finish all that is left?
-        let worth = |i: usize| others <= 0.0 || self.bytes(i) / rate <= left / others;
+        let worth = |i: usize| k == 0 || others <= 0.0 || self.bytes(i) / rate <= left / others;
         if worth(st.front) {
             st.front += 1;
             Some(st.front - 1)
@@ -441,10 +739,12 @@ impl<'a> Queue<'a> {
         st.shares[k] += bytes as u64;
         let rate = bytes / took.as_secs_f64().max(1e-9);
         // The latest piece counts most: a device's rate changes as its pipeline warms up.
-        st.rates[k] = Some(match st.rates[k] {
+        let blended = match st.measured[k] {
             Some(r) => 0.5 * r + 0.5 * rate,
             None => rate,
-        });
+        };
+        st.measured[k] = Some(blended);
+        st.rates[k] = Some(blended);
     }
 
     /// Device `k` failed on piece `i`: the piece goes back, the device stops.
@@ -462,15 +762,15 @@ struct Piece {
     chunks: u64,
 }
 
-/// The pieces a run of `n` chunks is cut into for `devices` devices: each a power of two of
-/// chunks (but the last) at a multiple of its size and no larger than `max_chunks`, so each is
-/// one complete subtree; `big` chunks while much is left, then smaller, down to `small`, so that
-/// the last pieces are small.
-fn plan_pieces(n: u64, max_chunks: u64, devices: usize, big: u64, small: u64) -> Vec<Piece> {
+/// The pieces chunks `from..n` of a run are cut into for `devices` devices: each a power of two
+/// of chunks (but the last) at a multiple of its size and no larger than `max_chunks`, so each
+/// is one complete subtree; `big` chunks while much is left, then smaller, down to `small`, so
+/// that the last pieces are small.
+fn plan_pieces(from: u64, n: u64, max_chunks: u64, devices: usize, big: u64, small: u64) -> Vec<Piece> {
     let big = big.min(max_chunks);
     let small = small.min(big);
     let mut out = Vec::new();
-    let mut start = 0;
+    let mut start = from;
     while start < n {
         let left = n - start;
         // About a quarter of what is left per device, within [small, big], and no larger than
@@ -488,7 +788,8 @@ fn plan_pieces(n: u64, max_chunks: u64, devices: usize, big: u64, small: u64) ->
 }
 
 /// How many threads a GPU in a list with the CPU copies host memory with: an eighth of the
-/// machine's, 1 to 4 (2 on the GPU machine's 16 cores).
+/// machine's, 1 to 4. A GPU copying on the CPU backend's own pool took cores from the CPU's
+/// share of the input (docs/performance.md).
 ///
 /// ```
 /// assert!((1..=4).contains(&b3accel::spread::copy_threads()));
@@ -499,18 +800,14 @@ pub fn copy_threads() -> usize {
 
 /// Every hardware device of this machine: the CPU, then each GPU that is not a software one,
 /// each physical GPU once. A GPU that both OpenCL and wgpu list (the same name on both) is
-/// taken through OpenCL, whose host path measured faster on NVIDIA (1 GiB from host memory on
-/// the H200: 47.7 GB/s against 29.7). Listing GPUs initialises their drivers' listings (not the
-/// devices themselves).
+/// taken through OpenCL, whose host path measured faster on NVIDIA (docs/performance.md).
+/// Where Auto's calibration cache is there, its GPUs are taken from it and no driver is asked.
 ///
 /// ```
 /// assert_eq!(b3accel::spread::hardware_devices()[0], b3accel::Device::Cpu);
 /// ```
 pub fn hardware_devices() -> Vec<Device> {
-    // Auto's calibration cache names them already (its GPUs are these, each measured): no
-    // driver need list its devices, which took 0.4-0.5 s of a one-shot `b3accel --backend all
-    // FILE` on the GPU machine (NVIDIA's OpenCL and Vulkan drivers starting up).
-    if let Some(gpus) = cached_gpus() {
+    if let Some(gpus) = super::auto::cached_gpus() {
         return std::iter::once(Device::Cpu).chain(gpus).collect();
     }
     let found: Vec<DeviceInfo> = super::registry::devices()
@@ -518,6 +815,18 @@ pub fn hardware_devices() -> Vec<Device> {
         .filter(|d| d.backend == BackendKind::Cpu || !d.is_software_gpu())
         .collect();
     one_per_gpu(&found)
+}
+
+/// The list of `devices` shared by every call in this process that names the same devices, so
+/// that what one call measures serves the next ([`hash_on_devices`](crate::hash_on_devices)).
+pub(crate) fn shared(devices: &[Device]) -> Result<Arc<Spread>> {
+    static LISTS: OnceLock<Mutex<HashMap<Vec<Device>, Arc<Spread>>>> = OnceLock::new();
+    let lists = LISTS.get_or_init(Default::default);
+    if let Some(s) = lock(lists).get(devices) {
+        return Ok(s.clone());
+    }
+    let s = Arc::new(Spread::new(devices)?);
+    Ok(lock(lists).entry(devices.to_vec()).or_insert(s).clone())
 }
 
 impl Backend for Spread {
@@ -548,10 +857,26 @@ impl Backend for Spread {
         out: &mut [Cv],
     ) -> Result<()> {
         check_subtree_args(input, first_chunk, max_chunks, out)?;
-        if (input.len() as u64) < self.min_bytes || self.members().len() < 2 {
+        let bytes = input.len() as u64;
+        if bytes < self.min_bytes {
             return self.first.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out);
         }
-        self.spread(input, first_chunk, max_chunks, Domain { key: *key, flags }, out)
+        let members = self.members();
+        let plan = self.plan(&members, bytes);
+        let t = Instant::now();
+        if plan.helpers.is_empty() {
+            // The first device's own call, as it would be made without the list.
+            let front =
+                self.opened(members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))?;
+            front.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)?;
+            let mut shares: Vec<(Device, u64)> = members.iter().map(|&d| (d, 0)).collect();
+            shares[0].1 = bytes;
+            self.record(bytes, t.elapsed(), false, CallReport { call: 0, shares, reasons: plan.reasons });
+            return Ok(());
+        }
+        let report = self.spread(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, &members, plan)?;
+        self.record(bytes, t.elapsed(), true, report);
+        Ok(())
     }
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
@@ -575,12 +900,15 @@ mod tests {
     fn pieces_are_aligned_complete_subtrees_that_shrink_at_the_end() {
         const BIG: u64 = 1 << 16;
         const SMALL: u64 = 1 << 12;
-        for (n, max, devices) in
-            [(1u64 << 20, MAX_SUBTREE, 2), ((1 << 20) + 12345, MAX_SUBTREE, 3), (300_000, 1 << 16, 2)]
-        {
-            let p = plan_pieces(n, max, devices, BIG, SMALL);
-            assert_eq!(p.iter().map(|p| p.chunks).sum::<u64>(), n);
-            let mut at = 0;
+        for (from, n, max, devices) in [
+            (0, 1u64 << 20, MAX_SUBTREE, 2),
+            (0, (1 << 20) + 12345, MAX_SUBTREE, 3),
+            (0, 300_000, 1 << 16, 2),
+            (3 << 12, (1 << 20) + 12345, MAX_SUBTREE, 2),
+        ] {
+            let p = plan_pieces(from, n, max, devices, BIG, SMALL);
+            assert_eq!(p.iter().map(|p| p.chunks).sum::<u64>(), n - from);
+            let mut at = from;
             for (i, piece) in p.iter().enumerate() {
                 assert_eq!(piece.start, at);
                 at += piece.chunks;
@@ -590,9 +918,21 @@ mod tests {
                 }
             }
             assert!(p.last().unwrap().chunks <= SMALL, "{n}: {:?}", p.last());
-            // Large first, never growing again.
-            assert!(p.windows(2).all(|w| w[1].chunks <= w[0].chunks), "{p:?}");
             assert!(p[0].chunks >= SMALL);
         }
+    }
+
+    #[test]
+    fn a_list_calls_the_first_device_alone_when_nothing_is_measured() {
+        // No other device is open, and no rate says one would pay for its opening.
+        let list = Spread::new(&[Device::Cpu, Device::Wgpu(usize::MAX - 1)]);
+        // The second device does not exist, yet naming it costs nothing until a call needs it.
+        let list = list.expect("only the first device opens").with_min_bytes(0);
+        let data = vec![1u8; 64 * CHUNK_LEN];
+        let mut out = [[0u8; 32]; 1];
+        list.chunk_subtrees(&data, 0, &crate::core::constants::IV, 0, &mut out).unwrap();
+        let report = list.last_call().unwrap();
+        assert_eq!(report.shares, [(Device::Cpu, data.len() as u64), (Device::Wgpu(usize::MAX - 1), 0)]);
+        assert!(report.reasons[0].1.starts_with("not opened"), "{:?}", report.reasons);
     }
 }

@@ -309,8 +309,9 @@ struct List {
 
 /// The device lists to measure: `all` (every hardware device); the CPU with each hardware GPU,
 /// where there are several; on a machine without a hardware GPU, where `all` is the CPU alone,
-/// every device found, software GPUs included, so that the spreading itself is measured. Their
-/// GPUs are open already (`open_gpus`), so they take part from the first call.
+/// every device found, software GPUs included, so that the list's choice is measured too. Their
+/// GPUs are open already (`open_gpus`): each list measures them in its first calls and keeps
+/// them only where they make its calls faster (`b3accel::spread`).
 fn device_lists(gpus: &[Gpu]) -> Vec<List> {
     let all = b3accel::spread::hardware_devices();
     let mut lists =
@@ -633,15 +634,23 @@ fn render(machine: &serde_json::Value, rows: &[Row]) -> String {
     if !spread.is_empty() {
         let _ = writeln!(
             s,
-            "\nDevice lists: each device's share of the bytes of the last call\n{:<width$}{:>9}   shares",
-            "series", "size"
+            "\nDevice lists: the list's speed over its best single device's (the CPU alone, or one \
+             device's host row), and each device's share of the bytes of the last call\n\
+             {:<width$}{:>9}{:>8}  {:<16}shares",
+            "series", "size", "x best", "best"
         );
         for r in spread {
             let shares = r.shares.as_deref().unwrap_or_default();
             let total = shares.iter().map(|x| x.1).sum::<u64>().max(1) as f64;
             let each: Vec<String> =
                 shares.iter().map(|(d, b)| format!("{d} {:.1}%", 100.0 * *b as f64 / total)).collect();
-            let _ = writeln!(s, "{:<width$}{:>9}   {}", r.series, r.label, each.join(", "));
+            let single = |d: &Device| if *d == Device::Cpu { "cpu".to_string() } else { format!("{d} host") };
+            let best = shares
+                .iter()
+                .filter_map(|(d, _)| hash.iter().find(|b| b.bytes == r.bytes && b.series == single(d)))
+                .max_by(|a, b| a.gbps().total_cmp(&b.gbps()));
+            let (ratio, name) = best.map_or(("-".to_string(), "-"), |b| (format!("{:.2}", r.gbps() / b.gbps()), b.series.as_str()));
+            let _ = writeln!(s, "{:<width$}{:>9}{:>8}  {:<16}{}", r.series, r.label, ratio, name, each.join(", "));
         }
     }
     let parts: Vec<&&Row> = hash.iter().filter(|r| r.parts.is_some()).collect();

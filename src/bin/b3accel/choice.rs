@@ -66,11 +66,11 @@ impl Choice {
             Choice::One(_) => return Ok(None),
             Choice::All => b3accel::spread::hardware_devices(),
             Choice::List(list) if list.iter().all(|&d| d == Device::Cpu) => list.clone(),
-            // Every GPU named is one Auto's calibration cache lists as this machine's: no driver
-            // need list its devices first (see `spread::hardware_devices`).
+            // Every GPU named is one Auto's calibration cache found on this machine: no driver
+            // need list its devices (see `auto::cached_devices`).
             Choice::List(list)
-                if b3accel::auto::cached_gpus()
-                    .is_some_and(|gpus| list.iter().all(|d| *d == Device::Cpu || gpus.contains(d))) =>
+                if b3accel::auto::cached_devices()
+                    .is_some_and(|found| list.iter().all(|d| *d == Device::Cpu || found.contains(d))) =>
             {
                 list.clone()
             }
@@ -103,6 +103,8 @@ pub struct Devices {
     how: How,
     /// `-vv`: keep each input's reason.
     explain: bool,
+    /// How many `-v`.
+    verbose: u8,
 }
 
 enum How {
@@ -130,12 +132,12 @@ pub struct Picked {
 }
 
 impl Picked {
-    /// With `-vv`, why the input went where it did; for a device list, once it is hashed, how
-    /// many bytes each device hashed.
+    /// With `-vv`, why the input went where it did; for a device list (from `-v` on), once it
+    /// is hashed, how many bytes each device hashed and why each took part or not.
     pub fn why(&self) -> Option<String> {
         match &self.tally {
-            Some(t) if self.explain => Some(t.describe()),
-            _ => self.why.clone(),
+            Some(t) => self.explain.then(|| t.describe()),
+            None => self.why.clone().filter(|_| self.explain),
         }
     }
 }
@@ -163,6 +165,8 @@ impl Devices {
             How::Spread(shared) => {
                 let name = list_name(shared.spread.devices());
                 let tally = Arc::new(Tally { shared: shared.clone(), counted: Mutex::new(Counted::default()) });
+                // A list says for each input who hashed it and why already at `-v`.
+                let explain = self.verbose > 0;
                 return Picked { backend: tally.clone(), name, why: None, explain, tally: Some(tally), auto_gpu: None };
             }
             How::Auto { auto, cpu } => (auto, cpu),
@@ -234,7 +238,7 @@ pub fn open(global: &Global) -> Result<Devices, Fatal> {
             How::Spread(Arc::new(Shared { spread, gate: Mutex::new(()) }))
         }
     };
-    Ok(Devices { how, explain: global.verbose > 1 })
+    Ok(Devices { how, explain: global.verbose > 1, verbose: global.verbose })
 }
 
 /// The `-v` note for a list or `all`.
@@ -247,12 +251,12 @@ fn spread_note(choice: &Choice, spread: &Spread, threads: usize, each: bool) -> 
         return format!("hashing on {first} ({}), as {asked}{note}; {threads} thread(s)", spread.info().name);
     }
     format!(
-        "hashing on {} together, as {asked}: inputs of {} MiB or more are cut into pieces that \
-         each device takes from one queue as it is ready (GPUs join once they have opened), \
-         smaller ones go to {first} alone; {threads} thread(s){}",
+        "hashing on {}, as {asked}: an input of {} MiB or more is shared with the other devices \
+         where measurements say they make it faster (a GPU is opened only where it can pay for its \
+         opening), anything else goes to {first} alone; {threads} thread(s){}",
         devices.iter().map(Device::to_string).collect::<Vec<_>>().join(", "),
         SPREAD_MIN_BYTES >> 20,
-        if each { "" } else { " (-vv gives each input's shares)" },
+        if each { "" } else { " (-vv gives each input's shares and why each device took part or not)" },
     )
 }
 
@@ -282,8 +286,10 @@ struct Tally {
 struct Counted {
     /// Bytes of full chunks on each device.
     shares: Vec<(Device, u64)>,
-    /// Whether any call spread.
+    /// Whether any call was large enough to spread.
     spread: bool,
+    /// Why each device but the first took part in the last such call, or not.
+    reasons: Vec<(Device, String)>,
 }
 
 /// Calls of this many bytes or more on a list's `Spread` take turns (see [`Tally`]): far below
@@ -317,30 +323,31 @@ impl Tally {
 
     /// Runs one call of `len` bytes on the `Spread` and counts who hashed them. Calls of
     /// [`TURNS_FROM`] bytes or more take turns, whatever size the `Spread` spreads from: a call
-    /// that did not spread leaves `last_shares` as it was, and its bytes are the first device's.
+    /// below that size leaves `last_call` as it was, and its bytes are the first device's.
     fn count(&self, len: usize, call: impl FnOnce(&Spread) -> b3accel::Result<()>) -> b3accel::Result<()> {
         let spread = self.spread();
         let first = spread.devices()[0];
         if len < TURNS_FROM || spread.devices().len() < 2 {
             call(spread)?;
-            self.add(&[(first, len as u64)], false);
+            self.add(&[(first, len as u64)], None);
             return Ok(());
         }
         let _turn = self.take_turn();
-        let before = spread.last_shares();
+        let before = spread.last_call().map(|r| r.call);
         call(spread)?;
-        let after = spread.last_shares();
-        if after == before {
-            self.add(&[(first, len as u64)], false);
-        } else {
-            self.add(&after, true);
+        match spread.last_call().filter(|r| Some(r.call) != before) {
+            Some(report) => self.add(&report.shares, Some(report.reasons)),
+            None => self.add(&[(first, len as u64)], None),
         }
         Ok(())
     }
 
-    fn add(&self, shares: &[(Device, u64)], spread: bool) {
+    fn add(&self, shares: &[(Device, u64)], reasons: Option<Vec<(Device, String)>>) {
         let mut c = lock(&self.counted);
-        c.spread |= spread;
+        if let Some(reasons) = reasons {
+            c.spread = true;
+            c.reasons = reasons;
+        }
         for &(d, bytes) in shares {
             match c.shares.iter_mut().find(|s| s.0 == d) {
                 Some(s) => s.1 += bytes,
@@ -369,7 +376,8 @@ impl Tally {
                 format!("{d} {:.1}% ({:.1} MiB)", 100.0 * bytes as f64 / total as f64, bytes as f64 / (1 << 20) as f64)
             })
             .collect();
-        format!("shares {}", each.join(", "))
+        let why: Vec<String> = c.reasons.iter().map(|(d, r)| format!("{d} {r}")).collect();
+        format!("shares {}; {}", each.join(", "), why.join("; "))
     }
 }
 

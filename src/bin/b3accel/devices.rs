@@ -4,7 +4,7 @@
 use crate::choice::{list_name, Choice};
 use crate::output::Out;
 use crate::{Fatal, Global, Outcome};
-use b3accel::spread::Spread;
+use b3accel::spread::{Joining, Spread};
 use b3accel::{Backend, BackendKind, Device, DeviceInfo, Mode};
 use std::process::ExitCode;
 
@@ -80,7 +80,7 @@ fn self_test_device(device: Device) -> Result<(), String> {
 /// so that each device hashes some of the 100-chunk vector.
 fn self_test_together(devices: &[Device]) -> Result<(), String> {
     let spread = Spread::new(devices).map_err(|e| e.to_string())?;
-    self_test(&spread.with_min_bytes(0).with_pieces(4 << 10, 1 << 10))
+    self_test(&spread.with_joining(Joining::Always).with_min_bytes(0).with_pieces(4 << 10, 1 << 10))
 }
 
 /// The machine's memory, for the CPU backend (which does not report any): Linux's

@@ -359,7 +359,7 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
             line.clear();
             match result {
                 Ok(mut h) => {
-                    if let Some(why) = h.why.as_ref().filter(|_| global.verbose > 1) {
+                    if let Some(why) = &h.why {
                         out.error(format_args!("{}: hashed on {}: {why}", path.to_string_lossy(), h.device))?;
                     }
                     if args.raw {
