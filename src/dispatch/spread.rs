@@ -24,8 +24,8 @@ use super::registry::{backend, one_per_gpu, open_failure, opening, ready, start_
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{
-    check_subtree_args, merge_segments, subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain,
-    Error, Result, MAX_SUBTREE,
+    check_subtree_args, check_subtree_top_args, merge_segments, subtree_count, top_by_subtrees, Backend, BackendKind,
+    Device, DeviceInfo, DeviceKind, Domain, Error, Result, MAX_SUBTREE,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -462,6 +462,13 @@ impl Spread {
         plan
     }
 
+    /// Records a call of `bytes` bytes that the first device made alone.
+    fn record_alone(&self, members: &[Device], bytes: u64, took: Duration, reasons: Vec<(Device, String)>) {
+        let mut shares: Vec<(Device, u64)> = members.iter().map(|&d| (d, 0)).collect();
+        shares[0].1 = bytes;
+        self.record(bytes, took, false, CallReport { call: 0, shares, reasons });
+    }
+
     /// Records how a call of `bytes` bytes went, `together` or by the first device alone.
     fn record(&self, bytes: u64, took: Duration, together: bool, report: CallReport) {
         let rate = bytes as f64 / took.as_secs_f64().max(1e-9);
@@ -869,14 +876,33 @@ impl Backend for Spread {
             let front =
                 self.opened(members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))?;
             front.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)?;
-            let mut shares: Vec<(Device, u64)> = members.iter().map(|&d| (d, 0)).collect();
-            shares[0].1 = bytes;
-            self.record(bytes, t.elapsed(), false, CallReport { call: 0, shares, reasons: plan.reasons });
+            self.record_alone(&members, bytes, t.elapsed(), plan.reasons);
             return Ok(());
         }
         let report = self.spread(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, &members, plan)?;
         self.record(bytes, t.elapsed(), true, report);
         Ok(())
+    }
+
+    /// The first device's own subtree top (the CPU's keeps the last levels in registers) where
+    /// no other device takes part; else the halves go through the list.
+    fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
+        let bytes = input.len() as u64;
+        let members = self.members();
+        if bytes < self.min_bytes || members.len() < 2 {
+            return self.first.subtree_top(input, first_chunk, key, flags, top_flags);
+        }
+        let plan = self.plan(&members, bytes);
+        if !plan.helpers.is_empty() {
+            let n = check_subtree_top_args(input, first_chunk)?;
+            return top_by_subtrees(self, input, first_chunk, n, key, flags, top_flags);
+        }
+        let t = Instant::now();
+        let front =
+            self.opened(members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))?;
+        let cv = front.subtree_top(input, first_chunk, key, flags, top_flags)?;
+        self.record_alone(&members, bytes, t.elapsed(), plan.reasons);
+        Ok(cv)
     }
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
