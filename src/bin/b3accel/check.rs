@@ -160,7 +160,8 @@ fn check_file(
         Input::Error { msg, .. } => return Err(Stop::Fatal(Fatal(format!("{name}: {msg}")))),
     };
     let stdin_is_checkfile = *checkfile == Input::Stdin;
-    let progress = if Progress::wanted(global.progress) { Progress::new(global.progress, 0) } else { Progress::none() };
+    // The bar's total grows as lines are read.
+    let progress = Progress::new(global.progress, 0);
     let mut lines = Lines::new(input, args.zero);
     let mut stopped: Option<LineError> = None;
     let mut number = 0;

@@ -305,7 +305,6 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
         crate::usage_error("--keyed reads the key from standard input, so --files-from cannot read it (-)");
     }
-    let length = args.length;
     let devices = crate::choice::open(global)?;
     let inputs = inputs::expand(&Listing {
         files: &args.file,
@@ -349,18 +348,18 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                         out.error(format_args!("{}: hashed on {}: {why}", path.to_string_lossy(), h.device))?;
                     }
                     if args.raw {
-                        output::write_raw(&mut out, &mut h.reader, length)?;
+                        output::write_raw(&mut out, &mut h.reader, args.length)?;
                     } else if global.json {
                         let record = HashRecord {
                             path: path.to_string_lossy(),
-                            hash: output::HexOutput::new(&mut h.reader, length),
+                            hash: output::HexOutput::new(&mut h.reader, args.length),
                             bytes: h.bytes,
                             backend: h.device,
                             seconds: h.seconds,
                         };
                         out.json(&record)?;
                     } else if args.no_names {
-                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                        output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
                         line.extend_from_slice(term);
                     } else {
                         let (name, escaped) = display_name(path, args.zero);
@@ -371,9 +370,9 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                             line.extend_from_slice(b"BLAKE3 (");
                             line.extend_from_slice(name.as_bytes());
                             line.extend_from_slice(b") = ");
-                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
                         } else {
-                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
                             line.extend_from_slice(b"  ");
                             line.extend_from_slice(name.as_bytes());
                         }

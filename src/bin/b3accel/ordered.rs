@@ -97,6 +97,8 @@ where
 struct Queue<T> {
     items: VecDeque<(usize, T)>,
     closed: bool,
+    /// Workers waiting for an item: only then is one woken (a wake is a system call).
+    idle: usize,
 }
 
 /// Calls `work` on every item `next` gives (until it gives `None`) and `emit` on the results in
@@ -130,11 +132,17 @@ where
         return state.into_inner().unwrap_or_else(|p| p.into_inner()).finish();
     }
     let window = window.max(1);
-    let queue = Mutex::new(Queue { items: VecDeque::new(), closed: false });
+    let queue = Mutex::new(Queue { items: VecDeque::new(), closed: false, idle: 0 });
     let (queued, emitted) = (Condvar::new(), Condvar::new());
+    // Set, under the state's lock, while the reading thread waits for the window to move.
+    let reader_waits = AtomicBool::new(false);
     let complete = |i: usize, r: R| {
-        let ok = locked(&state).complete(i, r);
-        emitted.notify_all();
+        let mut s = locked(&state);
+        let ok = s.complete(i, r);
+        if reader_waits.load(Ordering::Relaxed) {
+            emitted.notify_one();
+        }
+        drop(s);
         ok
     };
     std::thread::scope(|scope| {
@@ -142,7 +150,9 @@ where
             scope.spawn(|| loop {
                 let mut q = locked(&queue);
                 while q.items.is_empty() && !q.closed {
+                    q.idle += 1;
                     q = queued.wait(q).unwrap_or_else(|p| p.into_inner());
+                    q.idle -= 1;
                 }
                 let Some((i, item)) = q.items.pop_front() else { break };
                 drop(q);
@@ -156,7 +166,9 @@ where
             {
                 let mut s = locked(&state);
                 while s.error.is_none() && i >= s.next + window {
+                    reader_waits.store(true, Ordering::Relaxed);
                     s = emitted.wait(s).unwrap_or_else(|p| p.into_inner());
+                    reader_waits.store(false, Ordering::Relaxed);
                 }
                 if s.error.is_some() {
                     break;
@@ -168,8 +180,11 @@ where
                     break;
                 }
             } else {
-                locked(&queue).items.push_back((i, item));
-                queued.notify_one();
+                let mut q = locked(&queue);
+                q.items.push_back((i, item));
+                if q.idle > 0 {
+                    queued.notify_one();
+                }
             }
             i += 1;
         }
