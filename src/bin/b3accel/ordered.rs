@@ -134,12 +134,13 @@ where
     let window = window.max(1);
     let queue = Mutex::new(Queue { items: VecDeque::new(), closed: false, idle: 0 });
     let (queued, emitted) = (Condvar::new(), Condvar::new());
-    // Set, under the state's lock, while the reading thread waits for the window to move.
-    let reader_waits = AtomicBool::new(false);
+    // While the reading thread waits for the window to move, the `next` it waits for (set under
+    // the state's lock): half a window on, so that it wakes once per half window, not per line.
+    let resume_at = AtomicUsize::new(usize::MAX);
     let complete = |i: usize, r: R| {
         let mut s = locked(&state);
         let ok = s.complete(i, r);
-        if reader_waits.load(Ordering::Relaxed) {
+        if !ok || s.next >= resume_at.load(Ordering::Relaxed) {
             emitted.notify_one();
         }
         drop(s);
@@ -165,10 +166,13 @@ where
         loop {
             {
                 let mut s = locked(&state);
-                while s.error.is_none() && i >= s.next + window {
-                    reader_waits.store(true, Ordering::Relaxed);
-                    s = emitted.wait(s).unwrap_or_else(|p| p.into_inner());
-                    reader_waits.store(false, Ordering::Relaxed);
+                if i >= s.next + window {
+                    let resume = i + 1 - window / 2;
+                    resume_at.store(resume, Ordering::Relaxed);
+                    while s.error.is_none() && s.next < resume {
+                        s = emitted.wait(s).unwrap_or_else(|p| p.into_inner());
+                    }
+                    resume_at.store(usize::MAX, Ordering::Relaxed);
                 }
                 if s.error.is_some() {
                     break;
