@@ -103,6 +103,8 @@ fn check_answers_a_pipes_lines_as_they_come() {
 
 /// Runs `b3accel ARGS` in `dir` (standard output and error discarded) and returns whether it
 /// succeeded and its peak resident set in KiB, as wait4(2) reports it for that one process.
+// The child is reaped by wait4 below, which std's Child does not know of.
+#[allow(clippy::zombie_processes)]
 fn peak_kib(dir: &std::path::Path, args: &[&str]) -> (bool, i64) {
     let child =
         b3accel_command().args(args).current_dir(dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();

@@ -133,7 +133,7 @@ fn write_nodes(out: &Path, bytes: &[u8]) -> Result<(), String> {
     match std::fs::metadata(out) {
         Ok(m) if !m.is_file() => {
             let mut f = File::options().write(true).open(out).map_err(fail)?;
-            return f.write_all(bytes).map_err(fail);
+            f.write_all(bytes).map_err(fail)
         }
         Ok(_) => write_replacing(&out.canonicalize().map_err(fail)?, bytes).map_err(fail),
         Err(_) => write_replacing(out, bytes).map_err(fail),
