@@ -132,6 +132,77 @@ fn garbage_foreign_and_torn_files_are_ignored_and_replaced() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Runs `b3accel` on `dir/big` (5 MiB and 3 bytes: large enough for Auto to calibrate) with
+/// `B3ACCEL_CALIBRATION` set to `cal`, and checks the line; a run that has not ended in a minute
+/// (blocked on a FIFO) fails.
+#[cfg(unix)]
+fn hash_promptly_with_calibration(dir: &Path, cal: &std::ffi::OsStr) {
+    let data: Vec<u8> = (0..(5 << 20) + 3).map(|i: usize| (i % 241) as u8).collect();
+    std::fs::write(dir.join("big"), &data).unwrap();
+    let mut child = Command::new(B3ACCEL)
+        .arg("big")
+        .current_dir(dir)
+        .env("B3ACCEL_CALIBRATION", cal)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("B3ACCEL_CALIBRATION={cal:?}: still running after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{}  big\n", blake3::hash(&data).to_hex()), "{cal:?}");
+    assert!(out.status.success(), "{cal:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A calibration path that names anything but a regular file (a symbolic link to the user's
+/// file, to nothing or to a device, a FIFO, a device, a directory) is neither read through
+/// blocking nor replaced nor written through; `off` turns the cache off (no file named `off`).
+#[cfg(unix)]
+#[test]
+fn a_calibration_path_that_is_not_a_regular_file_is_left_alone() {
+    use std::os::unix::fs::{symlink, FileTypeExt};
+    let dir = scratch("not-regular");
+    let users = dir.join("users-file");
+    std::fs::write(&users, b"the user's own words").unwrap();
+    symlink(&users, dir.join("to-file")).unwrap();
+    symlink(dir.join("nowhere"), dir.join("dangling")).unwrap();
+    symlink("/dev/null", dir.join("to-device")).unwrap();
+    let fifo = std::ffi::CString::new(dir.join("fifo").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::fs::create_dir(dir.join("dir")).unwrap();
+    let kinds = |dir: &Path| {
+        let mut v: Vec<(std::ffi::OsString, std::fs::FileType)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name() != "big")
+            .map(|e| (e.file_name(), e.file_type().unwrap()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let before = kinds(&dir);
+    for name in ["to-file", "dangling", "to-device", "fifo", "dir"] {
+        hash_promptly_with_calibration(&dir, dir.join(name).as_os_str());
+        assert_eq!(kinds(&dir), before, "{name}: the directory changed");
+    }
+    assert_eq!(std::fs::read(&users).unwrap(), b"the user's own words");
+    assert!(!dir.join("nowhere").exists());
+    hash_promptly_with_calibration(&dir, "/dev/null".as_ref());
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    for off in ["off", "OFF"] {
+        hash_promptly_with_calibration(&dir, off.as_ref());
+        assert!(!dir.join(off).exists(), "B3ACCEL_CALIBRATION={off} made a file");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `--backend all` takes the hardware GPUs from a valid calibration cache instead of listing
 /// every driver's devices (0.4-0.5 s on the GPU machine): a cache naming a GPU this machine does
 /// not have shows in the `-v` note, and the input is still hashed right (a GPU that does not open

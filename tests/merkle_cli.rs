@@ -91,3 +91,62 @@ fn bad_files_are_clear_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--tree` never overwrites its input, under any name: the same path, a hard link, a symbolic
+/// link, or standard input redirected from the file. Nothing is written, and the input is whole.
+#[cfg(unix)]
+#[test]
+fn the_tree_never_overwrites_the_input() {
+    let dir = scratch("same");
+    let input = dir.join("leaves");
+    let bytes = leaves(5);
+    std::fs::write(&input, &bytes).unwrap();
+    let hard = dir.join("hard");
+    std::fs::hard_link(&input, &hard).unwrap();
+    let soft = dir.join("soft");
+    std::os::unix::fs::symlink(&input, &soft).unwrap();
+    for out in [&input, &hard, &soft] {
+        let res = b3accel(&["merkle".as_ref(), "--tree".as_ref(), out.as_os_str(), input.as_os_str()]);
+        check_error(&res, "--tree names the input");
+        assert!(String::from_utf8_lossy(&res.stderr).contains("is the input file"), "{out:?}");
+        assert_eq!(std::fs::read(&input).unwrap(), bytes, "{out:?}");
+    }
+    let res = Command::new(env!("CARGO_BIN_EXE_b3accel"))
+        .args(["merkle".as_ref(), "--tree".as_ref(), hard.as_os_str(), "-".as_ref()])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    check_error(&res, "--tree names standard input's file");
+    assert_eq!(std::fs::read(&input).unwrap(), bytes);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--tree` replaces a regular file whole (through a temporary file beside it, none left over),
+/// writes through a symbolic link to one (the link stays), and writes into a device as it is.
+#[cfg(unix)]
+#[test]
+fn the_tree_is_written_whole_and_devices_are_left_in_place() {
+    let dir = scratch("replace");
+    let input = dir.join("leaves");
+    let bytes = leaves(7);
+    std::fs::write(&input, &bytes).unwrap();
+    let (inner, _) = reference(&bytes);
+    let out = dir.join("tree");
+    std::fs::write(&out, vec![9u8; 10_000]).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&out, &link).unwrap();
+    for target in [&out, &link] {
+        let res = b3accel(&["merkle".as_ref(), "--tree".as_ref(), target.as_os_str(), input.as_os_str()]);
+        assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+        assert_eq!(std::fs::read(&out).unwrap(), inner);
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["leaves", "link", "tree"]);
+    let res = b3accel(&["merkle".as_ref(), "--tree".as_ref(), "/dev/null".as_ref(), input.as_os_str()]);
+    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,8 +10,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {
     for zero in [false, true] {
-        let (lines, _) = checkline::split_lines(input, zero);
-        for line in lines {
+        let mut lines = checkline::Lines::new(input, zero);
+        while let Some(Ok(line)) = lines.next_line() {
             if let Ok(parsed) = checkline::parse_line(line) {
                 // A parsed line has a name and says which file it names.
                 assert!(!parsed.path.as_os_str().is_empty());

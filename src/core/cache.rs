@@ -7,6 +7,10 @@
 //! backends' compiled programs (OpenCL program binaries, Vulkan pipeline caches).
 //! `B3ACCEL_CACHE_DIR` moves the directory, `B3ACCEL_CACHE=off` turns every cache off.
 //!
+//! A cache path may name anything: only a regular file is read (opening never blocks on a FIFO
+//! or touches a device), and only a missing file or a regular file is replaced (never a symbolic
+//! link, a directory, a FIFO or a device, which are left as they are).
+//!
 //! A reader must treat what it reads as untrusted (a file from another version, another
 //! machine, or garbage): `read` only bounds its size; [`seal`] and [`unseal`] frame a binary
 //! payload with its key, its length and its BLAKE3 hash, so that bytes handed to a driver are
@@ -56,10 +60,11 @@ fn dir_from(var: &dyn Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
 }
 
 /// The path of the cache file `name`: the path in the environment variable `env` if it is set,
-/// else `name` in [`dir`]. `None` when caches are off ([`enabled`]) or there is no directory.
+/// else `name` in [`dir`]. `None` when caches are off ([`enabled`]), when `env` is `off` (any
+/// case: that one cache is off), or when there is no directory.
 pub(crate) fn path(env: &str, name: &str) -> Option<PathBuf> {
     match std::env::var_os(env).filter(|v| !v.is_empty()) {
-        Some(p) => enabled().then(|| PathBuf::from(p)),
+        Some(p) => (enabled() && switched_on(p.to_str())).then(|| PathBuf::from(p)),
         None => file(name),
     }
 }
@@ -70,37 +75,72 @@ pub(crate) fn file(name: &str) -> Option<PathBuf> {
     enabled().then(dir).flatten().map(|d| d.join(name))
 }
 
-/// Reads a cache file of at most `max_len` bytes; `None` if it is missing, unreadable or larger
-/// (a cache is an optimisation: any problem with it means "no cache").
+/// Reads a cache file of at most `max_len` bytes; `None` if it is missing, unreadable, larger, or
+/// not a regular file (a cache is an optimisation: any problem with it means "no cache").
 pub(crate) fn read(path: &Path, max_len: u64) -> Option<Vec<u8>> {
     use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
+    // The type is checked before opening (opening a device can act on it) and again on what was
+    // opened, in case the path changed in between.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = open_for_read(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut bytes = Vec::new();
     file.take(max_len + 1).read_to_end(&mut bytes).ok()?;
     (bytes.len() as u64 <= max_len).then_some(bytes)
 }
 
-/// Writes `bytes` to `path` atomically: into a temporary file beside it (its directories made
-/// first), flushed to disk, then renamed over `path`. Readers see the old file or the new one;
-/// of several writers at once, the last rename wins. On failure the temporary file is removed
-/// and `path` is as it was.
+/// Opens `path` for reading without blocking: a FIFO with no writer would block a plain open.
+fn open_for_read(path: &Path) -> io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK | libc::O_NOCTTY);
+    options.open(path)
+}
+
+/// Whether a cache file may be written at `path`: nothing is there, or a regular file (not
+/// followed if it is a symbolic link). Anything else is the user's and is left alone.
+fn replaceable(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => Ok(()),
+        Ok(_) => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{} is not a regular file; it is left alone", path.display()),
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: into a new temporary file beside it (its directories
+/// made first), flushed to disk, then renamed over `path`. Readers see the old file or the new
+/// one; of several writers at once, the last rename wins. Only a missing file or a regular file
+/// is replaced ([`replaceable`], checked before the temporary file is made and again before the
+/// rename). On failure the temporary file is removed and `path` is as it was.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     static SERIAL: AtomicU64 = AtomicU64::new(0);
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(parent)?;
     let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    // Unique among processes (the id) and among threads of this one (the serial number).
+    std::fs::create_dir_all(parent)?;
+    replaceable(path)?;
+    // Unique among processes (the id) and among threads of this one (the serial number);
+    // `create_new` never opens what is already there, a symbolic link included.
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
     tmp_name.push(format!(".{}.{}.tmp", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed)));
     let tmp = parent.join(tmp_name);
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
+        replaceable(path)?;
         std::fs::rename(&tmp, path)
     })();
     if written.is_err() {
@@ -249,6 +289,85 @@ mod tests {
         let mut huge_key = sealed.clone();
         huge_key[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(unseal(&huge_key, "device A | options").is_err());
+    }
+
+    /// Symbolic links (to a file, to nothing, to a device), FIFOs, directories and devices at a
+    /// cache path are never written through or replaced, and reading them never blocks.
+    #[cfg(unix)]
+    #[test]
+    fn only_missing_and_regular_files_are_replaced_and_only_regular_files_read() {
+        use std::os::unix::fs::{symlink, FileTypeExt};
+        let d = scratch("types");
+        std::fs::create_dir_all(&d).unwrap();
+        let target = d.join("users-file");
+        std::fs::write(&target, b"the user's").unwrap();
+        symlink(&target, d.join("to-file")).unwrap();
+        symlink(d.join("nowhere"), d.join("dangling")).unwrap();
+        symlink("/dev/null", d.join("to-device")).unwrap();
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::fs::create_dir(d.join("dir")).unwrap();
+        for name in ["to-file", "dangling", "to-device", "fifo", "dir"] {
+            let p = d.join(name);
+            let before = std::fs::symlink_metadata(&p).unwrap().file_type();
+            assert!(write_atomic(&p, b"cache").is_err(), "{name}");
+            assert_eq!(std::fs::symlink_metadata(&p).unwrap().file_type(), before, "{name}");
+        }
+        assert_eq!(std::fs::read(&target).unwrap(), b"the user's");
+        assert!(!d.join("nowhere").exists());
+        assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        // Reads: a FIFO with no writer, a device and a directory are no cache; a link to a
+        // regular file is read.
+        for name in ["fifo", "to-device", "dangling", "dir"] {
+            assert!(read(&d.join(name), 100).is_none(), "{name}");
+        }
+        assert!(read(Path::new("/dev/zero"), 100).is_none());
+        assert_eq!(read(&d.join("to-file"), 100).unwrap(), b"the user's");
+        // Nothing was left beside them.
+        let mut names: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["dangling", "dir", "fifo", "to-device", "to-file", "users-file"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A sealed file with each header field wrong in turn is refused, each for its own reason.
+    #[cfg(any(feature = "opencl", feature = "wgpu"))]
+    #[test]
+    fn a_sealed_file_with_any_field_wrong_is_refused() {
+        let key = "device | options";
+        let payload = b"compiled code".to_vec();
+        let good = seal(key, &payload);
+        assert!(unseal(&good, key).is_ok());
+        let key_end = 16 + key.len();
+        let field = |range: std::ops::Range<usize>, value: &[u8]| {
+            let mut bad = good.clone();
+            bad.splice(range, value.iter().copied());
+            unseal(&bad, key).map(|_| ())
+        };
+        assert_eq!(field(0..8, b"B3ACACHF"), Err("not a b3accel cache file"));
+        assert_eq!(field(8..12, &2u32.to_le_bytes()), Err("another layout version"));
+        assert_eq!(
+            field(12..16, &(key.len() as u32 - 1).to_le_bytes()),
+            Err("made for another key (stale or foreign)")
+        );
+        assert_eq!(
+            field(12..16, &(key.len() as u32 + 1).to_le_bytes()),
+            Err("made for another key (stale or foreign)")
+        );
+        assert_eq!(field(12..16, &u32::MAX.to_le_bytes()), Err("truncated header"));
+        assert_eq!(field(16..17, b"D"), Err("made for another key (stale or foreign)"));
+        let len_at = key_end..key_end + 8;
+        let wrong_len = "the payload's length does not match (truncated or extended)";
+        assert_eq!(field(len_at.clone(), &(payload.len() as u64 + 1).to_le_bytes()), Err(wrong_len));
+        assert_eq!(field(len_at.clone(), &(payload.len() as u64 - 1).to_le_bytes()), Err(wrong_len));
+        assert_eq!(field(len_at, &u64::MAX.to_le_bytes()), Err(wrong_len));
+        assert_eq!(
+            field(key_end + 8..key_end + 9, &[good[key_end + 8] ^ 1]),
+            Err("the payload's hash does not match (corrupt)")
+        );
+        assert_eq!(field(good.len() - 1..good.len(), b"X"), Err("the payload's hash does not match (corrupt)"));
     }
 
     #[test]

@@ -37,13 +37,18 @@ impl Output {
         words_to_cv(&compress_cv(&self.input_cv, &self.block, self.block_len, 0, self.flags | flags::ROOT))
     }
 
-    /// Root output bytes starting at byte `position` of the output stream, filling `out`.
-    /// Block k of the stream is the root compression with counter k.
-    pub fn root_bytes(&self, mut position: u64, mut out: &mut [u8]) {
+    /// Root output bytes starting at byte `position` of the output stream, filling `out`; bytes
+    /// past 2^64 - 1 continue the stream (see [`OutputReader`]).
+    pub fn root_bytes(&self, position: u64, out: &mut [u8]) {
+        self.root_blocks(position / BLOCK_LEN as u64, (position % BLOCK_LEN as u64) as usize, out);
+    }
+
+    /// Root output bytes starting at byte `offset` of block `block` of the output stream (block k
+    /// is the root compression with counter k), filling `out`. Returns the block and offset of the
+    /// byte after the last one written.
+    fn root_blocks(&self, mut block: u64, mut offset: usize, mut out: &mut [u8]) -> (u64, usize) {
         while !out.is_empty() {
-            let block_index = position / BLOCK_LEN as u64;
-            let offset = (position % BLOCK_LEN as u64) as usize;
-            let words = compress(&self.input_cv, &self.block, self.block_len, block_index, self.flags | flags::ROOT);
+            let words = compress(&self.input_cv, &self.block, self.block_len, block, self.flags | flags::ROOT);
             let mut bytes = [0u8; BLOCK_LEN];
             for (b, w) in bytes.chunks_exact_mut(4).zip(words) {
                 b.copy_from_slice(&w.to_le_bytes());
@@ -51,8 +56,14 @@ impl Output {
             let take = (BLOCK_LEN - offset).min(out.len());
             out[..take].copy_from_slice(&bytes[offset..offset + take]);
             out = &mut out[take..];
-            position += take as u64;
+            offset += take;
+            if offset == BLOCK_LEN {
+                // The counter is BLOCK_LEN * 2^64 bytes long (2^70): no reader gets to its end.
+                block = block.wrapping_add(1);
+                offset = 0;
+            }
         }
+        (block, offset)
     }
 
     /// A parent node over two chaining values.
@@ -94,6 +105,11 @@ impl Drop for Output {
 
 /// BLAKE3's extendable output: any number of bytes from any position.
 ///
+/// The stream goes on past byte 2^64 - 1, as upstream's reader does: its block counter is 64
+/// bits wide, the byte position is not. A position there does not fit a `u64`:
+/// [`position`](Self::position) gives it modulo 2^64 (as upstream's does), and a relative seek
+/// from it that does not land within `0..2^64` is an error.
+///
 /// Its `Debug` form shows the position only: the state behind it (in the keyed and
 /// key-derivation modes, secret) is never printed, and it is wiped when the reader is dropped.
 ///
@@ -113,12 +129,14 @@ impl Drop for Output {
 #[derive(Clone)]
 pub struct OutputReader {
     output: Output,
-    position: u64,
+    /// The block of the stream the next byte is in, and its offset there (below `BLOCK_LEN`).
+    block: u64,
+    offset: usize,
 }
 
 impl OutputReader {
     pub(crate) fn new(output: Output) -> OutputReader {
-        OutputReader { output, position: 0 }
+        OutputReader { output, block: 0, offset: 0 }
     }
 
     /// Fills `buf` with the next output bytes.
@@ -131,11 +149,10 @@ impl OutputReader {
     /// assert_eq!(a[..32], *blake3::hash(b"").as_bytes());
     /// ```
     pub fn fill(&mut self, buf: &mut [u8]) {
-        self.output.root_bytes(self.position, buf);
-        self.position += buf.len() as u64;
+        (self.block, self.offset) = self.output.root_blocks(self.block, self.offset, buf);
     }
 
-    /// The position of the next byte in the output stream.
+    /// The position of the next byte in the output stream, modulo 2^64 (see [`OutputReader`]).
     ///
     /// ```
     /// let mut r = b3accel::Hasher::new().finalize_xof().unwrap();
@@ -143,7 +160,12 @@ impl OutputReader {
     /// assert_eq!(r.position(), 7);
     /// ```
     pub fn position(&self) -> u64 {
-        self.position
+        self.exact_position() as u64
+    }
+
+    /// The position of the next byte in the output stream, past 2^64 - 1 too.
+    fn exact_position(&self) -> u128 {
+        self.block as u128 * BLOCK_LEN as u128 + self.offset as u128
     }
 
     /// Moves to byte `position` of the output stream.
@@ -154,13 +176,14 @@ impl OutputReader {
     /// assert_eq!(r.position(), 64);
     /// ```
     pub fn set_position(&mut self, position: u64) {
-        self.position = position;
+        self.block = position / BLOCK_LEN as u64;
+        self.offset = (position % BLOCK_LEN as u64) as usize;
     }
 }
 
 impl fmt::Debug for OutputReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutputReader").field("position", &self.position).finish_non_exhaustive()
+        f.debug_struct("OutputReader").field("position", &self.exact_position()).finish_non_exhaustive()
     }
 }
 
@@ -175,14 +198,14 @@ impl io::Seek for OutputReader {
     fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
         let target = match pos {
             io::SeekFrom::Start(p) => Some(p),
-            io::SeekFrom::Current(d) => self.position.checked_add_signed(d),
+            io::SeekFrom::Current(d) => u64::try_from(self.exact_position() as i128 + d as i128).ok(),
             io::SeekFrom::End(_) => {
                 return Err(io::Error::new(io::ErrorKind::Unsupported, "the XOF output stream has no end to seek from"))
             }
         };
         let target =
             target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek outside the XOF output stream"))?;
-        self.position = target;
+        self.set_position(target);
         Ok(target)
     }
 }

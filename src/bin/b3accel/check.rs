@@ -6,16 +6,17 @@
 //! malformed line is reported on standard error and counted as a failure, and a checkfile that
 //! cannot be opened, or that is not UTF-8, ends the run (exit status 1, no closing WARNING).
 
-use crate::checkline::{parse_line, split_lines, CheckLine};
-use crate::hash::{finish, hash_input, parallel_ok, progress_for, HashArgs, Spec, Stop};
+use crate::checkline::{parse_line, CheckLine, LineError, Lines};
+use crate::hash::{finish, hash_input, HashArgs, Spec, Stop};
 use crate::inputs::Input;
 use crate::output::{self, Out};
+use crate::progress::Progress;
 use crate::{ordered, Fatal, Global, Outcome};
 use b3accel::{Hash, OUT_LEN};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 /// What checking one line came to.
@@ -39,7 +40,7 @@ fn check_line(
     line: &Result<CheckLine, &'static str>,
     stdin_is_checkfile: bool,
     spec: &Spec,
-    progress: &crate::progress::Progress,
+    progress: &Progress,
 ) -> Checked {
     let line = match line {
         Ok(l) => l,
@@ -110,12 +111,6 @@ struct Tally {
 }
 
 pub fn run(args: &HashArgs, global: &Global, spec: &Spec, checkfiles: &[Input]) -> Outcome {
-    if args.seek.checked_add(OUT_LEN as u64).is_none() {
-        return Err(Fatal(format!(
-            "--seek {} ends past byte 2^64 of the output stream, which this version cannot produce",
-            args.seek
-        )));
-    }
     let mut out = Out::new();
     let mut tally = Tally::default();
     for checkfile in checkfiles {
@@ -137,6 +132,16 @@ pub fn run(args: &HashArgs, global: &Global, spec: &Spec, checkfiles: &[Input]) 
     finish(Ok(()), &mut out, tally.failed > 0 || tally.other)
 }
 
+/// The most checkfile lines read ahead of the last line answered, per worker thread: enough to
+/// keep every thread busy while one slow file is hashed, few enough that any checkfile is read
+/// in a little memory.
+const WINDOW_PER_THREAD: usize = 16;
+
+/// A checkfile line, numbered from 1, as read and parsed.
+type NumberedLine = (usize, Result<CheckLine, &'static str>);
+
+/// Checks the lines of one checkfile as they are read, answering them in order (the lines of a
+/// pipe as soon as each has been written and hashed).
 fn check_file(
     checkfile: &Input,
     args: &HashArgs,
@@ -146,28 +151,51 @@ fn check_file(
     tally: &mut Tally,
 ) -> Result<(), Stop> {
     let name = checkfile.path().to_string_lossy();
-    let mut bytes = Vec::new();
-    let read = match checkfile {
-        Input::Stdin => io::stdin().lock().read_to_end(&mut bytes),
-        Input::Path(p) => File::open(p).and_then(|mut f| f.read_to_end(&mut bytes)),
-        Input::Error { msg, .. } => Err(io::Error::other(msg.clone())),
+    let input: Box<dyn BufRead> = match checkfile {
+        Input::Stdin => Box::new(io::stdin().lock()),
+        Input::Path(p) => match File::open(p) {
+            Ok(f) => Box::new(BufReader::new(f)),
+            Err(e) => return Err(Stop::Fatal(Fatal(format!("{name}: {e}")))),
+        },
+        Input::Error { msg, .. } => return Err(Stop::Fatal(Fatal(format!("{name}: {msg}")))),
     };
-    if let Err(e) = read {
-        return Err(Stop::Fatal(Fatal(format!("{name}: {e}"))));
-    }
-    let (lines, bad_utf8) = split_lines(&bytes, args.zero);
-    let parsed: Vec<Result<CheckLine, &'static str>> = lines.iter().map(|l| parse_line(l)).collect();
     let stdin_is_checkfile = *checkfile == Input::Stdin;
-    let paths: Vec<&Path> = parsed.iter().filter_map(|p| p.as_ref().ok().map(|l| l.path.as_path())).collect();
-    let progress = progress_for(global, paths.iter().copied());
+    // The bar's total grows as lines are read.
+    let progress = Progress::new(global.progress, 0);
+    let mut lines = Lines::new(input, args.zero);
+    let mut stopped: Option<LineError> = None;
+    let mut number = 0;
+    let next = || -> Option<NumberedLine> {
+        let line = match lines.next_line()? {
+            Ok(line) => parse_line(line),
+            Err(e) => {
+                stopped = Some(e);
+                return None;
+            }
+        };
+        number += 1;
+        if let (true, Ok(l)) = (progress.active(), &line) {
+            progress.grow(std::fs::metadata(&l.path).map_or(0, |m| if m.is_file() { m.len() } else { 0 }));
+        }
+        Some((number, line))
+    };
+    // Lines naming standard input are hashed by the reading thread, in order: the first takes
+    // all of it, as in b3sum.
+    let reads_stdin = |(_, line): &NumberedLine| line.as_ref().is_ok_and(|l| l.path == Path::new("-"));
+    let threads = rayon::current_num_threads();
     let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
     let (mut well_formed, mut verified) = (0u64, 0u64);
     let mut record = Vec::with_capacity(256);
-    let result = ordered::run(
-        parsed.len(),
-        parallel_ok(&paths),
-        |i| (i, check_line(&parsed[i], stdin_is_checkfile, spec, &progress)),
-        |(i, c): (usize, Checked)| -> Result<(), Stop> {
+    let result = ordered::stream(
+        threads,
+        threads * WINDOW_PER_THREAD,
+        next,
+        reads_stdin,
+        |(number, line): NumberedLine| {
+            let checked = check_line(&line, stdin_is_checkfile, spec, &progress);
+            (number, line, checked)
+        },
+        |(number, line, c): (usize, Result<CheckLine, &'static str>, Checked)| -> Result<(), Stop> {
             record.clear();
             let (status, reason) = match &c.verdict {
                 Verdict::Malformed(msg) => {
@@ -176,7 +204,8 @@ fn check_file(
                         out.error(msg)?;
                     }
                     if global.json && !args.status {
-                        out.json(&MalformedRecord { checkfile: &name, line: i + 1, ok: false, error: msg })?;
+                        out.json(&MalformedRecord { checkfile: &name, line: number, ok: false, error: msg })?;
+                        out.end_record()?;
                     }
                     return Ok(());
                 }
@@ -201,7 +230,7 @@ fn check_file(
             if args.status || (args.quiet && status == "OK") {
                 return Ok(());
             }
-            let Ok(line) = &parsed[i] else {
+            let Ok(line) = &line else {
                 return Ok(());
             };
             if global.json {
@@ -232,8 +261,8 @@ fn check_file(
     );
     progress.finish();
     result?;
-    if let Some(msg) = bad_utf8 {
-        return Err(Stop::Fatal(Fatal(format!("{name}: {msg}"))));
+    if let Some(e) = stopped {
+        return Err(Stop::Fatal(Fatal(format!("{name}: {e}"))));
     }
     if args.strict && well_formed == 0 {
         tally.other = true;
@@ -285,16 +314,5 @@ mod tests {
         // 64 bytes that are not 64 hex digits.
         let wide = "é".repeat(32);
         assert_eq!(parse_line(&format!("{wide}  x")), Err("Invalid hex"));
-    }
-
-    #[test]
-    fn lines_split_like_read_line() {
-        let (lines, err) = split_lines(b"a\r\n\nb\r\r\nc", false);
-        assert_eq!((lines, err), (vec!["a", "", "b", "c"], None));
-        let (lines, err) = split_lines(b"ok\n\xff\nafter\n", false);
-        assert_eq!(lines, vec!["ok"]);
-        assert!(err.is_some());
-        let (lines, _) = split_lines(b"a\nb\0c\0", true);
-        assert_eq!(lines, vec!["a\nb", "c"]);
     }
 }

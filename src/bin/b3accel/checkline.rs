@@ -1,4 +1,4 @@
-//! The checkfile format of `--check`, read as b3sum reads it: lines (`split_lines`) and what one
+//! The checkfile format of `--check`, read as b3sum reads it: lines ([`Lines`]) and what one
 //! line says (`parse_line`), with b3sum's rules and error messages. It needs nothing but the
 //! standard library and the crate's `OUT_LEN`, so that the fuzz targets (`fuzz/`) can include it
 //! as it is.
@@ -91,32 +91,85 @@ pub fn parse_line(line: &str) -> Result<CheckLine, &'static str> {
     Ok(CheckLine { shown, path: PathBuf::from(path), expected })
 }
 
-/// The lines of a checkfile as b3sum reads them: each ends at a newline (with `zero`, a NUL)
-/// and loses its trailing `\r`/`\n` characters. Reading stops at the first line that is not
-/// UTF-8; the error comes back with the lines before it.
-pub fn split_lines(bytes: &[u8], zero: bool) -> (Vec<&str>, Option<&'static str>) {
-    let sep = if zero { b'\0' } else { b'\n' };
-    let mut lines = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let end = rest.iter().position(|&b| b == sep);
-        let (line, next) = match end {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &rest[rest.len()..]),
-        };
-        rest = next;
-        let Ok(line) = std::str::from_utf8(line) else {
-            return (lines, Some("stream did not contain valid UTF-8"));
-        };
-        lines.push(if zero { line } else { line.trim_end_matches(['\r', '\n']) });
+/// A checkfile read line by line as b3sum reads it, as the lines come (from a pipe, each line
+/// as soon as it is written): each ends at a newline (with `zero`, a NUL) and loses its trailing
+/// `\r`/`\n` characters (not with `zero`). Reading stops at the first line that is not UTF-8,
+/// or at a read error.
+pub struct Lines<R> {
+    input: R,
+    zero: bool,
+    line: Vec<u8>,
+    done: bool,
+}
+
+/// Why a checkfile's reading stopped before its end.
+#[derive(Debug)]
+pub enum LineError {
+    Read(std::io::Error),
+    NotUtf8,
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineError::Read(e) => e.fmt(f),
+            LineError::NotUtf8 => f.write_str("stream did not contain valid UTF-8"),
+        }
     }
-    (lines, None)
+}
+
+impl<R: std::io::BufRead> Lines<R> {
+    pub fn new(input: R, zero: bool) -> Lines<R> {
+        Lines { input, zero, line: Vec::new(), done: false }
+    }
+
+    /// The next line; `None` at the end, and after an error.
+    pub fn next_line(&mut self) -> Option<Result<&str, LineError>> {
+        if self.done {
+            return None;
+        }
+        let sep = if self.zero { b'\0' } else { b'\n' };
+        self.line.clear();
+        loop {
+            match self.input.read_until(sep, &mut self.line) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(LineError::Read(e)));
+                }
+            }
+        }
+        let line = self.line.strip_suffix(&[sep]).unwrap_or(&self.line);
+        let Ok(line) = std::str::from_utf8(line) else {
+            self.done = true;
+            return Some(Err(LineError::NotUtf8));
+        };
+        Some(Ok(if self.zero { line } else { line.trim_end_matches(['\r', '\n']) }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Every line of `bytes`, and the error that stopped the reading, if one did.
+    pub fn split_lines(bytes: &[u8], zero: bool) -> (Vec<String>, Option<String>) {
+        let mut lines = Lines::new(bytes, zero);
+        let mut all = Vec::new();
+        while let Some(line) = lines.next_line() {
+            match line {
+                Ok(l) => all.push(l.to_string()),
+                Err(e) => return (all, Some(e.to_string())),
+            }
+        }
+        (all, None)
+    }
 
     /// A checkfile line as `b3accel` (and b3sum) writes one for `name`.
     fn line_for(name: &str, hash: &[u8; OUT_LEN], tag: bool) -> String {
@@ -129,6 +182,17 @@ mod tests {
         } else {
             format!("{prefix}{hex}  {shown}")
         }
+    }
+
+    #[test]
+    fn lines_split_like_read_line() {
+        let (lines, err) = split_lines(b"a\r\n\nb\r\r\nc", false);
+        assert_eq!((lines, err), (vec!["a".to_string(), "".into(), "b".into(), "c".into()], None));
+        let (lines, err) = split_lines(b"ok\n\xff\nafter\n", false);
+        assert_eq!(lines, ["ok"]);
+        assert!(err.is_some());
+        let (lines, _) = split_lines(b"a\nb\0c\0", true);
+        assert_eq!(lines, ["a\nb", "c"]);
     }
 
     proptest! {
@@ -148,6 +212,19 @@ mod tests {
             prop_assert!(total <= bytes.len());
         }
 
+        /// A line is given as soon as its terminator is read, whatever the reads' sizes.
+        #[test]
+        fn lines_do_not_wait_for_more_input(bytes in prop::collection::vec(any::<u8>(), 0..400), cap in 1usize..20) {
+            let whole = split_lines(&bytes, false);
+            let small = std::io::BufReader::with_capacity(cap, &bytes[..]);
+            let mut lines = Lines::new(small, false);
+            let mut got = Vec::new();
+            while let Some(Ok(l)) = lines.next_line() {
+                got.push(l.to_string());
+            }
+            prop_assert_eq!(got, whole.0);
+        }
+
         /// What b3accel writes for any name it can check (a line with a name that has no NUL, no
         /// U+FFFD and does not end in CR or LF, which the line reader strips), it reads back.
         #[test]
@@ -159,7 +236,7 @@ mod tests {
             let line = line_for(&name, &hash, tag);
             let (lines, err) = split_lines(line.as_bytes(), true);
             prop_assert!(err.is_none() && lines.len() == 1);
-            let parsed = parse_line(lines[0]).map_err(|e| TestCaseError::fail(format!("{line:?}: {e}")))?;
+            let parsed = parse_line(&lines[0]).map_err(|e| TestCaseError::fail(format!("{line:?}: {e}")))?;
             prop_assert_eq!(parsed.path, PathBuf::from(&name));
             prop_assert_eq!(parsed.expected, hash);
         }

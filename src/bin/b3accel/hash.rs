@@ -80,7 +80,9 @@ pub struct HashArgs {
     ///
     /// Gives the lines b3sum gives for `find DIR -type f | LC_ALL=C sort`. Symbolic links to
     /// files are hashed; links to directories are not followed; fifos, sockets and devices are
-    /// left out.
+    /// left out. A symbolic link that leads nowhere (dangling, or a loop) is left out too, with a
+    /// warning on standard error (`b3accel: PATH: skipped symbolic link: REASON`); like the
+    /// files find leaves out, it does not change the exit status.
     #[arg(short, long)]
     pub recursive: bool,
 
@@ -154,10 +156,6 @@ pub fn note_failed_devices(global: &Global, out: &mut Out) -> io::Result<()> {
     }
     Ok(())
 }
-
-/// Output requests that would pass byte 2^64 of the output stream within this many bytes are
-/// refused before anything is hashed (see `run`).
-const XOF_REFUSE_WITHIN: u64 = 1 << 40;
 
 /// Hashes one input on `spec`'s device: the library's `file::Input` reads it (a map with its
 /// pages brought in and out in parallel, a small file read whole, or large reads), on the device
@@ -307,19 +305,6 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
     if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
         crate::usage_error("--keyed reads the key from standard input, so --files-from cannot read it (-)");
     }
-    // The library's output reader counts bytes in a u64, so bytes past 2^64 - 1 of the output
-    // stream cannot be produced. A request that reaches there soon is refused up front; a longer
-    // one (`--length 18446744073709551615` as an endless key stream) is written up to there.
-    let available = u64::MAX - args.seek;
-    let length = args.length.min(available);
-    let cut = args.length > available;
-    if !args.check && cut && available < XOF_REFUSE_WITHIN {
-        return Err(Fatal(format!(
-            "--seek {} with --length {} ends past byte 2^64 of the output stream, which this \
-             version cannot produce",
-            args.seek, args.length
-        )));
-    }
     let devices = crate::choice::open(global)?;
     let inputs = inputs::expand(&Listing {
         files: &args.file,
@@ -363,18 +348,18 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                         out.error(format_args!("{}: hashed on {}: {why}", path.to_string_lossy(), h.device))?;
                     }
                     if args.raw {
-                        output::write_raw(&mut out, &mut h.reader, length)?;
+                        output::write_raw(&mut out, &mut h.reader, args.length)?;
                     } else if global.json {
                         let record = HashRecord {
                             path: path.to_string_lossy(),
-                            hash: output::HexOutput::new(&mut h.reader, length),
+                            hash: output::HexOutput::new(&mut h.reader, args.length),
                             bytes: h.bytes,
                             backend: h.device,
                             seconds: h.seconds,
                         };
                         out.json(&record)?;
                     } else if args.no_names {
-                        output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                        output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
                         line.extend_from_slice(term);
                     } else {
                         let (name, escaped) = display_name(path, args.zero);
@@ -385,9 +370,9 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                             line.extend_from_slice(b"BLAKE3 (");
                             line.extend_from_slice(name.as_bytes());
                             line.extend_from_slice(b") = ");
-                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
                         } else {
-                            output::write_hex(&mut out, &mut line, &mut h.reader, length)?;
+                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
                             line.extend_from_slice(b"  ");
                             line.extend_from_slice(name.as_bytes());
                         }
@@ -405,13 +390,6 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
             out.write(&line)?;
             note_failed_devices(global, &mut out)?;
             progress.suspend(|| out.end_record())?;
-            if cut {
-                return Err(Stop::Fatal(Fatal(
-                    "output stopped at byte 2^64 of the output stream, past which this version \
-                     cannot produce it"
-                        .into(),
-                )));
-            }
             Ok(())
         },
     );

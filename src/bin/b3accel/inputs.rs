@@ -104,7 +104,8 @@ fn path_from_bytes(name: &[u8]) -> PathBuf {
 /// Every regular file below `root` (and symbolic links to regular files), sorted by the bytes of
 /// their paths, as `find ROOT -type f | LC_ALL=C sort` lists them (on Windows, whose names are
 /// UTF-16, by their UTF-8 form: code point order). Directories reached through a
-/// symbolic link are not entered (no loops); fifos, sockets and devices are left out.
+/// symbolic link are not entered (no loops); fifos, sockets and devices are left out; a symbolic
+/// link that leads nowhere (dangling, or a loop) is left out with a warning.
 fn walk(root: &Path, inputs: &mut Vec<Input>) {
     let mut found = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
@@ -130,7 +131,8 @@ fn walk(root: &Path, inputs: &mut Vec<Input>) {
                 Ok(t) if t.is_file() => found.push(Input::Path(path)),
                 Ok(t) if t.is_symlink() => match fs::metadata(&path) {
                     Ok(m) if m.is_file() => found.push(Input::Path(path)),
-                    _ => {}
+                    Ok(_) => {}
+                    Err(e) => crate::warn(format_args!("{}: skipped symbolic link: {e}", path.to_string_lossy())),
                 },
                 Ok(_) => {}
                 Err(e) => found.push(Input::Error { path, msg: e.to_string() }),

@@ -57,12 +57,6 @@ pub fn run(args: Args, global: &Global) -> Outcome {
     if args.mode.keyed && from_stdin {
         usage_error("--keyed reads the key from standard input, so PIECES cannot be - (standard input)");
     }
-    if args.seek.checked_add(args.length).is_none() {
-        return Err(Fatal(format!(
-            "--seek {} with --length {} ends past byte 2^64 of the output stream, which this version cannot produce",
-            args.seek, args.length
-        )));
-    }
     let mode = args.mode.mode()?;
     let context_key = match &mode {
         b3accel::Mode::DeriveKey(context) => Some(hash_derive_key_context(context)),

@@ -58,12 +58,28 @@ pub fn run(args: &MerkleArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Whether `a` and `b` name the same existing file.
+/// The identity of the file `path` names (after symbolic links), or for `-` of standard input:
+/// its device and inode on Unix, its canonical path elsewhere. `None` if there is none.
+#[cfg(unix)]
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = if path == Path::new("-") {
+        let fd = std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned().ok()?;
+        File::from(fd).metadata().ok()?
+    } else {
+        std::fs::metadata(path).ok()?
+    };
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(path: &Path) -> Option<PathBuf> {
+    (path != Path::new("-")).then(|| path.canonicalize().ok()).flatten()
+}
+
+/// Whether `a` and `b` are the same existing file, under any names (hard links included).
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
+    identity(a).is_some_and(|id| identity(b) == Some(id))
 }
 
 /// Computes the root (and writes the tree when asked) and returns the line to print. FILE is
@@ -98,7 +114,7 @@ fn root_of(args: &MerkleArgs, bytes: &[u8]) -> Result<String, String> {
         None => merkle_root_with(&*backend, leaves).map_err(|e| e.to_string())?,
         Some(out) => {
             if same_file(out, &args.file) {
-                return Err(format!("--tree {}: refusing to overwrite the input file", out.display()));
+                return Err(format!("--tree {}: is the input file; refusing to overwrite it", out.display()));
             }
             let tree = MerkleTree::build_with(&*backend, leaves).map_err(|e| e.to_string())?;
             let root = tree.root();
@@ -109,8 +125,33 @@ fn root_of(args: &MerkleArgs, bytes: &[u8]) -> Result<String, String> {
     Ok(format!("{}  {name}", root.to_hex()))
 }
 
+/// Writes the tree to `out`. A regular file (or a new one) is written whole or not at all: into
+/// a new temporary file beside it, renamed over it once complete (a symbolic link to it stays a
+/// link, to the new file). Anything else that is there (a device, a FIFO) is written to as it is.
 fn write_nodes(out: &Path, bytes: &[u8]) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("--tree {}: {e}", out.display());
-    let mut f = File::create(out).map_err(fail)?;
-    f.write_all(bytes).map_err(fail)
+    match std::fs::metadata(out) {
+        Ok(m) if !m.is_file() => {
+            let mut f = File::options().write(true).open(out).map_err(fail)?;
+            f.write_all(bytes).map_err(fail)
+        }
+        Ok(_) => write_replacing(&out.canonicalize().map_err(fail)?, bytes).map_err(fail),
+        Err(_) => write_replacing(out, bytes).map_err(fail),
+    }
+}
+
+/// Writes `bytes` to a new temporary file in `path`'s directory and renames it to `path`; on
+/// failure the temporary file is removed and `path` is as it was.
+fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().ok_or_else(|| std::io::Error::other("not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+    let written = f.write_all(bytes).and_then(|()| f.sync_all()).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

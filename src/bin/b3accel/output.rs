@@ -6,22 +6,21 @@ use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
-use std::io::{self, BufWriter, IsTerminal, Stdout, Write};
+use std::io::{self, BufWriter, Stdout, Write};
 use std::path::Path;
 
-/// Buffered standard output. Lines are written in large blocks when stdout is a file or a pipe
-/// (b3sum makes one `write` per line), and flushed line by line on a terminal. Anything written
-/// to standard error goes through [`Out::error`], which flushes first, so the two streams keep
-/// the order b3sum gives them.
+/// Buffered standard output: a record (a line) is assembled in the buffer and written when it is
+/// finished ([`Out::end_record`]), as b3sum writes each line, so that a process stopped at any
+/// point (a signal, a closed pipe, a crash) has written every line it finished and no partial
+/// one. Anything written to standard error goes through [`Out::error`], which flushes first, so
+/// the two streams keep the order b3sum gives them.
 pub struct Out {
     w: BufWriter<Stdout>,
-    flush_each: bool,
 }
 
 impl Out {
     pub fn new() -> Out {
-        let stdout = io::stdout();
-        Out { flush_each: stdout.is_terminal(), w: BufWriter::with_capacity(64 * 1024, stdout) }
+        Out { w: BufWriter::with_capacity(64 * 1024, io::stdout()) }
     }
 
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
@@ -34,12 +33,9 @@ impl Out {
         self.w.write_all(b"\n")
     }
 
-    /// Marks the end of one record (a line): flushed at once on a terminal.
+    /// Marks the end of one record (a line): it is written out now.
     pub fn end_record(&mut self) -> io::Result<()> {
-        if self.flush_each {
-            self.w.flush()?;
-        }
-        Ok(())
+        self.w.flush()
     }
 
     pub fn flush(&mut self) -> io::Result<()> {

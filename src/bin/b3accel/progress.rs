@@ -68,6 +68,13 @@ impl Progress {
         self.bar.is_some()
     }
 
+    /// `n` more bytes to do (work whose size is known only as it comes).
+    pub fn grow(&self, n: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc_length(n);
+        }
+    }
+
     /// `n` more bytes done.
     pub fn inc(&self, n: u64) {
         if let Some(bar) = &self.bar {
