@@ -78,9 +78,10 @@ pub struct HashArgs {
 
     /// Hash the files below each directory FILE, in byte order of their paths
     ///
-    /// Gives the lines b3sum gives for `find DIR -type f | LC_ALL=C sort`. Symbolic links to
-    /// files are hashed; links to directories are not followed; fifos, sockets and devices are
-    /// left out.
+    /// Visits every directory below FILE and hashes its regular files and its symbolic links to
+    /// regular files. Links to directories are not followed; broken links, fifos, sockets and
+    /// devices are skipped; an unreadable directory is an error (exit status 1). The lines are
+    /// sorted by the bytes of their paths.
     #[arg(short, long)]
     pub recursive: bool,
 
