@@ -3,9 +3,13 @@
 # (`cargo new`) that depends on this checkout by path, each snippet its own binary, one
 # `cargo build`. Offline: it runs after the main build, whose crates are in Cargo's cache, and it
 # takes this checkout's Cargo.lock so that no version is resolved anew.
+# The snippets use only items of the default build. B3ACCEL_SNIPPET_FEATURES (default: opencl,
+# which with the defaults is `.ci/run`'s --all-features set) and the crate's own opt-level let the
+# build reuse the main build's artifacts where Cargo finds them the same.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 app="$repo/target/readme-snippets"
+features=$(echo "${B3ACCEL_SNIPPET_FEATURES-opencl}" | sed -E 's/([^, ]+)/"\1"/g')
 rm -rf "$app"
 mkdir -p "$app/src/bin"
 cat > "$app/Cargo.toml" <<TOML
@@ -16,9 +20,12 @@ edition = "2021"
 publish = false
 
 [dependencies]
-b3accel = { path = "$repo" }
+b3accel = { path = "$repo", features = [$features] }
 
 [workspace]
+
+[profile.dev.package.b3accel]
+opt-level = 1
 TOML
 cp "$repo/Cargo.lock" "$app/Cargo.lock"
 echo 'fn main() {}' > "$app/src/main.rs"
