@@ -6,7 +6,7 @@
 //! B3ACCEL_WGPU=1 cargo bench --bench wgpu  # adapter 1
 //! ```
 //! On a software adapter (llvmpipe, lavapipe) the sizes shrink 64-fold (resident: 1 and 16 MiB).
-//! For upload / kernel / download apart, see `examples/wgpu_report.rs`.
+//! For upload / kernel / download apart, see `benches/probes/wgpu_report.rs`.
 
 use b3accel::wgpu::WgpuBackend;
 use b3accel::{xof_reader_with, Backend, BackendKind, Mode};

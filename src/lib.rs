@@ -215,3 +215,8 @@ pub fn xof_reader_with(backend: &dyn Backend, mode: &Mode, data: &[u8]) -> Resul
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The same for docs/library.md.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+struct LibraryDoctests;

@@ -34,7 +34,7 @@ fn gpu_devices() -> Vec<Device> {
         }
     }
     if out.is_empty() {
-        eprintln!("\n*** WARNING: no GPU device: the fault-injection tests did NOT run ***\n");
+        common::expect::not_run("no GPU device: the fault-injection tests did NOT run");
     }
     out
 }

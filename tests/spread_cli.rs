@@ -170,6 +170,9 @@ fn device_lists_and_all_match_b3sum() {
 /// usage error (exit status 2, as clap's); a device this machine or build lacks is a device error
 /// (exit status 1, `b3accel: device ...`), as for `--backend DEVICE`. Nothing is printed on
 /// standard output, and the subcommands refuse them alike.
+/// What every `--backend` error says it takes.
+const EVERY_FORM: &str = "--backend takes auto, cpu, opencl[:N], wgpu[:N], a list such as cpu,opencl:0, or all";
+
 #[test]
 fn bad_device_lists_are_errors() {
     let dir = Dir::new("spread-bad");
@@ -185,8 +188,13 @@ fn bad_device_lists_are_errors() {
             assert!(out.stdout.is_empty(), "{args:?}");
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(stderr.contains("invalid value") && stderr.contains(list), "{args:?}: {stderr}");
+            assert!(stderr.contains(EVERY_FORM), "{args:?}: {stderr}");
         }
     }
+    // A single name that is no device names every accepted form too.
+    let out = b3accel(dir.path(), &["--backend", "gpu", "a"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(EVERY_FORM), "{}", String::from_utf8_lossy(&out.stderr));
     let built = b3accel::backend_status();
     for (device, kind) in [("opencl:999", BackendKind::OpenCl), ("wgpu:999", BackendKind::Wgpu)] {
         let list = format!("cpu,{device}");

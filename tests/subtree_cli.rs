@@ -40,7 +40,7 @@ const MODES: [(&[&str], &[u8]); 3] =
     [(&[], b""), (&["--keyed"], KEY), (&["--derive-key", "b3accel subtree tests"], b"")];
 
 /// Pieces of one power-of-two size (at least a quarter of the file), the last one shorter: the
-/// README's recipe.
+/// recipe in docs/cli.md.
 fn even_pieces(len: u64) -> Vec<(u64, u64)> {
     let size = (len / 4).next_power_of_two().max(1024);
     (0..len).step_by(size as usize).map(|at| (at, size.min(len - at))).collect()

@@ -4,8 +4,8 @@
 //! How an input is read:
 //! - a regular file of 16 KiB or more is memory-mapped and hashed from the map in one call to the
 //!   device; on Linux the pool's idle threads populate its pages while the hash runs and tear the
-//!   page tables down in parallel after it (`b3accel FILE` is 1.6 times as fast as b3sum on a
-//!   16-core machine that way; the measurements are in the crate's `api::mapped`);
+//!   page tables down in parallel after it (`b3accel FILE` is about 1.5 times as fast as b3sum
+//!   on a 16-core machine that way: docs/performance.md);
 //! - a smaller regular file (or, without mapping, one of up to 4 MiB) is read whole into a
 //!   buffer that each thread keeps, and hashed in one call: many small files cost no allocation;
 //! - anything else (pipes, standard input, devices, larger files without mapping, any

@@ -96,9 +96,8 @@ pub(crate) fn g<W: Word, const N: usize, const K: usize>(v: &mut [W; N], q: [[us
 /// `v[b] ^ parts[i]`, on the way in and on the way out. Each half adds the two parts into a one
 /// after the other and joins them off the dependency chain, which runs from b's rotation into
 /// a's addition: with the parts two shifts, that saves the `or` between them, and on Zen 3 the
-/// cycle lost when both shifts become ready at once and issue one after the other. A chain of
-/// `x = rotr12(x) + y` on the 2-core machine's Zen 3 (`examples/rotation_latency.rs`): 3.8-4.0
-/// cycles a step with the `or`, 3.0-3.25 with the shifts added one by one, 3 being the ideal.
+/// cycle lost when both shifts become ready at once and issue one after the other (measured by
+/// `benches/probes/rotation_latency.rs`; docs/performance.md).
 /// The row form carries the parts from G to G (its b row is never turned).
 #[inline(always)]
 pub(crate) fn g_carry<W: Word, const N: usize, const K: usize>(

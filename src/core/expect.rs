@@ -12,7 +12,7 @@
 //! - `wgpu-staged`: the staged-loads shader variant opens on every wgpu adapter.
 //!
 //! A test that finds an expected thing missing fails; one that finds an unexpected thing missing
-//! says so loudly on standard error and goes on without it.
+//! says so on the real standard error (shown by a plain `cargo test`) and goes on without it.
 
 #![allow(dead_code)]
 
@@ -51,5 +51,19 @@ pub fn missing(item: &str, what: &str) {
     if expected(item) {
         panic!("{msg}, but {EXPECT_ENV} expects it");
     }
-    eprintln!("\n*** WARNING: {msg} ***\n");
+    not_run(&msg);
+}
+
+/// Writes `msg`, once per process, to the process's standard error itself: `cargo test`
+/// captures what `eprintln!` writes in a passing test, so a skip would not show without
+/// `--nocapture`; a direct write to the stream does.
+pub fn not_run(msg: &str) {
+    use std::io::Write;
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    if said.iter().any(|m| m == msg) {
+        return;
+    }
+    said.push(msg.to_string());
+    let _ = writeln!(std::io::stderr().lock(), "\n*** NOT RUN: {msg} ***");
 }

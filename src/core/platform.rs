@@ -336,11 +336,9 @@ pub(crate) fn avx512_rows_supported() -> bool {
 }
 
 /// Whether four inputs side by side on 128-bit rows run faster as two chains of 256-bit
-/// instructions than as one chain of 512-bit ones: on AMD's CPUs. Measured, one thread, a 4 KiB
-/// input (four chunks) against upstream: on the 2-core machine's EPYC (Zen 4, which executes a
-/// 512-bit instruction as two 256-bit halves) 0.87x with 512-bit rows, 0.99x with two 256-bit
-/// chains; on the H200 machine's Xeon (Sapphire Rapids) 0.81x and 0.70x. x86 only (false
-/// elsewhere, where nothing reads it).
+/// instructions than as one chain of 512-bit ones: on AMD's CPUs, which execute a 512-bit
+/// instruction as two 256-bit halves; Intel's run the 512-bit chain faster (docs/performance.md).
+/// x86 only (false elsewhere, where nothing reads it).
 pub(crate) fn prefers_256_bit_rows() -> bool {
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {

@@ -192,25 +192,10 @@ pub(crate) struct A2(pub(crate) __m128i);
 
 /// A row in an AVX-512 function: one-instruction rotations (`vprord`). Every single-block
 /// compression on AVX-512 runs on it: a chunk's blocks ([`compress_blocks_avx512`]), a last
-/// block, a parent, a 64-byte input. It has no 512-bit instruction at all: on the H200
-/// machine's Xeon (Sapphire Rapids) a 512-bit instruction in flight takes port 1 from these rows,
-/// which are latency-bound and short of ports then (with the block in one 512-bit register and
-/// one `vpermd` per round, a 1 KiB input ran at 0.90x upstream's speed against 1.04x).
-///
-/// The message moved in place ([`permute_msg`]) against the gathers it replaced (main at
-/// c1de909; `examples/cpu_small.rs`, one thread, ours over upstream's speed, medians of 16
-/// interleaved runs on the Xeon, 12 on the 2-core machine's EPYC):
-/// - a chunk's blocks, against seven two-source `vpermt2d` a round from the quarters: 1 KiB
-///   1.032x -> 1.055x on the Xeon, 1.058x -> 1.062x on the EPYC;
-/// - single compressions, against the block in two 256-bit halves and two `vpermt2d` a round:
-///   64 B 1.023x -> 1.064x on the Xeon (a noisy size there: 0.97-1.14 over runs), 0.962x ->
-///   0.988x on the EPYC; 8 KiB 0.921x -> 0.949x and 16 KiB 0.924x -> 0.942x on the Xeon (its
-///   parents and root).
-///
-/// SSE4.1 and AVX2 rows (each round's words inserted one by one, or picked from 256-bit halves
-/// by `vpermd`, before) gained as much on the EPYC with `B3ACCEL_CPU` capping the instruction
-/// set (8 runs): SSE4.1 64 B 0.66x -> 0.90x, 1 KiB 0.73x -> 0.94x; AVX2 64 B 0.87x -> 0.91x,
-/// 1 KiB 0.90x -> 0.93x (against upstream on AVX-512).
+/// block, a parent, a 64-byte input. It has no 512-bit instruction at all: on Intel's AVX-512
+/// CPUs a 512-bit instruction in flight takes a port from these rows, which are latency-bound
+/// (docs/performance.md). The message moves between rounds in place ([`permute_msg`]), cheaper
+/// than gathering each round's words with two-source permutes, on every instruction set.
 #[derive(Clone, Copy)]
 pub(crate) struct Vl(pub(crate) __m128i);
 
@@ -268,9 +253,8 @@ pub(crate) use {delegate_add_xor, delegate_rotations, delegate_word};
 
 /// AVX2's rows: SSE4.1's arithmetic, with the 12- and 7-bit rotations in two parts, the two
 /// shifts (see `compress::g_carry`). The right shift goes through [`opaque128`], so that LLVM
-/// does not join the parts back into a rotation. One thread of the 2-core machine's EPYC (Zen
-/// 3), ours over upstream's speed (`examples/cpu_small.rs --single`, `B3_OFFSET=16`, medians
-/// of four interleaved processes): 1 KiB 1.050x -> 1.123x. Not for `__m128i` itself: the
+/// does not join the parts back into a rotation: a 1 KiB input about 7% faster on Zen 3
+/// (docs/performance.md). Not for `__m128i` itself: the
 /// SSE4.1 lane kernel, which is bound by its instruction count and not by latency, would pay an
 /// addition more per G.
 impl Word for A2 {
@@ -281,11 +265,9 @@ impl Word for A2 {
     /// Through [`opaque128`]: LLVM may not reassociate these rows' `xor`s. Left free, it could
     /// turn the join of b's two parts and the `xor` with c that follows, `(shl ^ shr) ^ c`,
     /// into `(c ^ shr) ^ shl`, two `xor`s on the chain from c to b instead of one; whether it
-    /// did depended on code elsewhere in the crate. After `f8f8877` it did: one chunk on these
-    /// rows went from about 1030 to 1105 ns on the 2-core machine's EPYC
-    /// (`rows::avx2::chunk_end`; `quads::hash_quads_avx2` for one chunk 1080 to 1160 ns). A
-    /// fence on the join alone, in the generic `g`, moved the 8-lane kernel's code instead
-    /// (16 KiB to 1 MiB 1-2% slower).
+    /// did depended on code elsewhere in the crate, and one chunk on these rows was 7% slower
+    /// when it did. The fence is here rather than on the join in the generic `g`, which would
+    /// change the 8-lane kernel's code too.
     #[inline(always)]
     fn xor(self, o: Self) -> Self {
         // SAFETY: only reached from functions compiled with AVX2.
@@ -547,7 +529,7 @@ unsafe fn round<R: Row>(rows: &mut [R; 4], parts: &mut [R; 1], [cx, cy, dx, dy]:
 /// The seven rounds on the block given as its quarters (`q[k]` holds words 4k..4k+3 of each
 /// lane's block): round 0's message rows made by [`first_msg`], each later round's moved in place
 /// from the round before's by [`permute_msg`]. Written out, not as a loop over rounds 1-6: the
-/// loop was slower on both machines (see `backends/cpu/quads.rs`). AVX2's two-input rows have
+/// loop is slower. AVX2's two-input rows have
 /// their own rounds instead, an `asm!` loop with the state held in registers (`quads::y2_rounds`
 /// and `y2_pair_rounds`).
 #[inline(always)]
@@ -684,8 +666,7 @@ unsafe fn masked_quarters(block: &[u8]) -> [__m128i; 4] {
 /// The whole blocks `blocks` compressed in turn into the CV at `cv` on rows of type `R` (the
 /// first with `first_flags` added), the CV kept in registers from block to block: its two halves.
 /// One call per chunk instead of one per block: no CV round trip through memory and no
-/// instruction-set check per block (a 1 KiB input on AVX-512: 1.02 -> 0.93 us on one core of
-/// the 2-core machine's EPYC).
+/// instruction-set check per block (about 9% of a 1 KiB input's time).
 ///
 /// # Safety
 /// `R`'s instruction set.
@@ -787,9 +768,8 @@ macro_rules! row_forms {
             /// The end of one chunk, as `compress::compress_chunk_end` describes it: the CV in
             /// registers from the first block to the last, and only the 8 output words written.
             /// One call for a whole small input, where a call for the blocks and one for the
-            /// last block made a CV round trip through memory (a 64-byte `hash_on` on AVX-512,
-            /// one thread of the 2-core machine's EPYC, `examples/cpu_small.rs`, batches, three
-            /// runs of 21 rounds: 60.2-60.3 ns -> 58.6 ns).
+            /// last block made a CV round trip through memory (about 3% of a 64-byte input's
+            /// time).
             ///
             /// # Safety
             /// As for [`compress`].

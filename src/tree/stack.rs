@@ -18,10 +18,9 @@ use zeroize::Zeroize;
 
 /// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
 /// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
-/// flags it is to be compressed with (ROOT aside). Always inlined: as a call of its own (six
-/// registers saved, the result returned through memory) it cost a 64-byte input 3% of its time
-/// (one thread against upstream: 0.95x -> 0.98x on the 2-core machine's EPYC, 0.97x -> 1.00x on
-/// the H200 machine's Xeon).
+/// flags it is to be compressed with (ROOT aside). Always inlined: as a call of its own (registers
+/// saved, the result returned through memory) it costs a 64-byte input about 3% of its time
+/// (docs/performance.md).
 #[inline(always)]
 fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
     let (body, last, last_flags) = chunk_split(chunk, domain);
@@ -309,11 +308,8 @@ impl Top for Output {
     }
 }
 
-/// The root hash alone. Measured on the H200 machine's Xeon, one thread, 2 KiB input
-/// (`examples/cpu_parts.rs`): the root built as an [`Output`] and compressed from there took
-/// about 70 ns more than a parent compression below it (about 100 ns); without it the input ran
-/// at 0.908x upstream's speed instead of 0.896x (`examples/cpu_small.rs`, medians of ten
-/// interleaved runs).
+/// The root hash alone, compressed straight from the last node: building an [`Output`] first
+/// costs a small input's root most of a compression's time again (docs/performance.md).
 struct RootHash([u8; 32]);
 
 impl Top for RootHash {
@@ -353,8 +349,8 @@ const RUN_CVS_ON_STACK: usize = 8;
 /// all that is wanted ([`Top::whole_run`]); else, for a whole input of 2^k chunks (one complete
 /// subtree, whose CV would be the top node), for its two halves.
 ///
-/// Measured on the 2-core machine (one thread, 2 KiB input): a stack and its 64 pieces, zeroed
-/// for each call (3.8 KB of `memset`), were about 3% of the hash's time.
+/// No stack of 64 pieces is zeroed for each call: that `memset` was about 3% of a 2 KiB input's
+/// time.
 fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chunk: u64, domain: Domain) -> Result<T> {
     if input.len() <= CHUNK_LEN {
         return Ok(T::chunk(chunk_output(input, first_chunk, domain)));

@@ -110,9 +110,7 @@ fn time(budget: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<f
 }
 
 /// The shortest sample: calls shorter than this are timed in batches that last about this long.
-/// The clock of the 2-core development VM advances in steps of about 10 ns, so one call of 60
-/// ns could only read 60 or 70 ns, and one of 1.09 us 1.08 or 1.09 us: steps of 14% and 1%,
-/// as large as the differences measured. A batch of 20 us reads to 0.05%.
+/// A clock that advances in steps of 10 ns reads a 60 ns call to 14%, a 20 us batch to 0.05%.
 const SAMPLE_MIN: Duration = Duration::from_micros(20);
 
 /// A first call at least this long is not followed by warm calls to set the batch length.
@@ -132,14 +130,10 @@ fn batch_len(one: Duration) -> u32 {
 /// further on, so that no series always runs just after the same other one (whose caches and
 /// branch history it would inherit). A series that fails drops out with its error.
 fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
-    // One warm-up call each, then the fastest of up to three warm calls sets the batch length.
-    // A first call can take many times a warm one (code paged in, lazy set-up). Timed alone, it
-    // set the batch length before, and where it lasted `SAMPLE_MIN` a series of short calls was
-    // timed one call a sample for the whole run, the clock's own cost and a cold start in every
-    // sample. That happened in some processes and not in others: on the GPU machine's Xeon it
-    // was the "slow mode" of the CPU backend's 2 KiB row (ours about 5% slower in those
-    // processes), and on the 2-core development machine the 64 B row read 1.52x or 1.71x
-    // upstream's speed by process, 1.26x in warm batches.
+    // One warm-up call each, then the fastest of up to three warm calls sets the batch length: a
+    // first call can take many times a warm one (code paged in, lazy set-up), and a batch length
+    // set from it would time a series of short calls one call a sample, the clock's own cost in
+    // every sample.
     let mut samples: Vec<Result<(u32, Vec<f64>), String>> = fs
         .iter_mut()
         .map(|f| {
@@ -197,9 +191,8 @@ fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), S
 
 /// The bench's input, written by all the pool's threads: each page is then placed near a thread
 /// that first touched it, as for data that a multi-threaded program produced, instead of all on
-/// the memory node of one thread. (On the H200 machine the OpenCL upload of a 1 GiB input filled
-/// on one thread ran at 40 GB/s in this bench, against 53 GB/s in examples/opencl_bench, which
-/// fills its input this way.)
+/// the memory node of one thread, which slows a GPU's upload from it by about a quarter
+/// (docs/performance.md).
 fn input_data(len: usize) -> Vec<u8> {
     use rayon::prelude::*;
     let mut data = vec![0u8; len];
@@ -455,8 +448,7 @@ pub fn run(args: Args, global: &Global) -> Outcome {
         }
         // Each GPU's rows one device after the other, not interleaved with the other GPUs': two
         // backends on one GPU are two contexts on it, and alternating their calls makes the GPU
-        // switch between them. Tried on the H200 (2026-11-24, OpenCL and Vulkan in turns): 64 MiB
-        // resident fell to 279 and 239 GB/s, from about 850 and 540 GB/s measured alone.
+        // switch between them, which cuts its resident throughput to a third (docs/performance.md).
         for g in &gpus {
             if g.info.is_software_gpu() && size > SOFTWARE_GPU_MAX {
                 continue;

@@ -19,12 +19,21 @@ pub enum Choice {
     All,
 }
 
+/// Every form `--backend` accepts, for its error messages.
+const FORMS: &str = "--backend takes auto, cpu, opencl[:N], wgpu[:N], a list such as cpu,opencl:0, or all";
+
 impl FromStr for Choice {
     type Err = String;
 
     /// `all`, a device, or devices separated by commas. A list with an empty name (`cpu,,wgpu`),
     /// `auto` or `all` in it is refused; a device named twice is used once.
     fn from_str(s: &str) -> Result<Choice, String> {
+        Self::parse(s).map_err(|e| format!("{e}; {FORMS}"))
+    }
+}
+
+impl Choice {
+    fn parse(s: &str) -> Result<Choice, String> {
         if s.trim().eq_ignore_ascii_case("all") {
             return Ok(Choice::All);
         }
@@ -455,6 +464,7 @@ mod tests {
         {
             let e = bad.parse::<Choice>().expect_err(bad);
             assert!(e.contains(bad) || e.contains("invalid device"), "{bad}: {e}");
+            assert!(e.ends_with(FORMS), "{bad}: {e}");
         }
         assert_eq!(list_name(&[Device::Cpu, Device::OpenCl(1)]), "cpu+opencl:1");
     }

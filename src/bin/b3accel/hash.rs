@@ -78,11 +78,11 @@ pub struct HashArgs {
 
     /// Hash the files below each directory FILE, in byte order of their paths
     ///
-    /// Gives the lines b3sum gives for `find DIR -type f | LC_ALL=C sort`. Symbolic links to
-    /// files are hashed; links to directories are not followed; fifos, sockets and devices are
-    /// left out. A symbolic link that leads nowhere (dangling, or a loop) is left out too, with a
-    /// warning on standard error (`b3accel: PATH: skipped symbolic link: REASON`); like the
-    /// files find leaves out, it does not change the exit status.
+    /// Visits every directory below FILE and hashes its regular files and its symbolic links to
+    /// regular files, sorted by the bytes of their paths. Links to directories are not followed;
+    /// fifos, sockets and devices are left out; a symbolic link that leads nowhere (dangling, or a
+    /// loop) is left out with a warning (`b3accel: PATH: skipped symbolic link: REASON`) that does
+    /// not change the exit status; an unreadable directory is an error (exit status 1).
     #[arg(short, long)]
     pub recursive: bool,
 

@@ -1,0 +1,101 @@
+//! Comments say what the code does and why; measurements live in docs/performance.md and
+//! history in git. This test fails on a comment under `src/`, `shaders/` or `build.rs` that names
+//! a work session (`session 12`), a numbered run (`run 30`, `runs 36 and 37`) or a host
+//! (`h17`), naming file and line.
+
+use std::path::{Path, PathBuf};
+
+/// The Rust, WGSL and OpenCL C sources to check.
+fn sources(root: &Path) -> Vec<PathBuf> {
+    let mut files = vec![root.join("build.rs")];
+    let mut dirs = vec![root.join("src"), root.join("shaders")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "wgsl" | "cl")) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The comment text of each line (1-based line numbers): what follows `//`, and the lines of
+/// `/* ... */` blocks. A `//` inside a string literal counts as a comment too, which can only
+/// make the check stricter.
+fn comments(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for (i, line) in text.lines().enumerate() {
+        if in_block {
+            let end = line.find("*/");
+            out.push((i + 1, line[..end.unwrap_or(line.len())].to_string()));
+            in_block = end.is_none();
+        } else if let Some(at) = line.find("//") {
+            out.push((i + 1, line[at + 2..].to_string()));
+        } else if let Some(at) = line.find("/*") {
+            let rest = &line[at + 2..];
+            let end = rest.find("*/");
+            out.push((i + 1, rest[..end.unwrap_or(rest.len())].to_string()));
+            in_block = end.is_none();
+        }
+    }
+    out
+}
+
+/// What in `comment` names a session, a run or a host, if anything.
+fn lab_note(comment: &str) -> Option<String> {
+    let words: Vec<&str> = comment.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let number = |w: &str| w.bytes().all(|b| b.is_ascii_digit());
+    for (i, w) in words.iter().enumerate() {
+        let next_is_number = words.get(i + 1).is_some_and(|n| number(n));
+        let lower = w.to_ascii_lowercase();
+        if next_is_number && matches!(lower.as_str(), "session" | "sessions" | "run" | "runs") {
+            return Some(format!("{w} {}", words[i + 1]));
+        }
+        // Host names of the measuring machines: `h` and two or three digits (a lowercase h, so
+        // that GPU models such as H100 or H200 stay nameable).
+        if w.len() >= 3 && w.len() <= 4 && w.starts_with('h') && number(&w[1..]) {
+            return Some(w.to_string());
+        }
+    }
+    None
+}
+
+#[test]
+fn the_patterns_catch_lab_notes_and_nothing_else() {
+    for note in ["session 12", "Session 3: tried", "run 30", "(runs 36 and 37)", "on h17, twice", "h200"] {
+        assert!(lab_note(note).is_some(), "{note}");
+    }
+    for fine in ["runs of whole chunks", "run the tests", "an H200 GPU", "h0 and h1", "the 2 runs", "rerun 3"] {
+        assert_eq!(lab_note(fine), None, "{fine}");
+    }
+    let text = "let a = 1; // run 4 here\n/* session\n 5 */ let b = 2;\nlet url = \"x\";";
+    let found: Vec<_> = comments(text).into_iter().filter_map(|(n, c)| lab_note(&c).map(|_| n)).collect();
+    assert_eq!(found, [1]);
+}
+
+#[test]
+fn no_comment_names_a_session_a_run_or_a_host() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for file in sources(root) {
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for (line, comment) in comments(&text) {
+            if let Some(note) = lab_note(&comment) {
+                let rel = file.strip_prefix(root).unwrap_or(&file).display();
+                found.push(format!("{rel}:{line}: '{note}' in: {}", comment.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "{} comment line(s) read like a lab notebook; say what the code does and why, and move \
+         measurements to docs/performance.md:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
