@@ -374,7 +374,11 @@ fn load() -> Option<Calibration> {
 }
 
 fn measure_and_store(verbose: bool) -> Calibration {
+    // A process that opens a GPU pays its driver's start too, which listing the devices does
+    // here first: each GPU's open time counts it.
+    let listing = Instant::now();
     let found = devices();
+    let driver_start = listing.elapsed().as_secs_f64();
     let gpus = hardware_gpus(&found);
     let cpu_info = CpuBackend::new().info().clone();
     let mut cal = Calibration {
@@ -390,7 +394,7 @@ fn measure_and_store(verbose: bool) -> Calibration {
             // A GPU that fails to open or to hash is simply not a candidate.
             let opening = Instant::now();
             if let Ok(b) = backend(g.device) {
-                let open_seconds = opening.elapsed().as_secs_f64();
+                let open_seconds = driver_start + opening.elapsed().as_secs_f64();
                 let points = measure(&*b, &data, verbose);
                 if points.len() == CALIBRATION_SIZES.len() {
                     cal.gpus.push(Curve { device: g.device, name: g.name, points, open_seconds });
