@@ -46,21 +46,29 @@ fn comments(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-/// What in `comment` names a session, a run or a host, if anything.
+/// What in `comment` names a session, a run or a host, if anything: `session`, `sessions`,
+/// `run` or `runs` followed by a space and a number, or a host name.
 fn lab_note(comment: &str) -> Option<String> {
-    let words: Vec<&str> = comment.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let number = |w: &str| w.bytes().all(|b| b.is_ascii_digit());
-    for (i, w) in words.iter().enumerate() {
-        let next_is_number = words.get(i + 1).is_some_and(|n| number(n));
-        let lower = w.to_ascii_lowercase();
-        if next_is_number && matches!(lower.as_str(), "session" | "sessions" | "run" | "runs") {
-            return Some(format!("{w} {}", words[i + 1]));
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut rest = comment;
+    while let Some(start) = rest.find(|c: char| is_word(c)) {
+        let tail = &rest[start..];
+        let len = tail.find(|c: char| !is_word(c)).unwrap_or(tail.len());
+        let (word, after) = tail.split_at(len);
+        let lower = word.to_ascii_lowercase();
+        if matches!(lower.as_str(), "session" | "sessions" | "run" | "runs") {
+            let spaced = after.trim_start_matches(' ');
+            if spaced.len() < after.len() && spaced.starts_with(|c: char| c.is_ascii_digit()) {
+                let digits = spaced.find(|c: char| !c.is_ascii_digit()).unwrap_or(spaced.len());
+                return Some(format!("{word} {}", &spaced[..digits]));
+            }
         }
         // Host names of the measuring machines: `h` and two or three digits (a lowercase h, so
         // that GPU models such as H100 or H200 stay nameable).
-        if w.len() >= 3 && w.len() <= 4 && w.starts_with('h') && number(&w[1..]) {
-            return Some(w.to_string());
+        if (3..=4).contains(&word.len()) && word.starts_with('h') && word[1..].bytes().all(|b| b.is_ascii_digit()) {
+            return Some(word.to_string());
         }
+        rest = after;
     }
     None
 }
@@ -70,7 +78,9 @@ fn the_patterns_catch_lab_notes_and_nothing_else() {
     for note in ["session 12", "Session 3: tried", "run 30", "(runs 36 and 37)", "on h17, twice", "h200"] {
         assert!(lab_note(note).is_some(), "{note}");
     }
-    for fine in ["runs of whole chunks", "run the tests", "an H200 GPU", "h0 and h1", "the 2 runs", "rerun 3"] {
+    for fine in
+        ["runs of whole chunks", "run the tests", "an H200 GPU", "h0 and h1", "the 2 runs", "rerun 3", "runs): 8 KiB"]
+    {
         assert_eq!(lab_note(fine), None, "{fine}");
     }
     let text = "let a = 1; // run 4 here\n/* session\n 5 */ let b = 2;\nlet url = \"x\";";
