@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+if sys.version_info >= (3, 12):
+    from collections.abc import Buffer as Buffer
+else:
+    from typing_extensions import Buffer as Buffer
 
 import pytest
 
@@ -57,3 +63,9 @@ def load_vectors() -> dict[str, Any]:
 def pattern(n: int) -> bytes:
     """The official vectors' input of n bytes."""
     return bytes(i % 251 for i in range(n))
+
+
+def buf(obj: object) -> Buffer:
+    """`obj` (a NumPy array) typed as the buffer it is: NumPy's stubs declare the buffer
+    protocol only from Python 3.12 on."""
+    return cast(Buffer, obj)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import b3accel
-from conftest import SOFTWARE
+from conftest import SOFTWARE, buf
 
 KEY = bytes(range(1, 33))
 CONTEXT = "b3accel python tests 2026-11-28 subtree"
@@ -118,7 +118,7 @@ def test_merkle(device: str, n: int) -> None:
     flat = b"".join(leaves)
     root = b3accel.merkle_root(flat, device=device)
     assert root == merkle_reference(leaves)
-    tree = b3accel.merkle_tree(np.frombuffer(flat, dtype=np.uint8), device=device)
+    tree = b3accel.merkle_tree(buf(np.frombuffer(flat, dtype=np.uint8)), device=device)
     assert tree.root == root and tree.leaf_count == n and len(tree) == n
     for i in sorted({0, n // 2, n - 1}):
         proof = tree.proof(i)
