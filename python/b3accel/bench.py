@@ -1,6 +1,7 @@
 """b3accel against blake3-py, interleaved in one run: one-call hashes at several sizes (one thread
 and AUTO), update_mmap of a file, and 8 Python threads hashing at once.
 
+Every digest is checked against blake3-py's (or b3accel's on the CPU): a mismatch stops the run.
 Each row times the two libraries in turn, sample after sample, so that both see the same machine
 state; it prints the median time of a call and the spread (the middle half of the samples), and
 the ratio blake3-py / b3accel (above 1: b3accel is faster). Without blake3-py installed, b3accel
@@ -25,6 +26,7 @@ from typing import Any
 
 import b3accel
 
+upstream: Any
 try:
     import blake3 as upstream
 except ImportError:
@@ -109,6 +111,14 @@ def header() -> None:
     print(columns)
 
 
+def check(digest: bytes, data: bytes) -> None:
+    """Stops the run if b3accel's digest differs from blake3-py's (or, without it, from b3accel's
+    on the CPU): a fast wrong answer is no result."""
+    expected = (upstream.blake3(data, max_threads=-1) if upstream else b3accel.blake3(data, device="cpu", max_threads=-1)).digest()
+    if digest != expected:
+        raise SystemExit(f"MISMATCH at {show_size(len(data))}: {digest.hex()} != {expected.hex()}")
+
+
 def bench_calls(sizes: list[int], device: str, samples: int, min_seconds: float) -> None:
     for threads, label in [(1, "1 thread"), (-1, "AUTO")]:
         for n in sizes:
@@ -118,6 +128,7 @@ def bench_calls(sizes: list[int], device: str, samples: int, min_seconds: float)
                 calls.append(lambda: upstream.blake3(data, max_threads=threads).digest())
             times = interleaved(calls, samples, min_seconds)
             row(f"{show_size(n)}, {label}", times[0], times[1] if upstream else None, n)
+            check(b3accel.blake3(data, max_threads=threads, device=device).digest(), data)
             del data
 
 
@@ -133,9 +144,11 @@ def bench_mmap(file_size: int, device: str, samples: int) -> None:
             calls: list[Callable[[], Any]] = [
                 lambda: b3accel.blake3(max_threads=threads, device=device).update_mmap(path).digest()
             ]
+            expected = (upstream.blake3 if upstream else b3accel.blake3)(max_threads=-1).update_mmap(path).digest()
+            if calls[0]() != expected:
+                raise SystemExit(f"MISMATCH: update_mmap of {show_size(file_size)}")
             if upstream is not None:
                 calls.append(lambda: upstream.blake3(max_threads=threads).update_mmap(path).digest())
-            calls[0]()  # the file's pages into the page cache
             times = interleaved(calls, samples, 0.0)
             row(f"update_mmap {show_size(file_size)}, {label}", times[0], times[1] if upstream else None, file_size)
     finally:

@@ -5,7 +5,7 @@ use crate::errors::OrPy;
 use crate::mode::mode;
 use crate::target::Target;
 use crate::threads::{Threads, AUTO};
-use b3accel::{Hasher, BLOCK_LEN, KEY_LEN, OUT_LEN};
+use b3accel::{Device, Hasher, BLOCK_LEN, KEY_LEN, OUT_LEN};
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -84,10 +84,14 @@ impl Blake3 {
         let threads = Threads::new(max_threads)?;
         let target = match device {
             Some(d) => Target::extract(d)?,
-            None => Target::One(b3accel::Device::Auto),
+            None => Target::One(Device::Auto),
         };
-        // Opening a GPU can take a while: without the GIL.
-        let backend = py.detach(|| target.open()).py()?;
+        // Opening a GPU can take a while: without the GIL (the CPU and auto open at once).
+        let backend = match target {
+            Target::One(Device::Auto | Device::Cpu) => target.open(),
+            _ => py.detach(|| target.open()),
+        }
+        .py()?;
         let hasher = Blake3 { hasher: Mutex::new(Hasher::with_backend(backend, &mode)), threads };
         if let Some(data) = data {
             hasher.add(py, Bytes::get(data)?.as_slice())?;
