@@ -5,16 +5,23 @@ use crate::errors::OrPy;
 use crate::mode::mode;
 use crate::target::Target;
 use crate::threads::{Threads, AUTO};
-use b3accel::{Device, Hasher, BLOCK_LEN, KEY_LEN, OUT_LEN};
+use b3accel::{Backend, Device, Hasher, Mode, BLOCK_LEN, KEY_LEN, OUT_LEN};
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use zeroize::Zeroize;
 
 /// Inputs and outputs shorter than this are handled without releasing the GIL: releasing and
 /// taking it back would cost more than they do (the figure CPython's hashlib uses).
 pub const GIL_MIN_BYTES: usize = 2048;
+
+/// Input up to this length is gathered here and hashed in one call at `digest`, through the
+/// crate's one-shot functions (whose small-input paths skip the incremental hasher); longer
+/// input goes to a `b3accel::Hasher`. One batch of the CPU backend, which the crate's hasher
+/// would gather as well.
+const PENDING_MAX: usize = 64 * 1024;
 
 /// An incremental BLAKE3 hasher with blake3-py's interface, whose bulk work runs on `device`.
 ///
@@ -27,13 +34,30 @@ pub const GIL_MIN_BYTES: usize = 2048;
 pub struct Blake3 {
     // Frozen with a lock inside: Python threads that share a hasher wait for each other
     // instead of getting a borrow error (the GIL is released while hashing).
-    hasher: Mutex<Hasher>,
+    state: Mutex<State>,
     threads: Threads,
+    target: Target,
+    backend: Arc<dyn Backend>,
+    mode: Mode,
+}
+
+/// What has been added so far: short input in `pending`, or everything in `hasher`.
+#[derive(Clone, Default)]
+struct State {
+    pending: Vec<u8>,
+    hasher: Option<Hasher>,
+}
+
+impl Drop for State {
+    /// Gathered input may be key material (key derivation): wiped, as the crate's hasher does.
+    fn drop(&mut self) {
+        self.pending.zeroize();
+    }
 }
 
 impl Blake3 {
-    fn lock(&self) -> MutexGuard<'_, Hasher> {
-        self.hasher.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Adds `data`, with the GIL released unless it is short. The lock is taken before entering
@@ -41,10 +65,61 @@ impl Blake3 {
     fn add(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
         let work = || {
             let mut guard = self.lock();
-            let hasher: &mut Hasher = &mut guard;
+            let state: &mut State = &mut guard;
+            if state.hasher.is_none() && state.pending.len() + data.len() <= PENDING_MAX {
+                state.pending.extend_from_slice(data);
+                return Ok(());
+            }
+            let hasher = self.hasher(state)?;
             self.threads.run(data.len(), || hasher.update(data).map(|_| ()))
         };
         if data.len() < GIL_MIN_BYTES { work() } else { py.detach(work) }.py()
+    }
+
+    /// The state's incremental hasher, made (and given the pending input) if there is none yet.
+    fn hasher<'a>(&self, state: &'a mut State) -> b3accel::Result<&'a mut Hasher> {
+        if state.hasher.is_none() {
+            let mut hasher = Hasher::with_backend(self.backend.clone(), &self.mode);
+            hasher.update(&state.pending)?;
+            state.pending.zeroize();
+            state.hasher = Some(hasher);
+        }
+        Ok(state.hasher.as_mut().expect("made above"))
+    }
+
+    /// Fills `out` with the output stream from byte `seek` of everything added so far.
+    fn output(&self, seek: u64, out: &mut [u8]) -> b3accel::Result<()> {
+        let state = self.lock();
+        if let Some(hasher) = &state.hasher {
+            let mut reader = hasher.finalize_xof()?;
+            reader.set_position(seek);
+            reader.fill(out);
+            return Ok(());
+        }
+        let data = &state.pending;
+        match self.target {
+            Target::One(device) if seek == 0 && out.len() == OUT_LEN => {
+                let hash = match &self.mode {
+                    Mode::Hash => b3accel::hash_on(device, data),
+                    Mode::Keyed(key) => b3accel::keyed_hash_on(device, key, data),
+                    Mode::DeriveKey(context) => b3accel::derive_key_on(device, context, data),
+                }?;
+                out.copy_from_slice(hash.as_bytes());
+            }
+            Target::One(device) => b3accel::hash_xof_on(device, &self.mode, data, seek, out)?,
+            _ => {
+                let mut reader = b3accel::xof_reader_with(&*self.backend, &self.mode, data)?;
+                reader.set_position(seek);
+                reader.fill(out);
+            }
+        }
+        Ok(())
+    }
+
+    /// How many bytes have been added.
+    fn count(&self) -> u64 {
+        let state = self.lock();
+        state.hasher.as_ref().map_or(state.pending.len() as u64, Hasher::count)
     }
 }
 
@@ -87,12 +162,12 @@ impl Blake3 {
             None => Target::One(Device::Auto),
         };
         // Opening a GPU can take a while: without the GIL (the CPU and auto open at once).
-        let backend = match target {
+        let backend = match &target {
             Target::One(Device::Auto | Device::Cpu) => target.open(),
             _ => py.detach(|| target.open()),
         }
         .py()?;
-        let hasher = Blake3 { hasher: Mutex::new(Hasher::with_backend(backend, &mode)), threads };
+        let hasher = Blake3 { state: Mutex::default(), threads, target, backend, mode };
         if let Some(data) = data {
             hasher.add(py, Bytes::get(data)?.as_slice())?;
         }
@@ -117,7 +192,7 @@ impl Blake3 {
         this.py()
             .detach(|| {
                 let mut guard = me.lock();
-                let hasher: &mut Hasher = &mut guard;
+                let hasher = me.hasher(&mut guard)?;
                 me.threads.run(usize::MAX, || hasher.update_mmap(&path).map(|_| ()))
             })
             .py()?;
@@ -126,12 +201,19 @@ impl Blake3 {
 
     /// An independent copy of the hasher, in its current state.
     fn copy(&self) -> Blake3 {
-        Blake3 { hasher: Mutex::new(self.lock().clone()), threads: self.threads.clone() }
+        Blake3 {
+            state: Mutex::new(self.lock().clone()),
+            threads: self.threads.clone(),
+            target: self.target.clone(),
+            backend: self.backend.clone(),
+            mode: self.mode.clone(),
+        }
     }
 
     /// Forgets all input, keeping the mode, the key and the device.
     fn reset(&self) {
-        self.lock().reset();
+        // The old state (and the gathered input in it) is wiped as it is dropped.
+        *self.lock() = State::default();
     }
 
     /// `length` bytes of output (32 by default) starting at byte `seek` of BLAKE3's extendable
@@ -141,15 +223,9 @@ impl Blake3 {
         if length > isize::MAX as usize {
             return Err(PyOverflowError::new_err("length overflows isize"));
         }
-        let release = length >= GIL_MIN_BYTES || self.lock().count() >= GIL_MIN_BYTES as u64;
+        let release = length >= GIL_MIN_BYTES || self.count() >= GIL_MIN_BYTES as u64;
         PyBytes::new_with(py, length, |out| {
-            let mut fill = || {
-                let mut reader = self.lock().finalize_xof()?;
-                reader.set_position(seek);
-                reader.fill(out);
-                Ok(())
-            };
-            if release { py.detach(fill) } else { fill() }.py()
+            if release { py.detach(|| self.output(seek, out)) } else { self.output(seek, out) }.py()
         })
     }
 

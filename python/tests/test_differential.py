@@ -84,3 +84,20 @@ def test_copy_and_reset(device: str) -> None:
     k.update(b"x")
     k.reset()
     assert k.digest() == upstream.blake3(key=KEY).digest()
+
+
+@pytest.mark.parametrize("first", [10, 64 * 1024, 64 * 1024 + 1, 300_000])
+def test_copy_and_reset_at_every_stage(first: int) -> None:
+    """Copies and resets behave the same before and after the input outgrows the first batch."""
+    a, b = data_of(first), data_of(70_000)
+    h = b3accel.blake3(a, key=KEY)
+    c = h.copy()
+    h.update(b)
+    assert c.digest(40) == upstream.blake3(a, key=KEY).digest(40)
+    assert h.digest(40) == upstream.blake3(a + b, key=KEY).digest(40)
+    c.update(b)
+    assert c.digest() == h.digest()
+    h.reset()
+    assert h.update(b"x").digest() == upstream.blake3(b"x", key=KEY).digest()
+    h.reset()
+    assert h.update(a).update(b).digest() == c.digest()
