@@ -12,4 +12,6 @@ py="$venv/bin/python"
 "$py" -c 'import b3accel; [print(d) for d in b3accel.devices()]' | tee "$out/devices.txt"
 "$py" -m pytest python/tests -q -rs 2>&1 | tail -15 | tee "$out/pytest.txt"
 "$py" -m b3accel.bench 2>&1 | tee "$out/bench-auto.txt"
+# The CPU backend alone (max_threads as blake3-py means it: auto may pick a GPU for large inputs).
+"$py" -m b3accel.bench --device cpu --sizes 64,1K,16K,1M,64M,1G 2>&1 | tee "$out/bench-cpu.txt"
 "$py" -m b3accel.bench --device wgpu:0 --sizes 64M,1G --file-size 1G --threads 0 2>&1 | tee "$out/bench-wgpu0.txt"
