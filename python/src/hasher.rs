@@ -5,7 +5,7 @@ use crate::errors::OrPy;
 use crate::mode::mode;
 use crate::target::Target;
 use crate::threads::{Threads, AUTO};
-use b3accel::{Backend, Device, Hasher, Mode, BLOCK_LEN, KEY_LEN, OUT_LEN};
+use b3accel::{Backend, Device, Hasher, Mode, BLOCK_LEN, CHUNK_LEN, KEY_LEN, OUT_LEN};
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -17,11 +17,10 @@ use zeroize::Zeroize;
 /// taking it back would cost more than they do (the figure CPython's hashlib uses).
 pub const GIL_MIN_BYTES: usize = 2048;
 
-/// Input up to this length is gathered here and hashed in one call at `digest`, through the
-/// crate's one-shot functions (whose small-input paths skip the incremental hasher); longer
-/// input goes to a `b3accel::Hasher`. One batch of the CPU backend, which the crate's hasher
-/// would gather as well.
-const PENDING_MAX: usize = 64 * 1024;
+/// Input up to this length (one chunk) is gathered here and hashed at `digest` by the crate's
+/// one-shot functions, which hash a single chunk without any backend; longer input goes to a
+/// `b3accel::Hasher` (whose set-up and wipe would cost small inputs more than hashing them).
+const PENDING_MAX: usize = CHUNK_LEN;
 
 /// An incremental BLAKE3 hasher with blake3-py's interface, whose bulk work runs on `device`.
 ///
