@@ -1,0 +1,98 @@
+"""Type stubs of the Rust extension (b3accel._b3accel)."""
+
+import sys
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from typing import TypedDict, Union
+
+if sys.version_info >= (3, 12):
+    from collections.abc import Buffer
+else:
+    from typing_extensions import Buffer
+
+__version__: str
+
+DeviceArg = Union[str, Sequence[str], None]
+
+class DeviceError(RuntimeError):
+    """A device that is not there, not built in, or that failed."""
+
+class DeviceInfo(TypedDict):
+    device: str
+    backend: str
+    kind: str
+    name: str
+    api: str
+    driver: str
+    memory_bytes: int | None
+    compute_units: int | None
+    software: bool
+
+class blake3:
+    name: str
+    digest_size: int
+    block_size: int
+    key_size: int
+    AUTO: int
+    def __init__(
+        self,
+        data: Buffer = ...,
+        /,
+        *,
+        key: Buffer | None = ...,
+        derive_key_context: str | None = ...,
+        max_threads: int = ...,
+        usedforsecurity: bool = ...,
+        device: DeviceArg = ...,
+    ) -> None: ...
+    def update(self, data: Buffer, /) -> blake3: ...
+    def update_mmap(self, path: str | PathLike[str]) -> blake3: ...
+    def copy(self) -> blake3: ...
+    def reset(self) -> None: ...
+    def digest(self, length: int = ..., *, seek: int = ...) -> bytes: ...
+    def hexdigest(self, length: int = ..., *, seek: int = ...) -> str: ...
+
+class MerkleTree:
+    @property
+    def root(self) -> bytes: ...
+    @property
+    def leaf_count(self) -> int: ...
+    def proof(self, index: int) -> bytes: ...
+    def __len__(self) -> int: ...
+
+def devices() -> list[DeviceInfo]: ...
+def built_backends() -> list[str]: ...
+def hash_file(
+    path: str | PathLike[str],
+    *,
+    key: Buffer | None = ...,
+    derive_key_context: str | None = ...,
+    device: DeviceArg = ...,
+) -> bytes: ...
+def subtree(
+    data: Buffer,
+    offset: int,
+    *,
+    key: Buffer | None = ...,
+    derive_key_context: str | None = ...,
+    device: DeviceArg = ...,
+) -> bytes: ...
+def merge(
+    pieces: Iterable[tuple[int, int, Buffer]],
+    *,
+    key: Buffer | None = ...,
+    derive_key_context: str | None = ...,
+    length: int = ...,
+    seek: int = ...,
+) -> bytes: ...
+def hash_many(
+    data: Buffer,
+    message_len: int,
+    *,
+    key: Buffer | None = ...,
+    derive_key_context: str | None = ...,
+    device: DeviceArg = ...,
+) -> bytes: ...
+def merkle_root(leaves: Buffer, *, device: DeviceArg = ...) -> bytes: ...
+def merkle_tree(leaves: Buffer, *, device: DeviceArg = ...) -> MerkleTree: ...
+def verify(root: Buffer, leaf: Buffer, index: int, proof: Buffer) -> bool: ...

@@ -1,0 +1,240 @@
+//! `b3accel.blake3`: blake3-py's hasher class, on any device.
+
+use crate::buffer::Bytes;
+use crate::errors::OrPy;
+use crate::mode::mode;
+use crate::target::Target;
+use crate::threads::{Threads, AUTO};
+use b3accel::{Backend, Device, Hasher, Mode, BLOCK_LEN, CHUNK_LEN, KEY_LEN, OUT_LEN};
+use pyo3::exceptions::PyOverflowError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use zeroize::Zeroize;
+
+/// Inputs and outputs shorter than this are handled without releasing the GIL: releasing and
+/// taking it back would cost more than they do (the figure CPython's hashlib uses).
+pub const GIL_MIN_BYTES: usize = 2048;
+
+/// Input up to this length (one chunk) is gathered here and hashed at `digest` by the crate's
+/// one-shot functions, which hash a single chunk without any backend; longer input goes to a
+/// `b3accel::Hasher` (whose set-up and wipe would cost small inputs more than hashing them).
+const PENDING_MAX: usize = CHUNK_LEN;
+
+/// An incremental BLAKE3 hasher with blake3-py's interface, whose bulk work runs on `device`.
+///
+/// `blake3(data=b"", /, *, key=None, derive_key_context=None, max_threads=1,
+/// usedforsecurity=True, device="auto")`: `key` (32 bytes) selects the keyed hash,
+/// `derive_key_context` (a str) key derivation; `max_threads` is 1, a larger number or
+/// `blake3.AUTO` and limits the CPU backend's threads; `usedforsecurity` is ignored;
+/// `device` is "auto", "cpu", "wgpu:N", "opencl:N", "all" or a list of devices.
+#[pyclass(name = "blake3", module = "b3accel", frozen)]
+pub struct Blake3 {
+    // Frozen with a lock inside: Python threads that share a hasher wait for each other
+    // instead of getting a borrow error (the GIL is released while hashing).
+    state: Mutex<State>,
+    threads: Threads,
+    target: Target,
+    backend: Arc<dyn Backend>,
+    mode: Mode,
+}
+
+/// What has been added so far: short input in `pending`, or everything in `hasher`.
+#[derive(Clone, Default)]
+struct State {
+    pending: Vec<u8>,
+    hasher: Option<Hasher>,
+}
+
+impl Drop for State {
+    /// Gathered input may be key material (key derivation): wiped, as the crate's hasher does.
+    fn drop(&mut self) {
+        self.pending.zeroize();
+    }
+}
+
+impl Blake3 {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds `data`, with the GIL released unless it is short. The lock is taken before entering
+    /// the thread pool: a pool thread that waited on it could be the one that holds it.
+    fn add(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+        let work = || {
+            let mut guard = self.lock();
+            let state: &mut State = &mut guard;
+            if state.hasher.is_none() && state.pending.len() + data.len() <= PENDING_MAX {
+                state.pending.extend_from_slice(data);
+                return Ok(());
+            }
+            let hasher = self.hasher(state)?;
+            self.threads.run(data.len(), || hasher.update(data).map(|_| ()))
+        };
+        if data.len() < GIL_MIN_BYTES { work() } else { py.detach(work) }.py()
+    }
+
+    /// The state's incremental hasher, made (and given the pending input) if there is none yet.
+    fn hasher<'a>(&self, state: &'a mut State) -> b3accel::Result<&'a mut Hasher> {
+        if state.hasher.is_none() {
+            let mut hasher = Hasher::with_backend(self.backend.clone(), &self.mode);
+            hasher.update(&state.pending)?;
+            state.pending.zeroize();
+            state.hasher = Some(hasher);
+        }
+        Ok(state.hasher.as_mut().expect("made above"))
+    }
+
+    /// Fills `out` with the output stream from byte `seek` of everything added so far.
+    fn output(&self, seek: u64, out: &mut [u8]) -> b3accel::Result<()> {
+        let state = self.lock();
+        if let Some(hasher) = &state.hasher {
+            let mut reader = hasher.finalize_xof()?;
+            reader.set_position(seek);
+            reader.fill(out);
+            return Ok(());
+        }
+        let data = &state.pending;
+        match self.target {
+            Target::One(device) if seek == 0 && out.len() == OUT_LEN => {
+                let hash = match &self.mode {
+                    Mode::Hash => b3accel::hash_on(device, data),
+                    Mode::Keyed(key) => b3accel::keyed_hash_on(device, key, data),
+                    Mode::DeriveKey(context) => b3accel::derive_key_on(device, context, data),
+                }?;
+                out.copy_from_slice(hash.as_bytes());
+            }
+            Target::One(device) => b3accel::hash_xof_on(device, &self.mode, data, seek, out)?,
+            _ => {
+                let mut reader = b3accel::xof_reader_with(&*self.backend, &self.mode, data)?;
+                reader.set_position(seek);
+                reader.fill(out);
+            }
+        }
+        Ok(())
+    }
+
+    /// How many bytes have been added.
+    fn count(&self) -> u64 {
+        let state = self.lock();
+        state.hasher.as_ref().map_or(state.pending.len() as u64, Hasher::count)
+    }
+}
+
+// blake3-py's class attributes keep their lowercase names.
+#[allow(non_upper_case_globals)]
+#[pymethods]
+impl Blake3 {
+    /// The name of the algorithm, "blake3".
+    #[classattr]
+    const name: &'static str = "blake3";
+    /// The default output length in bytes, 32.
+    #[classattr]
+    const digest_size: usize = OUT_LEN;
+    /// BLAKE3's block length in bytes, 64.
+    #[classattr]
+    const block_size: usize = BLOCK_LEN;
+    /// The key length in bytes, 32.
+    #[classattr]
+    const key_size: usize = KEY_LEN;
+    /// The `max_threads` value that lets the CPU backend use every core.
+    #[classattr]
+    const AUTO: isize = AUTO;
+
+    #[new]
+    #[pyo3(signature = (data = None, /, *, key = None, derive_key_context = None, max_threads = 1, usedforsecurity = true, device = None))]
+    fn new(
+        py: Python<'_>,
+        data: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        derive_key_context: Option<&str>,
+        max_threads: isize,
+        usedforsecurity: bool,
+        device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Blake3> {
+        let _ = usedforsecurity;
+        let mode = mode(key, derive_key_context)?;
+        let threads = Threads::new(max_threads)?;
+        let target = match device {
+            Some(d) => Target::extract(d)?,
+            None => Target::One(Device::Auto),
+        };
+        // Opening a GPU can take a while: without the GIL (the CPU and auto open at once).
+        let backend = match &target {
+            Target::One(Device::Auto | Device::Cpu) => target.open(),
+            _ => py.detach(|| target.open()),
+        }
+        .py()?;
+        let hasher = Blake3 { state: Mutex::default(), threads, target, backend, mode };
+        if let Some(data) = data {
+            hasher.add(py, Bytes::get(data)?.as_slice())?;
+        }
+        Ok(hasher)
+    }
+
+    /// Adds `data` (any C-contiguous buffer: bytes, bytearray, memoryview, mmap, NumPy array),
+    /// read in place; returns the hasher.
+    #[pyo3(signature = (data, /))]
+    fn update<'py>(this: Bound<'py, Self>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let bytes = Bytes::get(data)?;
+        this.get().add(this.py(), bytes.as_slice())?;
+        Ok(this)
+    }
+
+    /// Adds the contents of the file at `path` (str or path-like), memory-mapped where that
+    /// pays; returns the hasher. A missing file is `FileNotFoundError`, a directory
+    /// `IsADirectoryError`, other failures `OSError`; nothing is added then.
+    #[pyo3(signature = (path))]
+    fn update_mmap<'py>(this: Bound<'py, Self>, path: PathBuf) -> PyResult<Bound<'py, Self>> {
+        let me = this.get();
+        this.py()
+            .detach(|| {
+                let mut guard = me.lock();
+                let hasher = me.hasher(&mut guard)?;
+                me.threads.run(usize::MAX, || hasher.update_mmap(&path).map(|_| ()))
+            })
+            .py()?;
+        Ok(this)
+    }
+
+    /// An independent copy of the hasher, in its current state.
+    fn copy(&self) -> Blake3 {
+        Blake3 {
+            state: Mutex::new(self.lock().clone()),
+            threads: self.threads.clone(),
+            target: self.target.clone(),
+            backend: self.backend.clone(),
+            mode: self.mode.clone(),
+        }
+    }
+
+    /// Forgets all input, keeping the mode, the key and the device.
+    fn reset(&self) {
+        // The old state (and the gathered input in it) is wiped as it is dropped.
+        *self.lock() = State::default();
+    }
+
+    /// `length` bytes of output (32 by default) starting at byte `seek` of BLAKE3's extendable
+    /// output. The hasher is not changed: more input may follow.
+    #[pyo3(signature = (length = OUT_LEN, *, seek = 0))]
+    fn digest<'py>(&self, py: Python<'py>, length: usize, seek: u64) -> PyResult<Bound<'py, PyBytes>> {
+        if length > isize::MAX as usize {
+            return Err(PyOverflowError::new_err("length overflows isize"));
+        }
+        let release = length >= GIL_MIN_BYTES || self.count() >= GIL_MIN_BYTES as u64;
+        PyBytes::new_with(py, length, |out| {
+            if release { py.detach(|| self.output(seek, out)) } else { self.output(seek, out) }.py()
+        })
+    }
+
+    /// As `digest`, in lowercase hexadecimal.
+    #[pyo3(signature = (length = OUT_LEN, *, seek = 0))]
+    fn hexdigest<'py>(&self, py: Python<'py>, length: usize, seek: u64) -> PyResult<Bound<'py, PyString>> {
+        if length > (isize::MAX / 2) as usize {
+            return Err(PyOverflowError::new_err("length overflows isize"));
+        }
+        let bytes = self.digest(py, length, seek)?;
+        Ok(PyString::new(py, &crate::hex(bytes.as_bytes())))
+    }
+}
