@@ -17,8 +17,8 @@
 // of its group) reduces those. The host picks L per call: the fewest dispatches, and among those
 // the fewest levels down to the last one that keeps 32 work-items busy. The sparse top levels of
 // a group (16, 8, 4, 2, 1 busy work-items, each costing a whole SIMD instruction stream) are
-// then left to the parent kernel, where they are a small share of the work: on an H200, 1 GiB
-// device-resident took 678 us of kernel time with L = 3 against 701 us with L = 8. Only the last group of a dispatch can be ragged: it holds `valid < W` nodes,
+// then left to the parent kernel, where they are a small share of the work (about 3% less kernel
+// time at 1 GiB; docs/performance.md). Only the last group of a dispatch can be ragged: it holds `valid < W` nodes,
 // which form one complete subtree per set bit of `valid` (BLAKE3's tree is left-heavy). Such a
 // group writes the CV of the subtree of 2^l nodes to `pieces[piece_level + l]`, where piece_level
 // is log2 of the chunks one node of its input stands for. After the last dispatch `pieces[b]`
@@ -32,12 +32,11 @@
 #endif
 
 // Tuning knobs a caller may set through the build options (examples/opencl_bench.rs tries them):
-//   PREFETCH       with direct loads, load block b+1 while block b is compressed. Default 1: on an
-//                  H200 (NVIDIA OpenCL, driver 580) 1.53 against 1.51 TB/s at 1 GiB and 1.02
-//                  against 0.92 TB/s at 64 MiB, where fewer work-items must hide the latency.
+//   PREFETCH       with direct loads, load block b+1 while block b is compressed. Default 1: faster
+//                  where fewer work-items must hide the latency (docs/performance.md).
 //   UNROLL_BLOCKS  1: unroll the 16 blocks of a chunk; N >= 2: unroll by N (with PREFETCH, the
 //                  next block's registers then become this block's message without moves).
-//                  Default 0: fully unrolled ran at 1.27 TB/s there.
+//                  Default 0: full unrolling was slower (docs/performance.md).
 #ifndef PREFETCH
 #define PREFETCH 1
 #endif
@@ -56,11 +55,10 @@
 //   IMAD_ADDS      write G's two-input additions `c + d` as `d * one + c`, with `one` a value the
 //                  compiler cannot know (get_work_dim() of a 1-D launch): NVIDIA's compiler then
 //                  emits a multiply-add, which runs on the FMA pipe instead of the integer pipe
-//                  that every other operation of G needs. Default 0: on an H200 it made every
-//                  kernel slower (1 GiB resident: 727 against 702 us; 2^24 64-byte messages: 684
-//                  against 662 us; Merkle root of 2^25 leaves: 1321 against 1287 us).
+//                  that every other operation of G needs. Default 0: every kernel slower with it
+//                  on NVIDIA, by about 3% (docs/performance.md).
 //   NV_PRMT        rotate by 16 and 8 with NVIDIA's byte permute (inline PTX; NVIDIA only).
-//                  Default 0: on an H200 within 1 us of the funnel shift in every kernel.
+//                  Default 0: no faster than the funnel shift (docs/performance.md).
 #ifndef IMAD_ADDS
 #define IMAD_ADDS 0
 #endif

@@ -67,9 +67,7 @@ struct Params {
 // The chaining values of the workgroup's items as two halves: wlo[i] and whi[i] are words 0-3 and
 // 4-7 of item i (16-byte accesses: a quarter of the instructions, and of wgpu's bounds clamps,
 // of word-major u32 slots; consecutive invocations storing their own item touch consecutive 16
-// bytes, conflict-free). On an H200 (Vulkan, session 13, run 35: `merkle_steady --plain`, 2^25
-// leaves, fresh processes) the fastest Merkle calls went from 1391-1427 to 1361-1380 µs against
-// word-major u32 slots; the resident hash's passes did not move (1 GiB 692 against 695 µs).
+// bytes, conflict-free); about 2% faster Merkle calls than u32 slots (docs/performance.md).
 var<workgroup> wlo: array<vec4<u32>, 256>; // WG
 var<workgroup> whi: array<vec4<u32>, 256>; // WG
 // chunk_pass_staged: one 64-byte block of each of the workgroup's chunks, word-major, rows padded
@@ -273,8 +271,7 @@ fn copy_last_chunk(wg: u32, lid: u32) {
 
 // Chunk CVs with direct loads: each invocation reads its own chunk, 16 bytes at a time, the
 // next block's four loads issued before this block's rounds so that their latency hides behind
-// the compression (on an H200, 1 GiB device-resident: 688 against 695 µs of passes, 64 MiB:
-// 74.8 against 81.0 µs). In bounds: the host binds exactly n_items * 1024 bytes, and only invocations
+// the compression (docs/performance.md). In bounds: the host binds exactly n_items * 1024 bytes, and only invocations
 // with chunk < n_items load.
 @compute @workgroup_size(256)
 fn chunk_pass(@builtin(local_invocation_index) lid: u32,

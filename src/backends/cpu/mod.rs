@@ -33,10 +33,8 @@ use crate::tree::{
 use lanes::{hash_groups, hash_rows, prefetch_for, Job};
 use std::str::FromStr;
 
-/// Chunks in a leaf on the thread pool: each is one task. Measured on the H200 machine's 16
-/// threads against `update_rayon` (interleaved, two runs): 64-chunk leaves ran 16 MiB at 0.97x
-/// and 64 MiB at 0.99x, where 256-chunk leaves ran 0.88x and 0.96x (a quarter as many tasks,
-/// so threads idle at the end while the last ones finish); 16- and 32-chunk leaves were slower.
+/// Chunks in a leaf on the thread pool: each is one task. Larger leaves leave threads idle at the
+/// end while the last ones finish, smaller ones cost more in tasks (docs/performance.md).
 const POOL_LEAF_CHUNKS: usize = 64;
 /// The same without the pool: larger, so that the last parent levels of a leaf, too narrow for
 /// whole SIMD groups, come once per MiB.
@@ -46,17 +44,15 @@ const SERIAL_LEAF_CHUNKS: usize = 1024;
 const WIDE: usize = 16;
 /// Subtrees on the pool smaller than this are reduced to one CV per half, not `WIDE`: with a
 /// leaf or two per thread, the reduction at the top is the critical path, and the scalar parent
-/// at each split ends sooner than a pass of `WIDE` parents. Measured on the H200 machine (16
-/// threads): wide reduction made 1 MiB 4% slower and 64 MiB 1-3% faster.
+/// at each split ends sooner than a pass of `WIDE` parents (docs/performance.md).
 const POOL_WIDE_MIN_CHUNKS: usize = 4096;
 
 std::thread_local! {
     /// The tree levels of a leaf: `SERIAL_LEAF_CHUNKS * 3 / 2` CVs at most, per thread.
     static LEVELS: std::cell::RefCell<Vec<Cv>> = const { std::cell::RefCell::new(Vec::new()) };
 }
-/// Inputs smaller than this never touch the thread pool. Measured on the H200 machine's 16
-/// threads (`b3accel bench`): at 256 KiB the pool ran at 6.05 GB/s against 6.70 on one thread
-/// (waking the workers costs more than they save there), at 1 MiB at 30 against 6.8 GB/s.
+/// Inputs smaller than this never touch the thread pool: below it, waking the workers costs more
+/// than they save (docs/performance.md).
 const PARALLEL_MIN_BYTES: usize = 512 * 1024;
 /// A run of chunks whose remainder after its first subtree is smaller than this is not split
 /// across cores.
@@ -243,7 +239,7 @@ impl CpuBackend {
         // Four inputs or fewer under AVX-512VL (a small input's chunks, the top parent levels):
         // what the loop below would choose, without the loop. Five to eight one-block inputs
         // (the 8-parent level of 16 chunks) too: as two interleaved chains of 512-bit rows
-        // rather than on the 8-lane kernel (`quads::rows_take` has the figures).
+        // rather than on the 8-lane kernel (`quads::rows_take` says why).
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         if self.evex && quads::rows_take(out.len(), blocks) {
             // SAFETY: `evex` is set only where the CPU has AVX-512F and VL; `for_groups` asserts
@@ -408,13 +404,8 @@ impl CpuBackend {
         // A complete subtree is two evened halves.
         let small = if chunks.is_power_of_two() { chunks / 2 } else { 1 << chunks.trailing_zeros() };
         let large = chunks - small;
-        // Measured on the 2-core machine's EPYC, one thread against upstream
-        // (`examples/cpu_small.rs`, three runs of 31 rounds of each way, interleaved):
-        // evened 24 KiB 0.998x against apart 0.977x, 40 KiB 0.995x against 0.980x, 48 KiB 0.997x
-        // against 0.986x, 12 KiB 1.047x against 1.019x, 72 KiB 0.999x against 0.993x; apart
-        // 9 KiB 1.001x against 0.986x, 17 KiB 1.009x against 0.991x, 20 KiB 1.021x against
-        // 1.013x. Evened wins where the smaller subtree's levels in registers outnumber the
-        // larger one's extra levels through memory.
+        // Evened wins where the smaller subtree's levels in registers outnumber the
+        // larger one's extra levels through memory (docs/performance.md).
         let evened = small == large || small * small > large.min(WIDE);
         self.with_leaf_cvs(input, first_chunk, key, flags, plan.prefetch, |mut level, mut next| {
             if evened {
@@ -500,10 +491,8 @@ impl CpuBackend {
 
     /// Runs `f` on the chunk CVs of `input` (one leaf of whole chunks) and on room for as many
     /// more (the next levels). Up to [`WIDE`] chunks the levels live on the stack: no
-    /// thread-local to look up and borrow (with the two shortcuts in `hash_lanes` and
-    /// `reduce`, measured on the H200 machine's Xeon, one thread against upstream,
-    /// `examples/cpu_small.rs`, medians of ten interleaved runs: 2 KiB 0.874x -> 0.897x, 4 KiB
-    /// 0.802x -> 0.825x, 16 KiB 0.887x -> 0.915x); above, in this thread's scratch buffer.
+    /// thread-local to look up and borrow, which small inputs feel (docs/performance.md); above,
+    /// in this thread's scratch buffer.
     fn with_leaf_cvs<R>(
         &self,
         input: &[u8],
@@ -562,9 +551,8 @@ impl CpuBackend {
             }
             if n / 2 == 1 && self.level > SimdLevel::Portable {
                 // One parent: the row form straight from the two CVs (`parent_cv`), not through
-                // the lane dispatch, a `Job` and a masked block load. On the Xeon
-                // (`examples/cpu_parts.rs`), the parent of two chunks took about 165 ns through
-                // `parent_cvs` and 105 ns this way, a compression there taking about 100 ns.
+                // the lane dispatch, a `Job` and a masked block load, which cost more than the
+                // compression itself (docs/performance.md).
                 next[0] = parent_cv(&level[0], &level[1], key, flags);
             } else {
                 self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);

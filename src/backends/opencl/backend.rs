@@ -405,13 +405,9 @@ impl OpenClBackend {
     /// where the call runs on a pool of at most an eighth of the machine's threads, as a GPU in a
     /// device list with the CPU does (`spread::copy_threads`).
     ///
-    /// Staging copies on the calling pool's threads, wrapping leaves the copy to the driver. On
-    /// the H200 machine (NVIDIA 580, 16 threads; `examples/host_spread.rs`, run 28 of session 12,
-    /// two rounds of three, medians): the GPU alone from host memory, 1 GiB / 4 GiB, 33-35 /
-    /// 40-45 GB/s staged on 16 threads against 10-12 / 10-11 GB/s wrapped, which did not grow
-    /// with 2 or 4 threads wrapping at once; the CPU and the GPU together, against the CPU alone
-    /// in the same rounds: 1 GiB 37-46 GB/s staged (0.68-0.85x) against 54 wrapped (0.92-0.97x),
-    /// 4 GiB 43-47 staged (0.85-0.87x) against 56-60 wrapped (1.05-1.15x).
+    /// Staging copies on the calling pool's threads, wrapping leaves the copy to the driver:
+    /// staging is about 3x faster for the GPU alone, wrapping leaves the cores to the CPU's
+    /// share when both hash (docs/performance.md).
     pub(super) fn wraps_in_place(&self) -> bool {
         match self.host_uploads {
             HostUploads::Wrap => true,
@@ -468,13 +464,12 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
     let mut config = BuildConfig {
         chunk_wg: pick(options.chunk_work_group, "chunk", 256)?,
         parent_wg: pick(options.parent_work_group, "parent", 256)?,
-        // 128 work-items (256 nodes) and 3 levels per dispatch on large levels: on an H200 the root
-        // of 2^25 device-resident leaves took 1.287 ms of kernel time, against 1.306 ms with 256
-        // work-items and 3 levels, 1.319 ms with 256 and 4, and 1.681 ms with 64 and 2.
+        // 128 work-items (256 nodes) and 3 levels per dispatch on large levels: the fastest
+        // Merkle root of the shapes measured (docs/performance.md).
         merkle_wg: pick(options.merkle_work_group, "merkle", 128)?,
         // Direct loads: each work-item's 64-byte block reads use whole 32-byte sectors, and the L1
-        // cache serves the rest of the line. Measured on an H200 (NVIDIA OpenCL, driver 580) at
-        // 1 GiB: 1.51 TB/s direct against 1.29 TB/s staged through local memory (256-chunk groups).
+        // cache serves the rest of the line: faster than staging through local memory
+        // (docs/performance.md).
         staged: options.staged_loads.unwrap_or(false),
         chunk_levels: options.chunk_levels,
         extra_options: options.build_options.clone(),
@@ -527,8 +522,7 @@ impl Backend for OpenClBackend {
     /// exactly a power of two of chunks (it needs the root's two children), and the default, one
     /// `chunk_subtrees` call per capped piece, would drain and refill the streaming pipeline
     /// between the pieces. The one stream's segments are no longer than a piece, and merge per
-    /// piece. On an H200, 1 GiB from host memory through `hash_on`: 23.4 ms (45.9 GB/s, median
-    /// of 7) in one stream, against 41.5 GB/s as two.
+    /// piece (about 10% faster than one stream per piece; docs/performance.md).
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],

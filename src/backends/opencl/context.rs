@@ -171,9 +171,9 @@ impl BuildConfig {
     /// The tree levels the chunk kernel reduces inside a work-group for a run of `n` chunks: each
     /// node it writes stands for 2^this many chunks. Unless fixed by the options: the fewest
     /// dispatches in all, and among those the fewest levels, but no fewer than leave 32 nodes
-    /// per group (a whole NVIDIA warp's worth of work on the last level the group reduces). On
-    /// an H200 with 256-chunk groups that is 3 levels for 1 GiB (2^17 nodes, then two parent
-    /// dispatches as with all 8 levels) and all 8 for 64 MiB (where 3 would take a dispatch more).
+    /// per group (a whole NVIDIA warp's worth of work on the last level the group reduces). With
+    /// 256-chunk groups that is 3 levels for 1 GiB (2^17 nodes, then two parent dispatches as
+    /// with all 8 levels) and all 8 for 64 MiB (where 3 would take a dispatch more).
     pub fn levels_for(&self, n: u64) -> u32 {
         let all = self.group_chunks(n).max(1).ilog2();
         if let Some(l) = self.chunk_levels {

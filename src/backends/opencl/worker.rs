@@ -82,8 +82,8 @@ impl Scratch {
 /// Pinned where the driver gives it (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once): NVIDIA's
 /// driver then copies straight into it, and a read is complete when its copy is. A read into
 /// pageable memory goes through the driver's own staging: one of its threads copies the data on
-/// and only then marks the read complete, which an H200 host saw tens to hundreds of microseconds
-/// after the copy's end, more the longer the kernels before it ran.
+/// and only then marks the read complete, tens to hundreds of microseconds after the copy's end,
+/// more the longer the kernels before it ran (docs/performance.md).
 enum HostResults {
     Pinned(PinnedResults),
     Pageable(Box<[[u8; RESULT_BYTES]; RESULT_SLOTS]>),

@@ -21,10 +21,8 @@ use std::time::Instant;
 
 /// The default bytes of host input per segment. Host-resident hashing is bound by host memory
 /// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
-/// reads it again), not by the passes. On an H200 (Vulkan; two runs of `examples/wgpu_report.rs`,
-/// 1 GiB end to end) 16 MiB segments gave 29.2-29.9 / 28.2-29.3 GB/s, 64 MiB 28.8-29.8 /
-/// 27.9-28.3 GB/s and 256 MiB 29.5-31.3 / 30.5-30.9 GB/s: fewer, larger segments pay fewer
-/// submissions and waits. Streams are sized to the input, so small inputs never allocate this.
+/// reads it again), not by the passes: fewer, larger segments pay fewer submissions and waits
+/// (docs/performance.md). Streams are sized to the input, so small inputs never allocate this.
 const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// The wgpu backend on one adapter: `Device::Wgpu(i)`.
 ///

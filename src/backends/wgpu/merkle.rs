@@ -32,11 +32,7 @@ const GROUP_NODES4: u64 = 4 * WORKGROUP as u64;
 
 /// Whether a pass runs `merkle_pass4`: a large level (see [`LARGE_LEVEL`]) reduced by at least
 /// the two levels one invocation makes in registers.
-///
-/// Measured on an NVIDIA H200 (Vulkan, session 13, run 36: `merkle_steady`, 2^25 leaves, fresh
-/// processes interleaved): device time 1264 µs against 1326 µs with two nodes an invocation
-/// (OpenCL's kernels: 1288 µs); plain wall medians 1313-1354 µs against 1381-1417 µs in the
-/// processes whose clocks held.
+/// Four nodes an invocation take about 5% less device time than two (docs/performance.md).
 fn four_per_invocation(pass: &MerklePass) -> bool {
     pass.levels >= 2 && pass.count >= LARGE_LEVEL
 }
@@ -64,10 +60,7 @@ pub(crate) struct MerkleScratch {
 
 /// Whether the last pass writes the root straight into the readback buffer (`STORAGE |
 /// MAP_READ`, where the device has mappable storage, as the resident hash's pieces do), instead
-/// of a level buffer that a copy then brings to it: one command and about 5 µs of device time
-/// less per call on an NVIDIA H200. Run 34 (session 13, 2^25 leaves, six other 1 GiB buffers,
-/// fresh processes whose clocks held) could not tell the two apart in wall time: copy 1396.8 µs
-/// median, mapped 1392.0 and 1428.3 µs.
+/// of a level buffer that a copy then brings to it: one command less per call.
 fn mapped_root(gpu: &Gpu) -> bool {
     gpu.mapped_pieces
 }
