@@ -28,7 +28,6 @@ use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{
     check_subtree_args, merge_segments, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Error, Result,
-    MAX_SUBTREE,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -534,10 +533,6 @@ impl Backend for Spread {
         }
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
-    }
-
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],
@@ -570,6 +565,7 @@ impl Backend for Spread {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::MAX_SUBTREE;
 
     #[test]
     fn pieces_are_aligned_complete_subtrees_that_shrink_at_the_end() {

@@ -698,10 +698,6 @@ impl Backend for CpuBackend {
         &self.info
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
-    }
-
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],

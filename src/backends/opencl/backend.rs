@@ -514,10 +514,6 @@ impl Backend for OpenClBackend {
         self.segment_bytes.clamp(64 << 10, 32 << 20)
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
-    }
-
     /// One pipeline for the whole run: the tree module caps the subtrees where an input is
     /// exactly a power of two of chunks (it needs the root's two children), and the default, one
     /// `chunk_subtrees` call per capped piece, would drain and refill the streaming pipeline

@@ -282,10 +282,6 @@ impl Backend for WgpuBackend {
         )
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
-    }
-
     /// One pipelined stream for the whole run (segments no larger than the cap), rather than
     /// one call per capped piece.
     fn chunk_subtrees_capped(
