@@ -19,6 +19,7 @@
 //!   levels leave the device only when asked for. Batches of equal-length messages
 //!   ([`Backend::hash_many`](crate::Backend::hash_many), [`OpenClBackend::hash_many_buffer`]): one work-item per message of
 //!   up to a chunk, one per chunk of longer ones and then one per message to merge its chunks.
+//!
 //! Profiling events are made only where a caller asks for timings: each costs the driver time.
 //! Speeds: docs/performance.md.
 //!
@@ -36,11 +37,15 @@
 mod backend;
 mod binaries;
 mod context;
+mod device;
+mod errors;
 mod many;
 mod merkle;
 mod options;
 mod profile;
+mod program;
 mod resident;
+mod staging;
 mod stream;
 mod worker;
 

@@ -2,11 +2,11 @@
 
 use super::adapter;
 use super::device::{lock, prev_pow2, Gpu, Health};
+use super::errors::scoped;
 use super::options::WgpuOptions;
 use super::passes::upload;
 use super::resident::ResidentHasher;
 use super::stream::{stream_host, stream_pool, StreamPool};
-use super::wait::scoped;
 use crate::backends::gpu::policy::{self, plan_many, ManyPlan};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;

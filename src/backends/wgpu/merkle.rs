@@ -11,13 +11,13 @@
 //! 2D grid, so neither the binding size nor the 65535 workgroups per dimension limit the leaf
 //! count.
 
-use super::device::Gpu;
+use super::device::{Gpu, PooledScratch};
+use super::errors::scoped;
 use super::passes::{
     binding, check_buffer, grid, mapped, max_binding, params_bytes, read_buffer, submit_and_map, write_params,
     PassTimer,
 };
 use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
-use super::wait::scoped;
 use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes, MerklePass, LARGE_LEVEL};
 use crate::core::compress::Cv;
 use crate::tree::{Error, Result, Timings};
@@ -56,6 +56,13 @@ pub(crate) struct MerkleScratch {
     /// Bind groups of the dispatches after the first pass (no inner nodes kept), by their
     /// (pass, source offset, nodes).
     groups: Vec<((usize, u64, u64), ::wgpu::BindGroup)>,
+}
+
+impl PooledScratch for MerkleScratch {
+    const MAX_IDLE: usize = 2;
+    fn bytes(&self) -> u64 {
+        self.size_a + self.size_b
+    }
 }
 
 /// Whether the last pass writes the root straight into the readback buffer (`STORAGE |
@@ -197,7 +204,7 @@ fn merkle_on_device(
     let size_a = passes[0].out * 32;
     let size_b = passes.get(1).map_or(32, |p| p.out * 32);
     let params_cap = dispatches.len() as u64;
-    gpu.merkle_pool.with(
+    gpu.pool::<MerkleScratch>().with(
         |s| s.size_a >= size_a && s.size_b >= size_b && s.params_cap >= params_cap,
         || Ok(MerkleScratch::new(gpu, size_a, size_b, params_cap.max(16))),
         |scr| merkle_with(gpu, scr, leaves, n, &passes, &dispatches, inner, timings, start),

@@ -71,3 +71,8 @@ pub struct WgpuOptions {
 /// assert!((1..=9).contains(&b3accel::wgpu::DEFAULT_MERKLE_LEVELS));
 /// ```
 pub const DEFAULT_MERKLE_LEVELS: u32 = 4;
+
+/// Bytes of chunk CVs (or hashes) one host-bound `hash_many` round brings back by default;
+/// larger batches take several rounds through two sets of kept buffers, the device filling one
+/// while the host copies out of the other.
+pub(super) const MANY_ROUND_BYTES: u64 = 64 << 20;

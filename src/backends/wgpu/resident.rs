@@ -1,10 +1,11 @@
 //! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
 
 use super::device::Gpu;
+use super::errors::scoped;
 use super::options::WgpuOptions;
 use super::pipelines::{Params, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::{Scratch, MAX_PASSES, QUERIES_PER_SEG};
-use super::wait::{scoped, MapTicket};
+use super::wait::MapTicket;
 use crate::backends::gpu::pieces::pieces_of;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::merge_segments;

@@ -2,7 +2,7 @@
 //! parameters, readback, timestamps), the pass plan, and encoding the passes of a segment of
 //! chunks into its pieces.
 
-use super::device::Gpu;
+use super::device::{Gpu, PooledScratch};
 use super::pipelines::{self, Params, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
 use crate::backends::gpu::groups::{chunk_group_shift, MIN_GROUP_CHUNKS};
 use crate::core::constants::CHUNK_LEN;
@@ -50,6 +50,14 @@ pub(crate) struct Scratch {
     pub(super) params_shadow: HashMap<u64, Vec<u8>>,
     /// Bind groups naming only this scratch's buffers, by (segment, pass, items, source offset).
     pub(super) groups: HashMap<(u64, usize, u64, u64), ::wgpu::BindGroup>,
+}
+
+/// Up to 16 sets kept between calls, the largest last to go.
+impl PooledScratch for Scratch {
+    const MAX_IDLE: usize = 16;
+    fn bytes(&self) -> u64 {
+        self.cap * self.segs
+    }
 }
 
 impl Scratch {
@@ -167,7 +175,7 @@ impl Gpu {
     /// Runs `f` with scratch for `segs` segments of up to `cap` chunks, from the device's pool
     /// (kept for the next call when `f` succeeds) or new.
     pub(super) fn with_scratch<R>(&self, cap: u64, segs: u64, f: impl FnOnce(&mut Scratch) -> Result<R>) -> Result<R> {
-        self.scratch.with(|s| s.cap >= cap && s.segs >= segs, || Ok(Scratch::new(self, cap, segs)), f)
+        self.pool::<Scratch>().with(|s| s.cap >= cap && s.segs >= segs, || Ok(Scratch::new(self, cap, segs)), f)
     }
 
     /// The passes that hash a segment of `n` chunks, as (items, levels), and the chunk pass's
