@@ -8,6 +8,18 @@
 //! cores (`rayon::join`) under the pool. A large subtree is reduced "wide": each half hands up
 //! `WIDE` CVs rather than one, so the parent levels between the leaves and its top stay whole
 //! SIMD groups and only its last four levels are narrow.
+//!
+//! Words used in this folder and in `core::rows`:
+//! - *lanes* (`lanes.rs`, with one vector type per instruction set in `sse41.rs`, `avx2.rs`,
+//!   `avx512.rs`): one input per vector lane, each state word transposed across 4, 8 or 16
+//!   equal-length inputs; the kernel for many chunks or parents at once.
+//! - *rows* (`core::rows`): one input's state as four 128-bit vectors, one per row of the 4x4
+//!   state; the fastest form for one block at a time. `A2` is such a row in an AVX2 function,
+//!   `Vl` one with AVX-512VL's one-instruction rotations.
+//! - *several messages per vector* (`quads.rs`): the row form on two to eight inputs at once,
+//!   one input per 128-bit lane of a 256- or 512-bit vector (`Multi` over a `Wide` vector;
+//!   `A2x2` and `Y2` are two inputs on AVX2, `Ymm` two on AVX-512VL, `Pair<V>` two vectors run
+//!   as independent chains): for small messages and the top levels of a small tree.
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
