@@ -429,3 +429,107 @@ fn the_checker_finds_what_it_looks_for() {
     assert_eq!(layer_of("dispatch").0, 4);
     assert_eq!(module_path(Path::new("backends/opencl/mod.rs")), ["backends", "opencl"]);
 }
+
+/// The files of backend folder `dir` that each file names (through `super::` or
+/// `crate::backends::<dir>::`), outside its test items: `file -> {file}`.
+fn sibling_imports(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backends").join(dir);
+    let mut files = Vec::new();
+    rust_files(&folder, &mut files);
+    let names: BTreeSet<String> = files
+        .iter()
+        .filter(|p| p.parent() == Some(folder.as_path()))
+        .map(|p| p.file_stem().expect("a file name").to_string_lossy().into_owned())
+        .filter(|n| n != "mod")
+        .collect();
+    let mut graph = BTreeMap::new();
+    for name in &names {
+        let text = std::fs::read_to_string(folder.join(format!("{name}.rs"))).expect("a readable source file");
+        let code = code_only(&text);
+        let tests = test_lines(&code);
+        let module = vec!["backends".to_string(), dir.to_string(), name.clone()];
+        let uses: BTreeSet<String> = references(&code, &module)
+            .into_iter()
+            .filter(|(line, _)| !tests.get(line - 1).copied().unwrap_or(false))
+            .filter_map(|(_, path)| match path.as_slice() {
+                [b, d, file, ..] if b == "backends" && d == dir && names.contains(file) && file != name => {
+                    Some(file.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        graph.insert(name.clone(), uses);
+    }
+    graph
+}
+
+/// A cycle of `graph` (its files in order, the first repeated at the end), if it has one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    // Depth-first search; 1 = on the current path, 2 = done.
+    fn visit<'a>(
+        n: &'a str,
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<&'a str, u8>,
+        path: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        state.insert(n, 1);
+        path.push(n);
+        for m in graph.get(n).into_iter().flatten() {
+            match state.get(m.as_str()) {
+                Some(1) => {
+                    let from = path.iter().position(|p| p == m).expect("on the path");
+                    let mut cycle: Vec<String> = path[from..].iter().map(|s| s.to_string()).collect();
+                    cycle.push(m.clone());
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(m, graph, state, path) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        path.pop();
+        state.insert(n, 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if !state.contains_key(n.as_str()) {
+            if let Some(c) = visit(n, graph, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// Inside a GPU backend folder the files import one another without a circle: errors, program
+/// building and scratch types are leaves the rest imports, never the other way round.
+#[test]
+fn gpu_backend_files_import_without_circles() {
+    for dir in ["opencl", "wgpu"] {
+        let graph = sibling_imports(dir);
+        assert!(graph.len() > 3, "backends/{dir}: only {} files found", graph.len());
+        if let Some(cycle) = find_cycle(&graph) {
+            panic!("backends/{dir}: the files import one another in a circle: {}", cycle.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn the_cycle_finder_finds_a_circle_and_only_a_circle() {
+    let graph = |edges: &[(&str, &str)]| {
+        let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+            g.entry(b.to_string()).or_default();
+        }
+        g
+    };
+    assert_eq!(find_cycle(&graph(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+    let c = find_cycle(&graph(&[("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])).expect("a circle");
+    assert_eq!(c.first(), c.last(), "a circle ends where it starts: {c:?}");
+    assert_eq!(c[..3].iter().map(String::as_str).collect::<BTreeSet<_>>(), BTreeSet::from(["a", "b", "c"]));
+}

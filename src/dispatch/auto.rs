@@ -537,10 +537,6 @@ impl Backend for AutoBackend {
         cpu_backend().batch_len()
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        run(input.len() as u64, |b| b.chunk_subtrees(input, first_chunk, key, flags, out)).0
-    }
-
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],

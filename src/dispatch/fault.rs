@@ -103,11 +103,6 @@ impl Backend for Faulty {
         self.inner.batch_len()
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.call()?;
-        self.inner.chunk_subtrees(input, first_chunk, key, flags, out)
-    }
-
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],

@@ -25,7 +25,7 @@ use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{
     check_subtree_args, check_subtree_top_args, merge_segments, subtree_count, top_by_subtrees, Backend, BackendKind,
-    Device, DeviceInfo, DeviceKind, Domain, Error, Result, MAX_SUBTREE,
+    Device, DeviceInfo, DeviceKind, Domain, Error, Result,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -850,10 +850,6 @@ impl Backend for Spread {
         }
     }
 
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
-    }
-
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],
@@ -921,6 +917,7 @@ impl Backend for Spread {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::MAX_SUBTREE;
 
     #[test]
     fn pieces_are_aligned_complete_subtrees_that_shrink_at_the_end() {

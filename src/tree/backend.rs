@@ -99,17 +99,21 @@ pub trait Backend: Send + Sync {
     /// backend(Device::Cpu).unwrap().chunk_subtrees(&data, 0, &IV, 0, &mut cvs).unwrap();
     /// assert_ne!(cvs[0], cvs[1]);
     /// ```
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()>;
+    ///
+    /// Provided: [`chunk_subtrees_capped`](Self::chunk_subtrees_capped) with no cap.
+    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
+        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
+    }
 
     /// Like [`chunk_subtrees`](Self::chunk_subtrees), but no subtree is larger than
     /// `max_chunks` (a power of two): `out` gets `n / max_chunks` CVs of `max_chunks`-chunk
     /// subtrees, then one per set bit of `n % max_chunks` ([`subtree_count`] of them). The tree
     /// module asks for this where it needs the children of what would otherwise be the root (an
     /// input of exactly a power of two chunks), and `first_chunk` must be a multiple of
-    /// `max_chunks` or of `n.next_power_of_two()`, whichever is smaller.
+    /// `max_chunks` or of `n.next_power_of_two()`, whichever is smaller. `max_chunks` is
+    /// `1 << 63` for no cap.
     ///
-    /// The default splits the run at multiples of `max_chunks` and calls `chunk_subtrees` for each
-    /// piece; a backend overrides it where one call does better.
+    /// The one bulk method every backend implements.
     ///
     /// ```
     /// use b3accel::{backend, Device, CHUNK_LEN, IV};
@@ -126,10 +130,7 @@ pub trait Backend: Send + Sync {
         key: &[u32; 8],
         flags: u32,
         out: &mut [Cv],
-    ) -> Result<()> {
-        check_subtree_args(input, first_chunk, max_chunks, out)?;
-        capped_by_pieces(self, input, first_chunk, max_chunks, key, flags, out)
-    }
+    ) -> Result<()>;
 
     /// The top node of a run of `n >= 2` full chunks that is one node of the tree, compressed:
     /// `input` starts at chunk `first_chunk`, a multiple of the power of two at or above `n`
@@ -241,8 +242,8 @@ pub(crate) fn subtree_sizes(n: u64, max_chunks: u64) -> impl Iterator<Item = u64
         .chain((0..64).rev().map(|b| 1u64 << b).filter(move |b| (n % max_chunks) & b != 0))
 }
 
-/// [`Backend::chunk_subtrees_capped`] as one `chunk_subtrees` call per piece of at most
-/// `max_chunks` chunks: the trait's default, and a fallback for backends that override it. The
+/// [`Backend::chunk_subtrees_capped`] as one uncapped call per piece of at most
+/// `max_chunks` chunks: a fallback for backends whose one call is no better for small inputs. The
 /// arguments are already checked.
 pub(crate) fn capped_by_pieces<B: Backend + ?Sized>(
     backend: &B,
@@ -259,7 +260,8 @@ pub(crate) fn capped_by_pieces<B: Backend + ?Sized>(
     {
         let n = (run.len() / CHUNK_LEN) as u64;
         let k = subtree_count(n, MAX_SUBTREE);
-        backend.chunk_subtrees(run, first_chunk + i as u64 * max_chunks, key, flags, &mut out[written..written + k])?;
+        let first = first_chunk + i as u64 * max_chunks;
+        backend.chunk_subtrees_capped(run, first, MAX_SUBTREE, key, flags, &mut out[written..written + k])?;
         written += k;
     }
     Ok(())

@@ -30,11 +30,7 @@ const fn rotation_pattern(bytes: usize) -> [u8; 32] {
 /// exclusive-or became the exclusive-or of two rotations, both extra work on the two shuffle
 /// ports of Zen 3; with the pattern in a register instead, the 8-lane kernel's 16 state and 16
 /// message vectors had two registers fewer and spilled more (126 stack stores a compression with
-/// the pattern in a register, 87 this way). One thread of the 2-core machine's EPYC (Zen 3,
-/// AVX2), ours over upstream's speed (`examples/cpu_small.rs`, medians of five interleaved runs
-/// of 11 rounds), patterns in registers -> this: 16 KiB 0.83x -> 0.99x, 256 KiB 0.92x -> 1.00x,
-/// 1 MiB 0.89x -> 1.00x; as LLVM had them (`vpshuflw`/`vpshufhw` pairs, shuffles moved through
-/// exclusive-ors), 256 KiB had run at 0.80-0.84x.
+/// the pattern in a register, 87 this way) (docs/performance.md).
 ///
 /// # Safety
 /// AVX2.
@@ -175,10 +171,7 @@ impl Lanes for Avx2 {
 /// from the generic rounds, the kernel needed 32 registers for 16 state and 16 message vectors
 /// and had 16: LLVM computed message sums early and spilled them, about 87 stack stores a
 /// compression, and no ordering of the Rust source changed its schedule. Here there is one store
-/// per half-round. One thread of the 2-core machine's EPYC (Zen 3, AVX2), ours over upstream's
-/// speed (`examples/cpu_small.rs`, medians of 12 interleaved runs of 21 rounds), compiled ->
-/// this: 16 KiB 0.97x -> 1.09x, 64 KiB 0.97x -> 1.01x, 256 KiB 1.01x -> 1.03x, 1 MiB 1.00x ->
-/// 1.04x; `b3accel bench` (two runs each, interleaved): 256 KiB 1.01-1.02x -> 1.07-1.09x.
+/// per half-round (docs/performance.md).
 ///
 /// # Safety
 /// AVX2.
@@ -322,9 +315,7 @@ impl Lanes for __m256i {
     /// The eight CVs transposed in registers and written with one 32-byte store each. Left to
     /// the default (words through a stack array), the compiler wrote them with eight
     /// `vpscatterdd` in the AVX-512 build, and the parent level that reads them next had to
-    /// wait for 64 four-byte stores. With the 16-lane kernel's `store_cvs`, on the H200
-    /// machine's Xeon, one thread against upstream (`examples/cpu_small.rs`, medians of ten
-    /// interleaved runs): 8 KiB 0.929x -> 0.941x, 256 KiB 0.967x -> 0.984x.
+    /// wait for 64 four-byte stores (docs/performance.md).
     #[inline(always)]
     unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
         // SAFETY: AVX2, as the caller guarantees; each store writes one 32-byte CV.

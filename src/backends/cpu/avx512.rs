@@ -170,10 +170,7 @@ pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: 
 /// The seven rounds of the 16-lane kernel, all 32 vector registers named: the state in `zmm0` to
 /// `zmm15`, the message in `zmm16` to `zmm31` (`build.rs` writes the template, `lane_rounds`).
 /// Compiled from the generic rounds, LLVM kept copies of some vectors and moved them between
-/// registers. One thread of the H100 machine's Xeon, ours over upstream's speed
-/// (`examples/cpu_small.rs`, medians of six interleaved runs of 21 rounds), compiled -> this:
-/// 16 KiB 0.991x -> 1.007x, 64 KiB 0.978x -> 0.992x, 256 KiB 0.988x -> 0.991x, 1 MiB 0.981x ->
-/// 0.982x.
+/// registers; named registers avoid those moves (docs/performance.md).
 ///
 /// # Safety
 /// AVX-512F.

@@ -173,17 +173,7 @@ pub(crate) fn prefetch_for(len: usize) -> bool {
 /// The smallest request for which the kernels prefetch: this core's L2 cache where CPUID gives
 /// its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`]. Below
 /// L2's size the data of a repeated request sits in L2 and prefetching only costs; from it on,
-/// it gains on the Xeon and is even on the Zen 3. One thread, ours over upstream's speed
-/// (`examples/cpu_small.rs`, pinned, runs of 15 or 21 rounds, variants interleaved run by run):
-/// - The GPU machine's Xeon (2 MiB of L2, as CPUID and sysfs both say there), session 24:
-///   prefetching from 4 MiB (twice L2, the rule before), 2 MiB read 0.935-0.992x in seven runs
-///   on three hosts; from 512 KiB, 1 or 2 MiB, 0.990-1.071x in ten; 3 MiB 0.938-0.953x against
-///   1.043-1.047x (one host). 1 MiB (half of L2) read 0.96-1.04x prefetched or not, and
-///   prefetching from 512 KiB took 512 KiB from 1.007-1.029x to 0.967-0.995x.
-/// - The 2-core machine's EPYC (Zen 3, 512 KiB of L2), session 23, three runs of 21 rounds:
-///   prefetching from 512 KiB against from 4 MiB read 512 KiB 1.010, 1.029 and 1.011x against
-///   1.012, 1.020 and 1.014x (even), 768 KiB 1.021-1.037x against 1.007-1.013x, 1 MiB
-///   1.016-1.145x against 1.011-1.028x, 2 MiB 1.017-1.053x against 1.008-1.012x.
+/// it gains on Intel and is even on Zen 3 (docs/performance.md).
 #[inline(always)]
 pub(crate) fn prefetch_min_bytes() -> usize {
     use core::sync::atomic::{AtomicUsize, Ordering};
@@ -202,25 +192,15 @@ pub(crate) fn prefetch_min_bytes() -> usize {
 /// ([`prefetch_min_bytes`]): larger than a core's L2 cache (1 MiB on Zen 4, 2 MiB on Sapphire
 /// Rapids), so that data that may well sit in a cache already is not prefetched. There, the
 /// prefetches (one per lane and block) only cost: a 16 KiB input has no next group at all, and
-/// at 256 KiB every group's data is in L2. One thread, ours over upstream's speed
-/// (`examples/cpu_small.rs`, medians of interleaved runs), prefetching at every size -> from 4
-/// MiB only:
-/// - H200 machine's Xeon, four runs of 31 rounds: 16 KiB 0.999-1.010x -> 1.000-1.032x, 256 KiB
-///   0.981-0.994x -> 1.013-1.033x; three runs of 21 rounds on another host: 16 KiB
-///   0.985-0.992x -> 0.998-1.008x, 256 KiB 0.981-0.994x -> 0.984-0.991x. 4 and 16 MiB (which
-///   still prefetch) 1.03-1.04x either way.
-/// - 2-core EPYC (Zen 4), two runs of 21 rounds: 16 KiB 0.972-0.977x -> 0.974-1.000x, 256 KiB
-///   0.972-0.977x -> 0.996-1.003x.
+/// at 256 KiB every group's data is in L2 (docs/performance.md).
 ///
-/// Large inputs keep the prefetch: it is what took 64 MiB from 0.73x to 1.10x (see
-/// [`prefetch_address`]).
+/// Large inputs keep the prefetch (see [`prefetch_address`]).
 pub(crate) const PREFETCH_MIN_BYTES: usize = 4 << 20;
 
 /// What each lane prefetches as it loads a block: the same block of the input that the same lane
 /// of the next group will hash (`lanes * stride` bytes on), one whole group's time ahead. Data
-/// beyond the caches then arrives in time: measured on one thread of the 2-core machine, 64 MiB
-/// went from 0.73x upstream's speed (prefetching two blocks ahead within the chunk, as upstream
-/// does) to 1.10x, with no change at 1 MiB.
+/// beyond the caches then arrives in time, where prefetching two blocks ahead within the chunk,
+/// as upstream does, leaves large inputs well behind (docs/performance.md).
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 #[inline(always)]
 pub(crate) fn prefetch_address(lane_ptr: *const u8, stride: usize, lanes: usize) -> *const i8 {
@@ -274,10 +254,8 @@ unsafe fn compress_lanes<V: Lanes>(h: &mut [V; 8], m: &[V; 16], pre: &Prelude<V>
         // the rounds need all 32 vector registers of AVX-512 (16 state words and 16 message
         // words), and with the seven prelude vectors live as well the compiler spilled and
         // shuffled state and message words mid-round instead (93 register moves per two blocks
-        // in the 16-lane kernel, 64 this way). The loads cost nothing on the vector ports.
-        // Measured on the H200 machine's Xeon, one thread, ours over upstream's speed
-        // (`examples/cpu_small.rs`, medians of 21 interleaved runs, two runs): 8 KiB 0.962x and
-        // 0.965x -> 0.983x and 0.981x; 16 KiB and 256 KiB within the noise.
+        // in the 16-lane kernel, 64 this way). The loads cost nothing on the vector ports
+        // (docs/performance.md).
         let p = |i: usize| core::ptr::read_volatile(&pre.0[i]);
         let mut v =
             [h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], p(0), p(1), p(2), p(3), p(4), p(5), p(6), V::splat(flags)];
@@ -340,12 +318,8 @@ pub(crate) unsafe fn group_cvs<V: Lanes>(
         // count as constants: each lane's block is then an address with a constant offset from
         // one register. Left variable, the compiler recomputed every lane's address (a multiply
         // and a conditional move each) at every block, for want of registers to keep them in:
-        // about 200 scalar instructions a block in the 16-lane kernel, 28 this way. One thread,
-        // ours over upstream's speed (`examples/cpu_small.rs`, medians of 16 interleaved runs
-        // of 21 rounds, two runs in either order): on the 2-core machine's EPYC (Zen 3, AVX2)
-        // 64 KiB 1.00-1.02x -> 1.03-1.05x, 256 KiB 1.01-1.02x -> 1.05-1.06x, 1 MiB 1.02-1.04x ->
-        // 1.03-1.05x; on the H100 machine's Xeon (30 runs, twice) 64 KiB to 1 MiB within 0.5%,
-        // 4 MiB (prefetching) 1.018x -> 1.036x.
+        // about 200 scalar instructions a block in the 16-lane kernel, 28 this way
+        // (docs/performance.md).
         let whole = valid == V::N && stride == CHUNK_LEN;
         match (job.prefetch, whole) {
             (true, true) => full_blocks::<V, true>(&mut h, &pre, input, CHUNK_LEN, V::N, full, flags_of),
@@ -419,9 +393,7 @@ static LANE_INDEX: [u32; MAX_LANES] = {
 /// registers (a splat, plus the lane index from a constant) unless a lane's low word wraps:
 /// written to memory word by word and loaded as one vector, they made the first compression
 /// wait for those stores to reach the cache (a load that spans several stores is not forwarded
-/// from them), once per group. With `quads::row3`, on the H200 machine's Xeon, one thread
-/// against upstream (`examples/cpu_small.rs`, medians of ten interleaved runs): 2 KiB 0.901x ->
-/// 0.904x, 4 KiB 0.827x -> 0.833x, 16 KiB 0.905x -> 0.917x; small, but never behind.
+/// from them), once per group (docs/performance.md).
 ///
 /// # Safety
 /// The CPU must support `V`'s instruction set.

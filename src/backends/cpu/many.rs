@@ -37,8 +37,8 @@ const PAIR_JOB: Job<'static> = Job {
     flags_start: 0,
     flags_end: 0,
     last_block_len: BLOCK_LEN,
-    // Every level, as before prefetching became a choice (`prefetch_for`): the leaves may come
-    // from beyond the caches. Not measured without it for the levels above, which are in L2.
+    // Every level: the leaves may come from beyond the caches (`prefetch_for` decides
+    // elsewhere; the levels above, in L2, keep it for simplicity).
     prefetch: true,
 };
 

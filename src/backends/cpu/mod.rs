@@ -8,6 +8,18 @@
 //! cores (`rayon::join`) under the pool. A large subtree is reduced "wide": each half hands up
 //! `WIDE` CVs rather than one, so the parent levels between the leaves and its top stay whole
 //! SIMD groups and only its last four levels are narrow.
+//!
+//! Words used in this folder and in `core::rows`:
+//! - *lanes* (`lanes.rs`, with one vector type per instruction set in `sse41.rs`, `avx2.rs`,
+//!   `avx512.rs`): one input per vector lane, each state word transposed across 4, 8 or 16
+//!   equal-length inputs; the kernel for many chunks or parents at once.
+//! - *rows* (`core::rows`): one input's state as four 128-bit vectors, one per row of the 4x4
+//!   state; the fastest form for one block at a time. `A2` is such a row in an AVX2 function,
+//!   `Vl` one with AVX-512VL's one-instruction rotations.
+//! - *several messages per vector* (`quads.rs`): the row form on two to eight inputs at once,
+//!   one input per 128-bit lane of a 256- or 512-bit vector (`Multi` over a `Wide` vector;
+//!   `A2x2` and `Y2` are two inputs on AVX2, `Ymm` two on AVX-512VL, `Pair<V>` two vectors run
+//!   as independent chains): for small messages and the top levels of a small tree.
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
@@ -33,10 +45,8 @@ use crate::tree::{
 use lanes::{hash_groups, hash_rows, prefetch_for, Job};
 use std::str::FromStr;
 
-/// Chunks in a leaf on the thread pool: each is one task. Measured on the H200 machine's 16
-/// threads against `update_rayon` (interleaved, two runs): 64-chunk leaves ran 16 MiB at 0.97x
-/// and 64 MiB at 0.99x, where 256-chunk leaves ran 0.88x and 0.96x (a quarter as many tasks,
-/// so threads idle at the end while the last ones finish); 16- and 32-chunk leaves were slower.
+/// Chunks in a leaf on the thread pool: each is one task. Larger leaves leave threads idle at the
+/// end while the last ones finish, smaller ones cost more in tasks (docs/performance.md).
 const POOL_LEAF_CHUNKS: usize = 64;
 /// The same without the pool: larger, so that the last parent levels of a leaf, too narrow for
 /// whole SIMD groups, come once per MiB.
@@ -46,17 +56,15 @@ const SERIAL_LEAF_CHUNKS: usize = 1024;
 const WIDE: usize = 16;
 /// Subtrees on the pool smaller than this are reduced to one CV per half, not `WIDE`: with a
 /// leaf or two per thread, the reduction at the top is the critical path, and the scalar parent
-/// at each split ends sooner than a pass of `WIDE` parents. Measured on the H200 machine (16
-/// threads): wide reduction made 1 MiB 4% slower and 64 MiB 1-3% faster.
+/// at each split ends sooner than a pass of `WIDE` parents (docs/performance.md).
 const POOL_WIDE_MIN_CHUNKS: usize = 4096;
 
 std::thread_local! {
     /// The tree levels of a leaf: `SERIAL_LEAF_CHUNKS * 3 / 2` CVs at most, per thread.
     static LEVELS: std::cell::RefCell<Vec<Cv>> = const { std::cell::RefCell::new(Vec::new()) };
 }
-/// Inputs smaller than this never touch the thread pool. Measured on the H200 machine's 16
-/// threads (`b3accel bench`): at 256 KiB the pool ran at 6.05 GB/s against 6.70 on one thread
-/// (waking the workers costs more than they save there), at 1 MiB at 30 against 6.8 GB/s.
+/// Inputs smaller than this never touch the thread pool: below it, waking the workers costs more
+/// than they save (docs/performance.md).
 const PARALLEL_MIN_BYTES: usize = 512 * 1024;
 /// A run of chunks whose remainder after its first subtree is smaller than this is not split
 /// across cores.
@@ -243,7 +251,7 @@ impl CpuBackend {
         // Four inputs or fewer under AVX-512VL (a small input's chunks, the top parent levels):
         // what the loop below would choose, without the loop. Five to eight one-block inputs
         // (the 8-parent level of 16 chunks) too: as two interleaved chains of 512-bit rows
-        // rather than on the 8-lane kernel (`quads::rows_take` has the figures).
+        // rather than on the 8-lane kernel (`quads::rows_take` says why).
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         if self.evex && quads::rows_take(out.len(), blocks) {
             // SAFETY: `evex` is set only where the CPU has AVX-512F and VL; `for_groups` asserts
@@ -408,13 +416,8 @@ impl CpuBackend {
         // A complete subtree is two evened halves.
         let small = if chunks.is_power_of_two() { chunks / 2 } else { 1 << chunks.trailing_zeros() };
         let large = chunks - small;
-        // Measured on the 2-core machine's EPYC, one thread against upstream
-        // (`examples/cpu_small.rs`, three runs of 31 rounds of each way, interleaved):
-        // evened 24 KiB 0.998x against apart 0.977x, 40 KiB 0.995x against 0.980x, 48 KiB 0.997x
-        // against 0.986x, 12 KiB 1.047x against 1.019x, 72 KiB 0.999x against 0.993x; apart
-        // 9 KiB 1.001x against 0.986x, 17 KiB 1.009x against 0.991x, 20 KiB 1.021x against
-        // 1.013x. Evened wins where the smaller subtree's levels in registers outnumber the
-        // larger one's extra levels through memory.
+        // Evened wins where the smaller subtree's levels in registers outnumber the
+        // larger one's extra levels through memory (docs/performance.md).
         let evened = small == large || small * small > large.min(WIDE);
         self.with_leaf_cvs(input, first_chunk, key, flags, plan.prefetch, |mut level, mut next| {
             if evened {
@@ -500,10 +503,8 @@ impl CpuBackend {
 
     /// Runs `f` on the chunk CVs of `input` (one leaf of whole chunks) and on room for as many
     /// more (the next levels). Up to [`WIDE`] chunks the levels live on the stack: no
-    /// thread-local to look up and borrow (with the two shortcuts in `hash_lanes` and
-    /// `reduce`, measured on the H200 machine's Xeon, one thread against upstream,
-    /// `examples/cpu_small.rs`, medians of ten interleaved runs: 2 KiB 0.874x -> 0.897x, 4 KiB
-    /// 0.802x -> 0.825x, 16 KiB 0.887x -> 0.915x); above, in this thread's scratch buffer.
+    /// thread-local to look up and borrow, which small inputs feel (docs/performance.md); above,
+    /// in this thread's scratch buffer.
     fn with_leaf_cvs<R>(
         &self,
         input: &[u8],
@@ -562,9 +563,8 @@ impl CpuBackend {
             }
             if n / 2 == 1 && self.level > SimdLevel::Portable {
                 // One parent: the row form straight from the two CVs (`parent_cv`), not through
-                // the lane dispatch, a `Job` and a masked block load. On the Xeon
-                // (`examples/cpu_parts.rs`), the parent of two chunks took about 165 ns through
-                // `parent_cvs` and 105 ns this way, a compression there taking about 100 ns.
+                // the lane dispatch, a `Job` and a masked block load, which cost more than the
+                // compression itself (docs/performance.md).
                 next[0] = parent_cv(&level[0], &level[1], key, flags);
             } else {
                 self.parent_cvs(&level[..n - n % 2], key, flags, &mut next[..n / 2]);
@@ -708,10 +708,6 @@ fn use_threads(len: usize) -> bool {
 impl Backend for CpuBackend {
     fn info(&self) -> &DeviceInfo {
         &self.info
-    }
-
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
     }
 
     fn chunk_subtrees_capped(

@@ -355,13 +355,8 @@ fn y2_message<const CHAINS: usize>(
 /// writes the template, `row_rounds`), as [`y2_pair_rounds`] does for two chains, with b's
 /// rotations left in two parts as `compress::g_carry` does.
 ///
-/// One chain is bound by its latency, and on Zen 3 a rotation by two shifts and an `or` took
-/// 2.4-2.9 cycles where 2 were expected (the two shifts, ready at once, often issue one after the
-/// other): the template's seven rounds, looped in a C harness on the 2-core machine's EPYC, ran
-/// 216 cycles a block with the `or`s and 199 with the parts. Two KiB on one thread there, ours
-/// over upstream's speed (`examples/cpu_small.rs --single`, `B3_OFFSET=16`, medians of four
-/// interleaved processes): 1.008x -> 1.090x. With the `or`s, this loop had run at the speed of
-/// the compiled rounds (1.017x and 1.012x).
+/// One chain is bound by its latency, and a rotation by two shifts and an `or` costs more than
+/// the two parts it is split into here (docs/performance.md).
 ///
 /// # Safety
 /// AVX2.
@@ -401,32 +396,12 @@ unsafe fn y2_rounds(rows: &mut [Multi<Y2>; 4], q: [Multi<Y2>; 4]) {
 /// moved in memory (`build.rs` writes the template, `row_rounds`).
 ///
 /// Compiled from the generic rounds, two chains need 8 state rows, 8 message rows and the
-/// temporaries of the rotations and message moves, and AVX2 has 16 registers: LLVM spilled state
-/// rows too, so that a reload sat on the rounds' dependency chain, and unrolled all seven rounds
-/// (about 890 instructions a block). Here the state never leaves its registers, the message rows go
-/// through memory (their moves are off the chain, and loads and stores are what the vector ports
-/// have to spare), and the rounds are a loop (about 220 instructions of code against 5 KB
-/// unrolled). One thread of the 2-core machine's EPYC (Zen 3), 4 KiB, ours over upstream's speed
-/// (`examples/cpu_small.rs --single`, one figure per process, 10 processes interleaved): compiled
-/// 0.975-0.981 in 8, 0.995 and 1.029 in 2; this 1.061-1.069 in 8, 1.042 and 0.963 in 2. That is
-/// with the other vCPU idle: load there slows hashing here by 10-15%, as a sibling thread of one
-/// core would, and with it both ran 4 KiB at 0.96-0.99x; in `b3accel bench` (eight runs of each
-/// over 40 minutes of changing load) 4 KiB went from 0.908-1.008x (median 0.973x) to 0.817-1.078x
-/// (median 0.950x). Which resource the two chains then lack (the loads and stores of the message,
-/// the shared scheduler) is not known yet. Tried on the way: the same template unrolled, the
-/// message moved at the start of each round or spread over it, 0.85-1.02 by process; the generic
-/// rounds as a loop, 0.93; every round's message rows made before the rounds and read from memory
-/// (rounds compiled without a spill), 0.91.
-///
-/// Since session 21 each chain holds one message row in a register across two of the next rows
-/// it makes (`row_rounds`), so that their blends read the other row straight from memory: 123
-/// instructions a round for the two chains where there were 131 (upstream's four-input loop has
-/// 129). On the Zen 3, 4 KiB, ours over upstream's speed: `cpu_small` (`B3_OFFSET=16`, medians
-/// of six interleaved processes of 15 rounds, two runs) in batches 0.974-0.986x -> 1.044-1.046x,
-/// one call at a time 0.980-0.984x -> 1.017-1.023x; `b3accel bench --backend cpu --no-merkle
-/// --max-size 1M`, eight runs of each build interleaved, 0.933-1.054x (median 0.960x) ->
-/// 0.952-1.034x (median 0.993x). Unrolled by two rounds (no swap of `{m}` and `{n}`), the same
-/// moves ran 1.002x and 0.992x in the turns where this ran 1.046x and 1.023x.
+/// temporaries of the rotations and message moves, and AVX2 has 16 registers: LLVM spills state
+/// rows, putting a reload on the rounds' dependency chain. Here the state never leaves its
+/// registers, the message rows go through memory (their moves are off the chain, and loads and
+/// stores are what the vector ports have to spare), and the rounds are a loop. Each chain holds
+/// one message row in a register across two of the next rows it makes, so that their blends
+/// read the other row straight from memory (docs/performance.md).
 ///
 /// # Safety
 /// AVX2.
@@ -655,41 +630,10 @@ impl<V: Wide> Wide for Pair<V> {
 /// place from the round before's by eleven ([`permute_msg`]: six `shufps`/`pshufd`/`punpckldq`,
 /// one cycle each, and five blends, which need not take the shuffle port).
 ///
-/// Measured against gathering each round's rows from the quarters with one to three two-source
-/// `vpermt2d` per row (seven a round; three cycles each, on port 5 on Intel), main at c1de909,
-/// `examples/cpu_small.rs` (one thread, ours over upstream's speed, medians of 16 interleaved
-/// runs on the H200 machine's Xeon, 12 on the 2-core machine's EPYC):
-///
-/// | size | Xeon gathers | Xeon in place | EPYC gathers | EPYC in place |
-/// |---|---|---|---|---|
-/// | 2 KiB (256-bit rows) | 0.905 | 0.957 | 0.948 | 0.969 |
-/// | 4 KiB (512-bit rows) | 0.827 | 0.945 | 1.005 | 1.061 |
-/// | 8 KiB | 0.870 | 0.917 | 0.952 | 0.963 |
-/// | 16 KiB | 0.912 | 0.937 | 0.961 | 0.970 |
-///
-/// A second Xeon run with every row form moving its message in place (20 runs, e9b9e30's CPU
-/// code): 2 KiB 0.915 -> 0.978, 4 KiB 0.896 -> 0.983, 8 KiB 0.938 -> 0.949, 16 KiB 0.929 ->
-/// 0.952; on the EPYC (16 runs) 2 KiB 0.948 -> 0.968, 4 KiB 1.002 -> 1.056, 8 KiB 0.951 -> 0.960, 16 KiB 0.956 -> 0.968.
-///
-/// Four chunks' CVs went from about 1310 ns to 1080-1160 ns on the Xeon (`examples/cpu_parts.rs`),
-/// against 1050 ns for one chunk on 128-bit rows. Tried with it and dropped: rounds 1-6 as a
-/// loop (4 KiB 0.893x on the Xeon, 2 KiB 0.929x; 1.054x and 0.942x on the EPYC), and the moves
-/// written with AVX-512's merge-masked `pshufd` (nine instructions a round, eight of them
-/// shuffles: 4 KiB 0.912x, 2 KiB 0.944x on the Xeon; as fast on the EPYC). Earlier tries at
-/// moving the message between rounds (a fixed `vpermt2d` gather from the previous round's rows,
-/// seven a round) lost to the gathers from the quarters (4 KiB 0.772x against 0.802x).
-///
-/// Also tried and dropped (commit 99d8638, unmerged; `examples/cpu_small.rs`, medians of eight
-/// interleaved runs of 15 rounds):
-/// - Four inputs on the transposed 4-lane kernel in EVEX encoding (16 state and 16 message
-///   vectors in `xmm0-31`, `vprord` rotations; the form of upstream's C `hash4_avx512`; the Rust
-///   crate runs upstream's assembly instead, whose 4-input path is these 512-bit rows). It has
-///   no shuffles in its rounds, but 112 instructions a round against these rows' 41: 4 KiB ran at
-///   0.544x upstream's speed against 0.840x on the Xeon, and at 0.83x against 0.96x (two 256-bit
-///   chains) on the 2-core machine's EPYC. Two 256-bit chains on the Xeon: 0.667x.
-/// - Each round's rows gathered one round ahead, after the previous round's diagonals (the
-///   place of upstream's in-place message permutation): 4 KiB 0.857x against 0.841x, 2 KiB
-///   0.916x against 0.914x on the Xeon; within the noise.
+/// Moving the message in place beats gathering each round's rows from the quarters with
+/// `vpermt2d` (three cycles each, on port 5 on Intel) at every size from 2 to 16 KiB; the
+/// transposed 4-lane kernel, with 112 instructions a round against these rows' 41, is slower
+/// still (docs/performance.md).
 #[derive(Clone, Copy)]
 struct Multi<V>(V);
 
@@ -858,19 +802,9 @@ unsafe fn multi_cvs<V: Wide>(input: *const u8, stride: usize, blocks: usize, val
 /// chains of 512-bit rows, `Pair<__m512i>`) when each is one block (the 8-parent level of 16
 /// chunks).
 ///
-/// The 8-lane kernel had taken the eight parents in about the time of two four-input chains of
-/// 512-bit rows one after the other (f2cc692: 16 KiB within the noise on the Xeon, behind on
-/// the EPYC); interleaved, each chain fills the other's latency. Measured on the H200 machine's
-/// Xeon, one thread, ours over upstream's speed at 16 KiB (`examples/cpu_small.rs`, medians of
-/// 20, 30 and 40 interleaved runs in three runs; main 0ee75fd against this): 0.968x -> 0.976x,
-/// 0.907x -> 0.925x, 0.958x -> 0.970x; on the 2-core machine's EPYC (16 runs, twice) 0.966x ->
-/// 0.970x and 0.964x -> 0.966x, within the noise. No other size takes this path.
-///
-/// Tried and dropped: five to eight whole chunks on the pair too, on Intel only (Zen 4 runs each
-/// 512-bit instruction as two 256-bit halves, so the rows' 82 instructions a round cost it more
-/// than the 8-lane kernel's 112 256-bit ones). On the Xeon 8 KiB went from 0.869x to 0.921x in
-/// one run, but from 0.955x to 0.923x in the next: the pair held 0.92x where the 8-lane kernel
-/// ran 0.95x in three of four runs.
+/// Interleaved, each chain fills the other's latency; eight parents on the pair run at least as
+/// fast as on the 8-lane kernel. Whole chunks stay on the lane kernels, which are as fast or
+/// faster for five to eight of them (docs/performance.md).
 pub(crate) fn rows_take(inputs: usize, blocks: usize) -> bool {
     inputs <= 4 || (inputs <= MAX_N && blocks == 1)
 }
@@ -880,9 +814,7 @@ pub(crate) fn rows_take(inputs: usize, blocks: usize) -> bool {
 /// else four at a time (a last three too) on 512-bit rows, or with `split` as two chains of
 /// 256-bit rows (see `platform::prefers_256_bit_rows`); a last two on 256-bit rows; a last one
 /// on 128-bit rows ([`hash_rows`]). Two inputs on 256-bit rows take about the time of one on 128-bit
-/// rows, where 512-bit rows with two lanes idle took half again as long: a 2 KiB input (two
-/// chunks) went from 0.67x to 0.88x upstream's speed on one thread of the 2-core machine (AMD
-/// EPYC, AVX-512; probe `examples/cpu_small.rs`, medians of 41 interleaved rounds).
+/// rows, where 512-bit rows with two lanes idle take half again as long (docs/performance.md).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512VL; the input layout is as for [`for_groups`].
@@ -904,8 +836,8 @@ pub(crate) unsafe fn hash_quads(input: &[u8], stride: usize, blocks: usize, job:
 /// [`hash_quads`] for CPUs with AVX2 but not AVX-512VL: four inputs at a time (a last three
 /// too) as two chains of 256-bit rows, a last two on 256-bit rows, a last one on 128-bit rows.
 /// For the groups of two to four that the 8-lane kernel leaves: a small input's chunks (2 KiB
-/// to 7 KiB) and the top levels of every tree, where the 4-lane kernel ran 2 KiB at 0.55-0.63x
-/// upstream's speed on one thread of the 2-core machine's EPYC (Zen 3, AVX2).
+/// to 7 KiB) and the top levels of every tree, where the 4-lane kernel is much slower
+/// (docs/performance.md).
 ///
 /// # Safety
 /// The CPU must support AVX2; the input layout is as for [`for_groups`].
@@ -1065,15 +997,8 @@ impl Level for Pair<__m512i> {
 /// compressed under `key` with `flags | PARENT`, the top node with `top_flags` added too (ROOT
 /// for a whole input's root hash): every parent level on rows, the lowest loaded from `cvs`, each
 /// one above moved there in registers ([`Level`]). No level goes through memory, the lane
-/// dispatch, or a `Job`: on the H200 machine's Xeon each level above 16 chunks had cost about
-/// 80-100 ns that way, against about 65 for one compression. `split` as for [`hash_quads`].
-///
-/// Measured with the CPU backend's `subtree_top` (which ended a whole input's tree here, its root
-/// included, before [`chunks_top`]) and the kernels writing each CV whole ([`Wide::store_cvs`]), against main at
-/// 77511bb: on the H200 machine's Xeon, one thread, ours over upstream's speed
-/// (`examples/cpu_small.rs`, three runs of 21 interleaved rounds, run 43 of session 14), 2 KiB
-/// 0.966-0.969x -> 1.013-1.031x, 4 KiB 0.966-0.973x -> 1.001-1.003x, 8 KiB 0.963-0.964x ->
-/// 0.997-1.011x, 16 KiB 0.936-0.969x -> 0.973-1.004x; 64 B, 1 KiB and 256 KiB unchanged.
+/// dispatch, or a `Job`: each level through them costs more than the compression itself
+/// (docs/performance.md). `split` as for [`hash_quads`].
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512VL.
@@ -1108,13 +1033,8 @@ pub(crate) unsafe fn subtree_top(cvs: &[Cv], key: &[u32; 8], flags: u32, top_fla
 ///   straight from there (a parent's block is the words of an even lane, then of the odd lane
 ///   after it). Eight CVs are then made rows for the four parents above ([`eight_up`]).
 ///
-/// Measured against the chunks on the lane dispatch, their CVs stored, then [`subtree_top`]
-/// (which ran sixteen chunks' eight parents on two chains of 512-bit rows), on the 2-core
-/// machine's EPYC (Zen 4), one thread, ours over upstream's speed, each call timed alone in turns
-/// with upstream's as `b3accel bench` does (`examples/cpu_small.rs --single 11`, two runs): 2 KiB
-/// 0.991x -> 1.001x, 4 KiB 1.085-1.092x -> 1.128-1.136x, 8 KiB 1.006x -> 1.025-1.031x, 16 KiB
-/// 0.985-0.988x -> 1.015x (2674-2683 ns -> 2594-2614 ns a call). In batches of calls
-/// (three runs of 21 rounds), 2 KiB took 1077-1078 ns -> 1048-1053 ns.
+/// Against storing the chunks' CVs and calling [`subtree_top`], this saves the round trip
+/// through memory at every size from 2 to 16 KiB (docs/performance.md).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512VL.
@@ -1346,66 +1266,7 @@ unsafe fn sixteen_chunks_up(
 }
 
 /// Two whole chunks' CVs on one chain of 256-bit rows, as [`multi_cvs`] gives them, two blocks
-/// a loop turn. In the all-features `b3accel` binary, one block a turn ran 2 KiB at 0.980-0.985x
-/// upstream's speed in every one of ten `b3accel bench` runs on the 2-core EPYC, where the
-/// CPU-only build of the same code ran 1.021x and `examples/cpu_small.rs` 1.02x; two a turn,
-/// eight runs gave 0.989x or 1.021x (bimodal from process to process, so something placed at
-/// run time, not the code alone).
-///
-/// Explained in session 27: the two modes were the bench's, not this function's. `b3accel bench`
-/// set each series' batch length from the time of its first call, and where that call took 20 us or
-/// more (a first use can pay for paging code in and for lazy set-up), the series was timed one call
-/// a sample for the whole process: the clock's own cost and a cold start in every sample, ours
-/// about 5% slower where it happened to our series. Set from the fastest of three warm calls since,
-/// 2 KiB read 1.020-1.030x in six of six runs on the Xeon, where the old bench read 0.968-0.974x in
-/// three and 1.026-1.029x in three, interleaved on the same host. The search before that:
-///
-/// What is known of it (session 22, the GPU machine's Xeon, Emerald Rapids, CPU-only `b3accel`
-/// builds of `437ea6a`'s code, `bench --backend cpu --no-merkle --max-size 2K`, five hosts):
-/// - In 71 unpinned runs, 2 KiB read 0.968-1.041x, median 0.991x, 38 below 1.0: two modes,
-///   about 0.98x and 1.03x, one per process. Upstream's time is the same in both; ours is about
-///   4.8% longer in the slow one (e.g. 1045 against 997 ns). 1 KiB (one chunk, `rows`) read
-///   1.055-1.067x in every run, slow mode or not.
-/// - With the calling thread and the one-thread pool's worker on one CPU (`taskset -c N` for the
-///   whole process, or both threads pinned to the caller's CPU), 21 runs read 0.989-1.081x,
-///   median 1.030x, 2 below 1.0. With the worker pinned away from the caller, 3 of 4 were slow.
-/// - (Session 24, `466c993`, placements in turn.) On one host, the whole process on one CPU
-///   (`taskset -c 2`) read 1.026-1.032x in seven of eight runs, on two (`taskset -c 2,3` or
-///   `2,9`) or on all with `RAYON_NUM_THREADS=1` 0.94-1.03x, medians 0.970-0.975x. On the next
-///   host one CPU was fast in four of six runs, two CPUs in two of six; a single-threaded fill
-///   of the input, or no series timed on the bench's main thread, kept both modes. Placement
-///   tips the odds on some hosts; it does not decide.
-/// - Not the cause: this function's place in the binary (64-byte aligned like `cpu_small`'s,
-///   the same machine code at the same offsets: still bimodal), address-space randomisation
-///   (`setarch -R`: still bimodal), the input's or the stack's page offsets (the same in fast and
-///   slow runs), a migration during the timing (none), other threads' work during it (none),
-///   dirty upper halves of zmm16-31 (no change in `cpu_small`).
-/// - `examples/cpu_small.rs --single` read 1.015-1.031x in every one of about 30 processes on the
-///   same hosts.
-///
-/// Upstream's two-input loop is a loop over rounds (about 50 instructions, 300 bytes of code);
-/// this one is 14 rounds unrolled, 3.5 KB a turn. A front end shared with another thread of the
-/// host core (which the guest cannot see) would tell them apart; that is a guess, not measured.
-/// Two variants, each interleaved run by run with this form in one device call:
-/// - the rounds as a loop (`all_rounds` with a loop over rounds 1-6, for `Ymm` only): 2 KiB
-///   0.946-0.956x in six of six runs, no slow mode but slower than it (`cpu_small` 0.983x);
-/// - one block a turn (1.7 KB): 0.972-1.024x over 14 runs, median about 1.0x, where this form
-///   read 0.977-1.069x (median 0.982x) in the same turns; still two modes. Neither kept.
-/// - (Session 23.) The rounds as an `asm!` loop much like upstream's (state and message rows in
-///   `ymm0`-`ymm13`, `vprord`, the next round's rows made in registers; about 50 instructions
-///   a round, 300 bytes): eight runs of each build interleaved on one host where this form was
-///   in its slow mode in every run, 2 KiB 0.969-0.980x (median 0.973x) against 0.970-0.990x
-///   (median 0.976x). `examples/cpu_parts.rs` on another host, two processes of each: the two
-///   chunk CVs took 977-978 ns against 1007-1037 ns, but the whole hash read 0.984x and 0.995x
-///   upstream against 1.024x and 1.029x. Not kept. The code's shape is then not what sets the
-///   two modes, and the chain of 16 blocks plus a parent is the same latency for both sides: at
-///   2 KiB, ours and upstream's differ by what surrounds the rounds and by where the process
-///   runs.
-/// - (Session 26.) The two chunks in the tree module instead, as for 1025 to 2047 bytes
-///   (`core::rows::chunk_and_tail` with a whole second chunk, the root from registers): 2.8%
-///   slower in `cpu_small` on both machines; in the bench 2 KiB 0.946-1.000x (median 0.996x)
-///   against this form's 0.962-0.981x in the same eight turns, and 4 KiB, untouched, fell from
-///   1.020x to 0.980x. Not kept.
+/// a loop turn: the 2 KiB path, at upstream's speed in `b3accel bench` (docs/performance.md).
 ///
 /// # Safety
 /// AVX-512F and VL; two whole chunks are readable at `p`.

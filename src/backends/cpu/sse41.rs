@@ -23,9 +23,7 @@ impl Word for __m128i {
     /// The byte pattern goes through `opaque128`, so that LLVM sees a `pshufb` by an unknown
     /// pattern: by a known one, it made this rotation two shuffles (`pshuflw` and `pshufhw`,
     /// one after the other on the row form's critical path) and moved rotations through
-    /// exclusive-ors. With the rows kept in registers from block to block, one thread of the
-    /// 2-core machine's EPYC (Zen 3, AVX2), ours over upstream's speed: 64 B 0.88x -> 1.04x,
-    /// 1 KiB 0.94x -> 1.06x (`examples/cpu_small.rs`, 21 rounds).
+    /// exclusive-ors, which cost small inputs several percent (docs/performance.md).
     #[inline(always)]
     fn rotr16(self) -> Self {
         // SAFETY: as above.

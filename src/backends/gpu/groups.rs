@@ -13,11 +13,8 @@ pub(crate) const MIN_GROUP_CHUNKS: u64 = 32;
 /// to spread them over at least MIN_CHUNK_GROUPS groups, never below MIN_GROUP_CHUNKS chunks
 /// each (nor below `wg` where that is smaller).
 ///
-/// Measured on an NVIDIA H200 through Vulkan (driver 580; `examples/wgpu_probe.rs resident --mib
-/// 1,4,16`, the hashing passes by timestamp queries, medians of 20 calls): workgroups of 256
-/// chunks 40.8 / 46.0 / 47.6 µs at 1 / 4 / 16 MiB, at least 32 chunks 32.2 / 37.4 / 39.3 µs. At
-/// 64 MiB (256 workgroups already) workgroups of 64 chunks were slower (wall 147 against 124-138
-/// µs); 8 chunks a workgroup did no better than 32.
+/// Groups of at least 32 chunks spread small inputs for about a fifth less pass time at 1-16 MiB;
+/// smaller groups gain nothing (docs/performance.md).
 pub(crate) fn chunk_group_shift(n: u64, wg: u64) -> u32 {
     let mut shift = 0;
     while (wg >> shift) > MIN_GROUP_CHUNKS && n.div_ceil(wg >> shift) < MIN_CHUNK_GROUPS {

@@ -18,7 +18,7 @@ pub(crate) struct MerklePass {
 /// (every level of a group keeps whole SIMD units at work); smaller ones as far as a group goes,
 /// where one dispatch less saves more than the idle invocations of the group's last levels cost.
 ///
-/// On an NVIDIA H200, 2^25 leaves with 4 bulk levels are 4 dispatches this way (2^25, 2^21,
+/// For example, 2^25 leaves with 4 bulk levels are 4 dispatches this way (2^25, 2^21,
 /// 2^17, 2^8 nodes) against 7 with 4 levels throughout.
 pub(crate) const LARGE_LEVEL: u64 = 1 << 18;
 

@@ -2,6 +2,8 @@
 //! workers) and the `Backend` trait on host memory.
 
 use super::context::{self, BuildConfig, Limits};
+use super::device::{HostUploads, OpenDevice};
+use super::errors::cl_err;
 use super::options::OpenClOptions;
 use super::profile::Prof;
 use super::worker::{Worker, RESULT_SLOTS};
@@ -34,69 +36,31 @@ use std::time::Instant;
 pub struct OpenClBackend {
     // Workers first: their buffers are released before the context goes.
     pool: Pool<Worker>,
-    pub(super) info: DeviceInfo,
-    pub(super) device_id: core::DeviceId,
-    pub(super) context: ocl::Context,
-    pub(super) queue: ocl::Queue,
-    pub(super) program: core::Program,
-    pub(super) config: BuildConfig,
+    /// The opened device, which the workers read.
+    pub(super) dev: OpenDevice,
     build_log: String,
-    pub(super) limits: Limits,
-    pub(super) segment_bytes: usize,
-    pub(super) max_alloc_bytes: u64,
-    pub(super) streaming_stores: bool,
-    /// Segments in flight when streaming host inputs.
-    pub(super) staging_slots: usize,
-    /// How host inputs reach the device.
-    pub(super) host_uploads: HostUploads,
     /// PoCL: calls are serialised, see [`OpenClBackend::with_worker`].
     serialize: bool,
-    /// Levels per Merkle dispatch while levels are large.
-    pub(super) merkle_levels: u32,
-    /// Poll events instead of blocking on them.
-    pub(super) spin_wait: bool,
-    /// Read results into pinned host memory.
-    pub(super) pinned_results: bool,
 }
 
 impl std::fmt::Debug for OpenClBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenClBackend")
-            .field("device", &self.info.device)
-            .field("name", &self.info.name)
-            .field("chunk_work_group", &self.config.chunk_wg)
-            .field("parent_work_group", &self.config.parent_wg)
-            .field("merkle_work_group", &self.config.merkle_wg)
-            .field("staged_loads", &self.config.staged)
-            .field("chunk_levels", &self.config.chunk_levels)
-            .field("segment_bytes", &self.segment_bytes)
+            .field("device", &self.dev.info.device)
+            .field("name", &self.dev.info.name)
+            .field("chunk_work_group", &self.dev.config.chunk_wg)
+            .field("parent_work_group", &self.dev.config.parent_wg)
+            .field("merkle_work_group", &self.dev.config.merkle_wg)
+            .field("staged_loads", &self.dev.config.staged)
+            .field("chunk_levels", &self.dev.config.chunk_levels)
+            .field("segment_bytes", &self.dev.segment_bytes)
             .finish()
-    }
-}
-
-/// The converse of a driver error: out of memory where the driver says so, else a device error.
-pub(crate) fn cl_err(device: Device, what: &str, e: ocl::core::Error) -> Error {
-    use ocl::core::Status::*;
-    match e.api_status() {
-        Some(
-            CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY | CL_INVALID_BUFFER_SIZE,
-        ) => Error::OutOfMemory { device, detail: format!("{what}: {e}") },
-        _ => Error::Device { device, detail: format!("{what}: {e}") },
     }
 }
 
 /// The environment variable that picks how host inputs reach an OpenCL device by default:
 /// `host` (wrapped in place) or `staging` (copied into pinned buffers first).
 pub(crate) const UPLOAD_ENV: &str = "B3ACCEL_OPENCL_UPLOAD";
-
-/// How host inputs reach the device (`OpenClOptions::host_ptr_uploads`): wrapped in place,
-/// always, or per call ([`HostUploads::Auto`], see [`OpenClBackend::wraps_in_place`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum HostUploads {
-    Wrap,
-    Stage,
-    Auto,
-}
 
 /// The option, else [`UPLOAD_ENV`], else per call.
 fn host_uploads(options: &OpenClOptions) -> Result<HostUploads> {
@@ -235,17 +199,13 @@ impl OpenClBackend {
             None => merkle_span.saturating_sub(5).max(1),
         };
         let spin_wait = options.spin_wait.unwrap_or(false);
-        Ok(OpenClBackend {
-            // Workers are kept as long as the backend lives; all are alike.
-            pool: Pool::new(max_workers, max_workers, |_| 0),
+        let dev = OpenDevice {
             info,
             device_id,
             context,
             queue,
             program,
             config,
-            build_log,
-            serialize: limits.is_pocl,
             limits,
             segment_bytes,
             max_alloc_bytes: options.max_alloc_bytes.unwrap_or(u64::MAX),
@@ -255,6 +215,13 @@ impl OpenClBackend {
             merkle_levels,
             spin_wait,
             pinned_results: options.pinned_results.unwrap_or(true),
+        };
+        Ok(OpenClBackend {
+            // Workers are kept as long as the backend lives; all are alike.
+            pool: Pool::new(max_workers, max_workers, |_| 0),
+            serialize: dev.limits.is_pocl,
+            dev,
+            build_log,
         })
     }
 
@@ -267,7 +234,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn context(&self) -> &ocl::Context {
-        &self.context
+        &self.dev.context
     }
 
     /// An in-order queue on the backend's device, for your own commands (filling buffers to
@@ -287,7 +254,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn queue(&self) -> &ocl::Queue {
-        &self.queue
+        &self.dev.queue
     }
 
     /// The OpenCL device.
@@ -298,7 +265,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn cl_device(&self) -> ocl::Device {
-        ocl::Device::from(self.device_id)
+        ocl::Device::from(self.dev.device_id)
     }
 
     /// The segment size host inputs stream through, in bytes (a worker may fall back to smaller
@@ -310,7 +277,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn segment_bytes(&self) -> usize {
-        self.segment_bytes
+        self.dev.segment_bytes
     }
 
     /// The kernels' configuration: chunk and parent work-group sizes and whether loads are staged
@@ -323,7 +290,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn kernel_config(&self) -> (usize, usize, bool) {
-        (self.config.chunk_wg, self.config.parent_wg, self.config.staged)
+        (self.dev.config.chunk_wg, self.dev.config.parent_wg, self.dev.config.staged)
     }
 
     /// The tree levels the chunk kernel reduces inside a work-group for a run of `chunks` full
@@ -336,7 +303,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn chunk_levels(&self, chunks: u64) -> u32 {
-        self.config.levels_for(chunks)
+        self.dev.config.levels_for(chunks)
     }
 
     /// The compiler's log from building the kernels (empty where the driver said nothing; with
@@ -393,8 +360,8 @@ impl OpenClBackend {
         prof: &mut Option<&mut Prof>,
     ) -> Result<()> {
         let n = (input.len() / CHUNK_LEN) as u64;
-        if n <= max_chunks && input.len() <= DIRECT_MAX.min(self.segment_bytes) {
-            return self.with_worker(|w| w.hash_run_direct(self, input, first_chunk, domain, out, prof));
+        if n <= max_chunks && input.len() <= DIRECT_MAX.min(self.dev.segment_bytes) {
+            return self.with_worker(|w| w.hash_run_direct(&self.dev, input, first_chunk, domain, out, prof));
         }
         self.with_worker(|w| w.stream(self, input, first_chunk, max_chunks, domain, out, prof))
     }
@@ -405,20 +372,16 @@ impl OpenClBackend {
     /// where the call runs on a pool of at most an eighth of the machine's threads, as a GPU in a
     /// device list with the CPU does (`spread::copy_threads`).
     ///
-    /// Staging copies on the calling pool's threads, wrapping leaves the copy to the driver. On
-    /// the H200 machine (NVIDIA 580, 16 threads; `examples/host_spread.rs`, run 28 of session 12,
-    /// two rounds of three, medians): the GPU alone from host memory, 1 GiB / 4 GiB, 33-35 /
-    /// 40-45 GB/s staged on 16 threads against 10-12 / 10-11 GB/s wrapped, which did not grow
-    /// with 2 or 4 threads wrapping at once; the CPU and the GPU together, against the CPU alone
-    /// in the same rounds: 1 GiB 37-46 GB/s staged (0.68-0.85x) against 54 wrapped (0.92-0.97x),
-    /// 4 GiB 43-47 staged (0.85-0.87x) against 56-60 wrapped (1.05-1.15x).
+    /// Staging copies on the calling pool's threads, wrapping leaves the copy to the driver:
+    /// staging is about 3x faster for the GPU alone, wrapping leaves the cores to the CPU's
+    /// share when both hash (docs/performance.md).
     pub(super) fn wraps_in_place(&self) -> bool {
-        match self.host_uploads {
+        match self.dev.host_uploads {
             HostUploads::Wrap => true,
             HostUploads::Stage => false,
             HostUploads::Auto => {
                 let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
-                self.limits.is_cpu || rayon::current_num_threads() * 8 <= machine
+                self.dev.limits.is_cpu || rayon::current_num_threads() * 8 <= machine
             }
         }
     }
@@ -429,7 +392,7 @@ impl OpenClBackend {
     pub(super) fn with_worker<T>(&self, f: impl FnOnce(&mut Worker) -> Result<T>) -> Result<T> {
         self.pool.with(
             |_| true,
-            || Worker::new(self),
+            || Worker::new(&self.dev),
             |w| {
                 // PoCL's CPU drivers cache each kernel's compiled work-group function per
                 // (kernel, local size), and also key it by the widest grid it was launched with;
@@ -446,7 +409,7 @@ impl OpenClBackend {
     }
 
     pub(super) fn domain_err(&self, what: &str, e: ocl::core::Error) -> Error {
-        cl_err(self.info.device, what, e)
+        cl_err(self.dev.info.device, what, e)
     }
 }
 
@@ -468,13 +431,12 @@ fn initial_config(device: Device, limits: &Limits, options: &OpenClOptions) -> R
     let mut config = BuildConfig {
         chunk_wg: pick(options.chunk_work_group, "chunk", 256)?,
         parent_wg: pick(options.parent_work_group, "parent", 256)?,
-        // 128 work-items (256 nodes) and 3 levels per dispatch on large levels: on an H200 the root
-        // of 2^25 device-resident leaves took 1.287 ms of kernel time, against 1.306 ms with 256
-        // work-items and 3 levels, 1.319 ms with 256 and 4, and 1.681 ms with 64 and 2.
+        // 128 work-items (256 nodes) and 3 levels per dispatch on large levels: the fastest
+        // Merkle root of the shapes measured (docs/performance.md).
         merkle_wg: pick(options.merkle_work_group, "merkle", 128)?,
         // Direct loads: each work-item's 64-byte block reads use whole 32-byte sectors, and the L1
-        // cache serves the rest of the line. Measured on an H200 (NVIDIA OpenCL, driver 580) at
-        // 1 GiB: 1.51 TB/s direct against 1.29 TB/s staged through local memory (256-chunk groups).
+        // cache serves the rest of the line: faster than staging through local memory
+        // (docs/performance.md).
         staged: options.staged_loads.unwrap_or(false),
         chunk_levels: options.chunk_levels,
         extra_options: options.build_options.clone(),
@@ -510,25 +472,20 @@ fn default_segment(limits: &Limits) -> usize {
 
 impl Backend for OpenClBackend {
     fn info(&self) -> &DeviceInfo {
-        &self.info
+        &self.dev.info
     }
 
     /// A GPU pays per dispatch and per transfer, so the incremental hasher hands over large
     /// batches: a segment, at most 32 MiB.
     fn batch_len(&self) -> usize {
-        self.segment_bytes.clamp(64 << 10, 32 << 20)
-    }
-
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
+        self.dev.segment_bytes.clamp(64 << 10, 32 << 20)
     }
 
     /// One pipeline for the whole run: the tree module caps the subtrees where an input is
     /// exactly a power of two of chunks (it needs the root's two children), and the default, one
     /// `chunk_subtrees` call per capped piece, would drain and refill the streaming pipeline
     /// between the pieces. The one stream's segments are no longer than a piece, and merge per
-    /// piece. On an H200, 1 GiB from host memory through `hash_on`: 23.4 ms (45.9 GB/s, median
-    /// of 7) in one stream, against 41.5 GB/s as two.
+    /// piece (about 10% faster than one stream per piece; docs/performance.md).
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],

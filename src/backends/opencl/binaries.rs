@@ -4,7 +4,7 @@
 //! instead of compiling the source. A binary the driver refuses is rebuilt from source and
 //! overwritten; a cache never fails an open.
 
-use super::context::{compile, SOURCE};
+use super::program::{compile, SOURCE};
 use crate::backends::gpu::cache_file::CacheFile;
 use crate::tree::Device;
 use ocl::core::{self, DeviceId};

@@ -1,8 +1,9 @@
 //! Finding OpenCL devices, describing them, and building the kernels for one of them (or loading
 //! the program binary cached when they were last built).
 
-use super::backend::cl_err;
 use super::binaries;
+use super::errors::cl_err;
+use super::program::{compile, SOURCE};
 use crate::backends::gpu::groups::chunk_group_shift;
 use crate::backends::stderr::quiet;
 use crate::tree::{BackendKind, Device, DeviceInfo, DeviceKind, Error, Result};
@@ -11,10 +12,6 @@ use ocl::core::{
 };
 use std::ffi::CString;
 use std::sync::OnceLock;
-
-/// The kernels' source: the constants build.rs generated from src/constants.rs, then the shader.
-pub(crate) const SOURCE: &str =
-    concat!(include_str!(concat!(env!("OUT_DIR"), "/constants.cl")), include_str!("../../../shaders/blake3.cl"));
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.
 const PLATFORM_NOT_FOUND: i32 = -1001;
@@ -171,9 +168,9 @@ impl BuildConfig {
     /// The tree levels the chunk kernel reduces inside a work-group for a run of `n` chunks: each
     /// node it writes stands for 2^this many chunks. Unless fixed by the options: the fewest
     /// dispatches in all, and among those the fewest levels, but no fewer than leave 32 nodes
-    /// per group (a whole NVIDIA warp's worth of work on the last level the group reduces). On
-    /// an H200 with 256-chunk groups that is 3 levels for 1 GiB (2^17 nodes, then two parent
-    /// dispatches as with all 8 levels) and all 8 for 64 MiB (where 3 would take a dispatch more).
+    /// per group (a whole NVIDIA warp's worth of work on the last level the group reduces). With
+    /// 256-chunk groups that is 3 levels for 1 GiB (2^17 nodes, then two parent dispatches as
+    /// with all 8 levels) and all 8 for 64 MiB (where 3 would take a dispatch more).
     pub fn levels_for(&self, n: u64) -> u32 {
         let all = self.group_chunks(n).max(1).ilog2();
         if let Some(l) = self.chunk_levels {
@@ -249,26 +246,4 @@ fn driver_key(p: PlatformId, d: DeviceId) -> String {
         device_string(d, core::ffi::CL_DEVICE_VERSION),
         device_string(d, core::ffi::CL_DRIVER_VERSION),
     )
-}
-
-/// Builds `program` (from source or from a binary) for `d` with `options`: the build log, or
-/// the error with the log.
-pub(super) fn compile(device: Device, program: &core::Program, d: DeviceId, options: &CString) -> Result<String> {
-    let built = core::build_program(program, Some(&[d]), options, None, None);
-    let log = match core::get_program_build_info(program, d, core::ProgramBuildInfo::BuildLog) {
-        Ok(core::ProgramBuildInfoResult::BuildLog(log)) => log.trim_end_matches('\0').to_string(),
-        _ => String::new(),
-    };
-    let status_ok = matches!(
-        core::get_program_build_info(program, d, core::ProgramBuildInfo::BuildStatus),
-        Ok(core::ProgramBuildInfoResult::BuildStatus(core::ProgramBuildStatus::Success))
-    );
-    match built {
-        Ok(()) if status_ok => Ok(log),
-        Ok(()) => Err(Error::KernelBuild {
-            device,
-            log: if log.is_empty() { "the driver reports the build as failed and gave no log".into() } else { log },
-        }),
-        Err(e) => Err(Error::KernelBuild { device, log: if log.trim().is_empty() { e.to_string() } else { log } }),
-    }
 }

@@ -3,8 +3,7 @@
 //! override) and from device buffers.
 //!
 //! Messages of one chunk or less take one work-item each and one dispatch; longer messages one
-//! work-item per chunk, then one per message merging its chunks. On an H200, 2^24
-//! device-resident 64-byte messages took 676 us (24.8 G hashes/s; kernels 662 us).
+//! work-item per chunk, then one per message merging its chunks.
 
 use super::backend::OpenClBackend;
 use super::profile::{Prof, Profile, Stage};
@@ -229,7 +228,7 @@ impl OpenClBackend {
         out: &ocl::Buffer<u8>,
         prof: &mut Option<&mut Prof>,
     ) -> Result<()> {
-        let device = self.info.device;
+        let device = self.dev.info.device;
         if msg_len.checked_mul(count).is_none_or(|b| b > data.len()) {
             return Err(Error::InvalidInput(format!(
                 "{device}: {count} messages of {msg_len} bytes do not fit in a {}-byte buffer",
@@ -266,7 +265,7 @@ impl OpenClBackend {
                     count,
                     None::<&Event>,
                     Some(&mut ev),
-                    Some(&self.queue.device_version()),
+                    Some(&self.dev.queue.device_version()),
                 )
                 .map_err(|e| w.err("filling the output", e))?;
                 Prof::push(prof, Stage::Kernel, &ev);
@@ -303,8 +302,8 @@ pub(super) fn hash_many_host(
         for (i, hashes) in out.chunks_mut(per_batch).enumerate() {
             let start = i * per_batch * msg_len;
             let msgs = &data[start..start + hashes.len() * msg_len];
-            let input = w.input.get(be.info.device, &w.context, msgs.len())?;
-            let output = w.output.get(be.info.device, &w.context, hashes.len() * 32)?;
+            let input = w.input.get(be.dev.info.device, &w.context, msgs.len())?;
+            let output = w.output.get(be.dev.info.device, &w.context, hashes.len() * 32)?;
             // SAFETY: a blocking write: `msgs` is read before the call returns.
             unsafe { core::enqueue_write_buffer(&queue, &input, true, 0, msgs, None::<&Event>, None::<&mut Event>) }
                 .map_err(|e| w.err("uploading messages", e))?;

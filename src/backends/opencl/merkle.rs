@@ -3,8 +3,7 @@
 //!
 //! A Merkle tree takes a few dispatches, each reducing several levels inside its work-groups
 //! (five for 2^25 leaves: 3 levels each while a level has 2^18 nodes or more, then 8), and only
-//! the root comes back unless the inner levels are asked for. On an H200 the root of 2^25
-//! device-resident leaves took 1.315 ms per call (kernels 1.287 ms).
+//! the root comes back unless the inner levels are asked for.
 
 use super::backend::OpenClBackend;
 use super::profile::{Prof, Profile, Stage};
@@ -66,12 +65,12 @@ impl Worker {
         prof: &mut Option<&mut Prof>,
     ) -> Result<Mem> {
         debug_assert!(n >= 2);
-        let wg = be.config.merkle_wg as u64;
+        let wg = be.dev.config.merkle_wg as u64;
         let span = (2 * wg).trailing_zeros();
         let key = IV;
         let flags = MERKLE_FLAGS;
         let keep = u32::from(inner.is_some());
-        let passes = merkle_passes(n, |count| levels_by_size(count, be.merkle_levels, span));
+        let passes = merkle_passes(n, |count| levels_by_size(count, be.dev.merkle_levels, span));
         let mut cur = leaves.clone();
         for (i, pass) in passes.iter().enumerate() {
             let out = self.levels[i % 2].get(self.device, &self.context, (pass.out * 32) as usize)?;
@@ -177,7 +176,7 @@ impl OpenClBackend {
         mut inner: MerkleInner<'_>,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Cv> {
-        let device = self.info.device;
+        let device = self.dev.info.device;
         let n = leaf_count as u64;
         if leaf_count == 0 {
             return Err(Error::InvalidInput("a Merkle tree needs at least one leaf".to_string()));
@@ -237,7 +236,7 @@ impl OpenClBackend {
     ) -> Result<Cv> {
         let inner_mem = match inner {
             MerkleInner::None => None,
-            MerkleInner::Host(_) => Some(w.output.get(self.info.device, &w.context, ((n - 1) * 32) as usize)?),
+            MerkleInner::Host(_) => Some(w.output.get(self.dev.info.device, &w.context, ((n - 1) * 32) as usize)?),
             MerkleInner::Device(b) => Some(b.as_core().clone()),
         };
         let top = w.enqueue_merkle(self, queue, leaves, n, inner_mem.as_ref(), prof)?;
@@ -256,12 +255,12 @@ impl OpenClBackend {
 /// and reduced there. Leaves larger than the device can hold in one buffer take the default
 /// level-by-level reduction (through `hash_blocks`, in pieces), as does a device out of memory.
 pub(super) fn merkle_host(be: &OpenClBackend, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
-    let fits = leaves.len() as u64 * 32 <= be.limits.max_alloc.min(be.max_alloc_bytes);
+    let fits = leaves.len() as u64 * 32 <= be.dev.limits.max_alloc.min(be.dev.max_alloc_bytes);
     policy::merkle_host(be, leaves, inner, fits, |leaves, inner| {
         let n = leaves.len() as u64;
         be.with_worker(|w| {
             let queue = w.compute.clone();
-            let buf = w.input.get(be.info.device, &w.context, leaves.len() * 32)?;
+            let buf = w.input.get(be.dev.info.device, &w.context, leaves.len() * 32)?;
             // SAFETY: a blocking write: `leaves` is read before the call returns.
             unsafe {
                 core::enqueue_write_buffer(

@@ -20,17 +20,8 @@
 //!   ([`Backend::hash_many`](crate::Backend::hash_many), [`OpenClBackend::hash_many_buffer`]): one work-item per message of
 //!   up to a chunk, one per chunk of longer ones and then one per message to merge its chunks.
 //!
-//! Measured on an NVIDIA H200 (OpenCL 3.0, driver 580.159.04) with `examples/opencl_bench.rs`,
-//! wall time per call with everything in it, kernel time from profiling events:
-//! - device-resident 1 GiB: 707 us per call (1.52 TB/s), of which kernels 684 us (1.57 TB/s);
-//!   64 MiB: 82 us (0.81 TB/s), kernels 66 us. The rest is mostly the driver's enqueue call and
-//!   the first kernel's start; events are made only where needed (each cost the driver time).
-//!   In one `b3accel bench` run: 1.51 TB/s at 1 GiB, 0.79 TB/s at 64 MiB;
-//! - Merkle root of 2^25 device-resident leaves: 1.315 ms per call, kernels 1.287 ms;
-//! - 2^24 device-resident 64-byte messages: 676 us per call (24.8 G hashes/s), kernels 662 us;
-//! - 1 GiB from host memory end to end in 22 to 24 ms (45 to 48 GB/s) in `opencl_bench`, of which
-//!   the upload takes 20 to 21 ms and the kernels 1.3 ms; `b3accel bench` measured only 38 GB/s
-//!   in the same build (its uploads ran at 40 GB/s there, not 53), which is not understood yet.
+//! Profiling events are made only where a caller asks for timings: each costs the driver time.
+//! Speeds: docs/performance.md.
 //!
 //! ```no_run
 //! use b3accel::opencl::OpenClBackend;
@@ -46,11 +37,15 @@
 mod backend;
 mod binaries;
 mod context;
+mod device;
+mod errors;
 mod many;
 mod merkle;
 mod options;
 mod profile;
+mod program;
 mod resident;
+mod staging;
 mod stream;
 mod worker;
 

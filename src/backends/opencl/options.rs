@@ -26,31 +26,28 @@ pub struct OpenClOptions {
     pub parent_work_group: Option<usize>,
     /// Work-items per work-group of the Merkle kernel, a power of two; each takes a pair of nodes,
     /// so a group reduces up to `2 * merkle_work_group` nodes by up to `log2` of that many levels.
-    /// Default: 128 on a GPU (the fastest measured on an H200, see `merkle_levels`), 64 on a CPU
+    /// Default: 128 on a GPU (the fastest measured, docs/performance.md), 64 on a CPU
     /// device, lowered to what the device allows.
     pub merkle_work_group: Option<usize>,
     /// How many levels the Merkle kernel reduces per dispatch while a level still has many groups'
     /// worth of nodes (at least 1, at most `log2(2 * merkle_work_group)`). Default on a GPU: so
     /// many that the group's last level still has 32 work-items at work (a whole NVIDIA warp), 3
     /// with 128 work-items: levels with fewer leave most of a SIMD unit idle, which costs more
-    /// than one more dispatch (on an H200, 2^25 leaves: 1.29 ms of kernel time with 128 work-items
-    /// and 3 levels, 1.49 ms with 5, 1.94 ms with all 8). On a CPU device, all levels a group
+    /// than one more dispatch (docs/performance.md). On a CPU device, all levels a group
     /// holds. Small levels are always reduced as far as a group goes.
     pub merkle_levels: Option<u32>,
     /// How the host waits for the device to finish a call: `Some(true)` polls the command's
     /// status in a loop (one core busy while it waits, at most 50 ms, then it blocks),
-    /// `Some(false)` or `None` blocks in the driver (`clWaitForEvents`). On an H200 both came
-    /// within a microsecond of each other for every device-resident call measured (hash of 1 GiB,
-    /// Merkle root of 2^25 leaves, 2^24 messages), once results land in pinned memory
-    /// (`pinned_results`); polling is there for drivers whose blocking wait wakes up late.
+    /// `Some(false)` or `None` blocks in the driver (`clWaitForEvents`). On NVIDIA both are
+    /// equally fast once results land in pinned memory (`pinned_results`); polling is there for
+    /// drivers whose blocking wait wakes up late.
     pub spin_wait: Option<bool>,
     /// Read results (subtree CVs, the last chunk, Merkle roots) into pinned host memory
     /// (`Some(true)`, the default, where the driver gives it) or into ordinary pageable memory
     /// (`Some(false)`). NVIDIA's driver completes a read into pageable memory only after a thread
     /// of its own has copied the data on, and that thread wakes up later the longer the read
-    /// waited behind the kernels: on an H200, device-resident 1 GiB took 930 us per call with
-    /// pageable results against 730 us pinned (kernels 702 us), 64 MiB 118 against 93 us, and
-    /// the Merkle root of 2^25 leaves 1662 against 1347 us.
+    /// waited behind the kernels: pinned results make device-resident calls about 20% faster
+    /// (docs/performance.md).
     pub pinned_results: Option<bool>,
     /// Stage the chunk kernel's loads through local memory (`true`) or let each work-item read its
     /// own chunk (`false`). Default: chosen per device type from measurements.
@@ -61,18 +58,17 @@ pub struct OpenClOptions {
     /// further callers wait. `0` means the default, 4.
     pub max_workers: usize,
     /// Copy host data into the pinned staging buffers with non-temporal stores (x86-64): the
-    /// copy then does not read the destination into the cache first. Default: off, as measured
-    /// on an H200 host (1 GiB end to end: 44.3 GB/s with them, 48.3 GB/s without; the DMA engine
-    /// reads a segment faster when part of it is still in the CPU's cache). Worth trying where
-    /// the copy, not the bus, is the bottleneck.
+    /// copy then does not read the destination into the cache first. Default: off, about 8%
+    /// slower end to end with them (the DMA engine reads a segment faster when part of it is still
+    /// in the CPU's cache; docs/performance.md). Worth trying where the copy, not the bus, is the
+    /// bottleneck.
     pub streaming_stores: Option<bool>,
     /// How many segments a streamed host input keeps in flight, each with its own pinned staging
     /// buffer and device buffer (2 to 4). With two, the CPU's copy of segment k+1 into staging
     /// memory must finish within the upload of segment k, or the bus waits; with more, the copy
-    /// runs ahead of the uploads. Default: 2, as measured on an H200 host (1 GiB end to end,
-    /// median of 5, 64 MiB segments): 45.2 GB/s with 2 slots, 44.1 to 45.9 GB/s with 3, 42.9 GB/s
-    /// with 4, where the copy running ahead slowed the DMA engine's reads of pinned memory from
-    /// 53 to 48 GB/s. More slots may pay where the host's memory has bandwidth to spare.
+    /// runs ahead of the uploads. Default: 2, as fast as 3 and faster than 4, whose copies slow
+    /// the DMA engine's reads (docs/performance.md). More slots may pay where the host's memory
+    /// has bandwidth to spare.
     pub staging_slots: Option<usize>,
     /// How a streamed host input reaches the device: `Some(true)` wraps the caller's memory,
     /// segment by segment, in buffers over its pages (`CL_MEM_USE_HOST_PTR`), which the driver
@@ -80,8 +76,8 @@ pub struct OpenClOptions {
     /// copies each segment into a pinned staging buffer first (see `staging_slots`), on the
     /// calling thread pool. Default (`None`): `$B3ACCEL_OPENCL_UPLOAD` (`host` or `staging`)
     /// where set, else in place on a CPU device and for a GPU in a device list with the CPU
-    /// (whose copies would take cores from the CPU's share), staged otherwise. On an H200 the
-    /// driver's copy of wrapped memory ran at 10-12 GB/s, staging on 16 threads at 33-45 GB/s.
+    /// (whose copies would take cores from the CPU's share), staged otherwise: the driver's copy of
+    /// wrapped memory is about 3x slower than staging on 16 threads (docs/performance.md).
     pub host_ptr_uploads: Option<bool>,
     /// The largest device buffer the backend allocates for streaming, in bytes. A larger request
     /// is treated like a device out of memory: the backend falls back to smaller segments. Useful

@@ -151,7 +151,7 @@ impl OpenClBackend {
         if !at.is_multiple_of(CHUNK_LEN as u64) {
             return Err(Error::InvalidInput(format!(
                 "{}: byte {at} of the buffer is not a multiple of the chunk length ({CHUNK_LEN})",
-                self.info.device
+                self.dev.info.device
             )));
         }
         let start = input_offset / CHUNK_LEN as u64;
@@ -160,9 +160,9 @@ impl OpenClBackend {
 
     /// Checks that `mem` belongs to this backend's context.
     pub(crate) fn check_context(&self, mem: &core::Mem) -> Result<()> {
-        let device = self.info.device;
+        let device = self.dev.info.device;
         match core::get_mem_object_info(mem, core::MemInfo::Context) {
-            Ok(core::MemInfoResult::Context(c)) if c == *self.context.as_core() => Ok(()),
+            Ok(core::MemInfoResult::Context(c)) if c == *self.dev.context.as_core() => Ok(()),
             Ok(_) => Err(Error::InvalidInput(format!(
                 "{device}: the buffer belongs to another OpenCL context; create it in the backend's context()"
             ))),
@@ -182,7 +182,7 @@ impl OpenClBackend {
         domain: Domain,
         prof: Option<&mut Prof>,
     ) -> Result<Output> {
-        let device = self.info.device;
+        let device = self.dev.info.device;
         debug_assert!(at.is_multiple_of(CHUNK_LEN as u64));
         if at.checked_add(len).is_none_or(|end| end > buffer.len() as u64) {
             return Err(Error::InvalidInput(format!(
@@ -194,7 +194,7 @@ impl OpenClBackend {
         self.check_context(mem)?;
         // Everything goes on the backend's own in-order queue: after whatever the caller enqueued
         // there (writes of the buffer), with no marker or cross-queue wait in between.
-        let queue = self.queue.as_core();
+        let queue = self.dev.queue.as_core();
         let last_len = last_chunk_len(len) as usize;
         let full_chunks = (len - last_len as u64) / CHUNK_LEN as u64;
         let mut prof = prof;
@@ -208,7 +208,7 @@ impl OpenClBackend {
             if full_chunks > 0 {
                 let run = Run { data: mem, chunk_offset: first_chunk, n: full_chunks, counter: start, domain };
                 let done =
-                    w.enqueue_subtrees_on(queue, self, run, None, 0, Some((tail_at, last_len)), false, &mut prof)?;
+                    w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, Some((tail_at, last_len)), false, &mut prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, full_chunks, &mut whole);
                 last.copy_from_slice(w.tail(0, last_len));
@@ -228,7 +228,7 @@ impl OpenClBackend {
                     return Ok(());
                 }
                 let run = Run { data: mem, chunk_offset: first_chunk + offset, n, counter: first, domain };
-                let done = w.enqueue_subtrees_on(queue, self, run, None, 0, None, false, &mut prof)?;
+                let done = w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, None, false, &mut prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, n, out);
                 Ok(())

@@ -4,116 +4,20 @@
 //! into staging memory, the upload and the hashing of different segments overlap (the pipeline
 //! and the merge of the segments' CVs are `gpu::segments`, shared with the wgpu backend).
 
-use super::backend::{cl_err, OpenClBackend};
+use super::backend::OpenClBackend;
+use super::errors::cl_err;
 use super::profile::{Prof, Stage};
+use super::staging::StreamBuffers;
 use super::worker::{Enqueued, Run, Worker};
 use crate::backends::gpu::segments::{self, plan_segments, SegmentSlots};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{merge_segments, Domain, Error, Result};
-use ocl::core::{self, CommandQueue, Event, MapFlags, Mem, MemFlags, MemMap};
+use ocl::core::{self, Event, Mem, MemFlags};
 use rayon::prelude::*;
 
 /// Below this a worker short of memory gives up rather than halve its segments again.
 const MIN_FALLBACK_SEGMENT: usize = 64 << 10;
-
-/// A mapped staging buffer's host pointer.
-struct Mapped(MemMap<u8>);
-
-// SAFETY: the pointer is to pinned host memory owned by the slot's staging buffer, which lives as
-// long as the `Mapped` does; only the worker holding it (one thread at a time, through the pool's
-// mutex) writes through it.
-unsafe impl Send for Mapped {}
-
-struct Slot {
-    device: Mem,
-    staging: Mem,
-    map: Mapped,
-    /// The last upload from the staging buffer.
-    upload: Option<Event>,
-    /// The last kernel that read the device buffer.
-    reader: Option<Event>,
-}
-
-/// A worker's segment buffers.
-pub(crate) struct StreamBuffers {
-    pub seg: usize,
-    slots: Vec<Slot>,
-    queue: CommandQueue,
-}
-
-impl Drop for StreamBuffers {
-    fn drop(&mut self) {
-        for s in &self.slots {
-            let _ =
-                core::enqueue_unmap_mem_object(&self.queue, &s.staging, &s.map.0, None::<&Event>, None::<&mut Event>);
-        }
-        let _ = core::finish(&self.queue);
-    }
-}
-
-impl StreamBuffers {
-    fn new(w: &Worker, be: &OpenClBackend, seg: usize) -> Result<StreamBuffers> {
-        let device = w.device;
-        let oom = |detail: String| Error::OutOfMemory { device, detail };
-        if seg as u64 > be.max_alloc_bytes {
-            return Err(oom(format!(
-                "a {seg}-byte segment buffer is over the backend's limit of {} bytes",
-                be.max_alloc_bytes
-            )));
-        }
-        if seg as u64 > be.limits.max_alloc {
-            return Err(oom(format!(
-                "a {seg}-byte segment buffer is over the device's largest allocation, {} bytes",
-                be.limits.max_alloc
-            )));
-        }
-        let count = be.staging_slots;
-        let mut bufs = StreamBuffers { seg, slots: Vec::with_capacity(count), queue: w.transfer.clone() };
-        for _ in 0..count {
-            let alloc = |flags| {
-                // SAFETY: a plain allocation with no host pointer.
-                unsafe { core::create_buffer::<_, u8>(&w.context, flags, seg, None) }
-                    .map_err(|e| cl_err(device, "allocating a segment buffer", e))
-            };
-            let dev = alloc(MemFlags::READ_ONLY)?;
-            let staging = alloc(MemFlags::READ_ONLY | MemFlags::ALLOC_HOST_PTR)?;
-            // SAFETY: a blocking map of the whole buffer; it stays mapped until `drop` unmaps it.
-            let map = unsafe {
-                core::enqueue_map_buffer::<u8, _, _, _>(
-                    &w.transfer,
-                    &staging,
-                    true,
-                    MapFlags::WRITE_INVALIDATE_REGION,
-                    0,
-                    seg,
-                    None::<&Event>,
-                    None::<&mut Event>,
-                )
-            }
-            .map_err(|e| cl_err(device, "mapping a staging buffer", e))?;
-            bufs.slots.push(Slot { device: dev, staging, map: Mapped(map), upload: None, reader: None });
-            // Touch the device buffer so that a driver that allocates lazily fails here, where
-            // a smaller segment can still be tried, and not in the middle of a hash.
-            let zeros = [0u8; 16];
-            let last = bufs.slots.last().expect("pushed above");
-            // SAFETY: a blocking write of a local array.
-            unsafe {
-                core::enqueue_write_buffer(
-                    &w.transfer,
-                    &last.device,
-                    true,
-                    seg.saturating_sub(16),
-                    &zeros[..seg.min(16)],
-                    None::<&Event>,
-                    None::<&mut Event>,
-                )
-            }
-            .map_err(|e| cl_err(device, "allocating a segment buffer", e))?;
-        }
-        Ok(bufs)
-    }
-}
 
 /// Copies `src` into `dst` with several threads: pageable-to-pinned copies are what limits the
 /// end-to-end rate of a host input, and one core cannot keep up with the bus. With
@@ -190,11 +94,11 @@ impl Worker {
         prof: &mut Option<&mut Prof>,
     ) -> Result<()> {
         let prof_len = prof.as_ref().map_or(0, |p| p.len());
-        let min = MIN_FALLBACK_SEGMENT.min(be.segment_bytes);
+        let min = MIN_FALLBACK_SEGMENT.min(be.dev.segment_bytes);
         let n = (input.len() / CHUNK_LEN) as u64;
         // A wrapped segment is a device allocation too: within the limits, or staged (which
         // shrinks its segments to fit, or says why it cannot).
-        let wrap_fits = self.segment_cap as u64 <= be.max_alloc_bytes.min(be.limits.max_alloc);
+        let wrap_fits = self.segment_cap as u64 <= be.dev.max_alloc_bytes.min(be.dev.limits.max_alloc);
         if wrap_fits && be.wraps_in_place() {
             let seg = ((self.segment_cap / CHUNK_LEN) as u64).min(max_chunks);
             // Segments of one size: no CPU copy has to come first, so there is nothing to ramp up.
@@ -238,12 +142,12 @@ impl Worker {
     /// Makes sure this worker has segment buffers, halving the segment size while the device
     /// cannot hold them.
     fn ensure_stream(&mut self, be: &OpenClBackend, min: usize) -> Result<()> {
-        if self.stream.as_ref().is_some_and(|s| s.seg == self.segment_cap && s.slots.len() == be.staging_slots) {
+        if self.stream.as_ref().is_some_and(|s| s.seg == self.segment_cap && s.slots.len() == be.dev.staging_slots) {
             return Ok(());
         }
         self.stream = None;
         loop {
-            match StreamBuffers::new(self, be, self.segment_cap) {
+            match StreamBuffers::new(self.device, &self.context, &self.transfer, &be.dev, self.segment_cap) {
                 Ok(s) => {
                     self.stream = Some(s);
                     return Ok(());
@@ -278,7 +182,7 @@ impl Worker {
             (s.device.clone(), s.upload.clone())
         };
         let run = Run { data: &dev, chunk_offset: 0, n, counter, domain };
-        let done = self.enqueue_subtrees(be, run, uploaded.as_ref(), slot, None, prof)?;
+        let done = self.enqueue_subtrees(&be.dev, run, uploaded.as_ref(), slot, None, prof)?;
         self.stream.as_mut().expect("ensured").slots[slot].reader = done.chunk_kernel.clone();
         Ok(done)
     }
@@ -339,7 +243,7 @@ impl SegmentSlots for Slots<'_, '_> {
     }
 
     fn fill(&mut self, slot: usize, bytes: &[u8]) -> Result<()> {
-        self.w.upload(slot, bytes, self.be.streaming_stores, self.prof)
+        self.w.upload(slot, bytes, self.be.dev.streaming_stores, self.prof)
     }
 
     fn dispatch(&mut self, slot: usize, chunks: u64, counter: u64) -> Result<Enqueued> {
@@ -396,7 +300,7 @@ impl SegmentSlots for HostPtrSlots<'_, '_> {
         let mem =
             self.bufs[slot].clone().ok_or_else(|| Error::InvalidInput("internal: a slot without input".into()))?;
         let run = Run { data: &mem, chunk_offset: 0, n: chunks, counter, domain: self.domain };
-        self.w.enqueue_subtrees(self.be, run, None, slot, None, self.prof)
+        self.w.enqueue_subtrees(&self.be.dev, run, None, slot, None, self.prof)
     }
 
     fn collect(&mut self, slot: usize, pending: Enqueued, chunks: u64) -> Result<Vec<Cv>> {

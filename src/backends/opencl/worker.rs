@@ -1,9 +1,10 @@
 //! A worker: what one call in flight needs of its own (queues, kernel objects, scratch buffers),
 //! and the dispatch sequence that turns a run of chunks on the device into subtree CVs.
 
-use super::backend::{cl_err, OpenClBackend};
+use super::device::OpenDevice;
+use super::errors::cl_err;
 use super::profile::{Prof, Stage};
-use super::stream::StreamBuffers;
+use super::staging::StreamBuffers;
 use crate::backends::gpu::layout::TAIL_AT;
 use crate::backends::gpu::pieces::{pieces_of, read_pieces};
 use crate::core::compress::Cv;
@@ -82,8 +83,8 @@ impl Scratch {
 /// Pinned where the driver gives it (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once): NVIDIA's
 /// driver then copies straight into it, and a read is complete when its copy is. A read into
 /// pageable memory goes through the driver's own staging: one of its threads copies the data on
-/// and only then marks the read complete, which an H200 host saw tens to hundreds of microseconds
-/// after the copy's end, more the longer the kernels before it ran.
+/// and only then marks the read complete, tens to hundreds of microseconds after the copy's end,
+/// more the longer the kernels before it ran (docs/performance.md).
 enum HostResults {
     Pinned(PinnedResults),
     Pageable(Box<[[u8; RESULT_BYTES]; RESULT_SLOTS]>),
@@ -206,7 +207,7 @@ impl Drop for Worker {
 
 impl Worker {
     /// A worker on `be`'s device: its own queues, kernel objects and result buffers.
-    pub fn new(be: &OpenClBackend) -> Result<Worker> {
+    pub fn new(be: &OpenDevice) -> Result<Worker> {
         let device = be.info.device;
         let context = be.context.as_core().clone();
         let props = Some(core::CommandQueueProperties::PROFILING_ENABLE);
@@ -286,7 +287,7 @@ impl Worker {
     /// one CV or none is left (see shaders/blake3.cl).
     pub fn enqueue_subtrees(
         &mut self,
-        be: &OpenClBackend,
+        be: &OpenDevice,
         run: Run<'_>,
         wait: Option<&Event>,
         slot: usize,
@@ -305,7 +306,7 @@ impl Worker {
     pub fn enqueue_subtrees_on(
         &mut self,
         queue: &CommandQueue,
-        be: &OpenClBackend,
+        be: &OpenDevice,
         run: Run<'_>,
         wait: Option<&Event>,
         slot: usize,
@@ -518,7 +519,7 @@ impl Worker {
     /// write from the caller's memory.
     pub fn hash_run_direct(
         &mut self,
-        be: &OpenClBackend,
+        be: &OpenDevice,
         input: &[u8],
         counter: u64,
         domain: Domain,

@@ -2,11 +2,11 @@
 
 use super::adapter;
 use super::device::{lock, prev_pow2, Gpu, Health};
+use super::errors::scoped;
 use super::options::WgpuOptions;
 use super::passes::upload;
 use super::resident::ResidentHasher;
 use super::stream::{stream_host, stream_pool, StreamPool};
-use super::wait::scoped;
 use crate::backends::gpu::policy::{self, plan_many, ManyPlan};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
@@ -21,10 +21,8 @@ use std::time::Instant;
 
 /// The default bytes of host input per segment. Host-resident hashing is bound by host memory
 /// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
-/// reads it again), not by the passes. On an H200 (Vulkan; two runs of `examples/wgpu_report.rs`,
-/// 1 GiB end to end) 16 MiB segments gave 29.2-29.9 / 28.2-29.3 GB/s, 64 MiB 28.8-29.8 /
-/// 27.9-28.3 GB/s and 256 MiB 29.5-31.3 / 30.5-30.9 GB/s: fewer, larger segments pay fewer
-/// submissions and waits. Streams are sized to the input, so small inputs never allocate this.
+/// reads it again), not by the passes: fewer, larger segments pay fewer submissions and waits
+/// (docs/performance.md). Streams are sized to the input, so small inputs never allocate this.
 const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// The wgpu backend on one adapter: `Device::Wgpu(i)`.
 ///
@@ -282,10 +280,6 @@ impl Backend for WgpuBackend {
             self.gpu.mapped_pieces,
             self.gpu.pipeline_cache.as_deref(),
         )
-    }
-
-    fn chunk_subtrees(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        self.chunk_subtrees_capped(input, first_chunk, MAX_SUBTREE, key, flags, out)
     }
 
     /// One pipelined stream for the whole run (segments no larger than the cap), rather than

@@ -1,17 +1,16 @@
 //! One wgpu device made ready to hash: its limits checked, the pipelines built, its kept buffers,
 //! and what its callbacks report.
 
-use super::many::{ManyScratch, MANY_ROUND_BYTES};
-use super::merkle::MerkleScratch;
-use super::options::{Loads, WgpuOptions, DEFAULT_MERKLE_LEVELS};
+use super::errors::scoped;
+use super::options::{Loads, WgpuOptions, DEFAULT_MERKLE_LEVELS, MANY_ROUND_BYTES};
 use super::paths::{has_mapped_pieces, has_timestamps};
 use super::pipeline_cache::DiskCache;
 use super::pipelines::{self, Pipelines, LOG_WORKGROUP, PARAMS_STRIDE, PIECES_BYTES};
-use super::segment::Scratch;
-use super::wait::scoped;
 use crate::backends::gpu::pool::Pool;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{Device, Error, Result};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -45,14 +44,12 @@ pub(crate) struct Gpu {
     /// The file the device's pipeline cache is kept in, where it has one (`pipeline_cache.rs`).
     pub(super) pipeline_cache: Option<PathBuf>,
     pub(super) health: Option<Arc<Health>>,
-    pub(super) scratch: Pool<Scratch>,
+    /// Scratch buffers kept for the next call (`segment.rs`, `merkle.rs`, `many.rs`).
+    pub(super) pools: ScratchPools,
     /// Levels per Merkle dispatch.
     pub(super) merkle_span: u32,
     /// Bytes of results one host-bound `hash_many` round brings back (`many.rs`).
     pub(super) many_round_bytes: u64,
-    /// Kept Merkle and hash_many buffers (`merkle.rs`, `many.rs`).
-    pub(super) merkle_pool: Pool<MerkleScratch>,
-    pub(super) many_pool: Pool<ManyScratch>,
 }
 
 /// Locks a mutex, through a poisoned one too (the callbacks only record).
@@ -138,8 +135,7 @@ impl Gpu {
             mapped_pieces,
             pipeline_cache: disk.map(|d| d.path().to_path_buf()),
             health,
-            // Segment scratch, kept for the next call: up to 16 sets, the largest.
-            scratch: Pool::new(usize::MAX, 16, |s| s.cap * s.segs),
+            pools: ScratchPools::default(),
             merkle_span: opts.merkle_levels.unwrap_or(DEFAULT_MERKLE_LEVELS).clamp(1, LOG_WORKGROUP + 1),
             // Small segments (tests) make small hash_many rounds too.
             many_round_bytes: opts
@@ -147,8 +143,6 @@ impl Gpu {
                 .map_or(MANY_ROUND_BYTES, |s| (s as u64).clamp(1 << 10, MANY_ROUND_BYTES)),
             // Merkle and hash_many buffers kept per device: the largest sets serve every smaller
             // call too.
-            merkle_pool: Pool::new(usize::MAX, 2, |s| s.size_a + s.size_b),
-            many_pool: Pool::new(usize::MAX, 4, |s| s.cap),
         })
     }
 
@@ -182,5 +176,30 @@ pub(super) fn prev_pow2(x: u64) -> u64 {
         0
     } else {
         1 << (63 - x.leading_zeros())
+    }
+}
+
+/// Device memory a kernel's host code keeps between calls (segment, Merkle and `hash_many`
+/// scratch): each such type says how many to keep idle and which to let go first, so that
+/// [`Gpu`] can pool it without naming it.
+pub(super) trait PooledScratch: Send + 'static {
+    /// How many of this type a device keeps between calls.
+    const MAX_IDLE: usize;
+    /// Device bytes held: the largest idle ones are let go last.
+    fn bytes(&self) -> u64;
+}
+
+/// One [`Pool`] per [`PooledScratch`] type, made on first use.
+#[derive(Default)]
+pub(super) struct ScratchPools(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl Gpu {
+    /// This device's pool of `T`.
+    pub(super) fn pool<T: PooledScratch>(&self) -> Arc<Pool<T>> {
+        let any = lock(&self.pools.0)
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(Pool::<T>::new(usize::MAX, T::MAX_IDLE, T::bytes)))
+            .clone();
+        any.downcast::<Pool<T>>().expect("the pool kept under T's type id is a Pool<T>")
     }
 }

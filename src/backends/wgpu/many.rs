@@ -6,13 +6,14 @@
 //! [`Backend`](crate::Backend) override of [`WgpuBackend`](super::WgpuBackend) uploads host
 //! messages and calls the same code.
 
-use super::device::Gpu;
+use super::device::{Gpu, PooledScratch};
+use super::errors::scoped;
 use super::passes::{
     binding, check_buffer, grid, internal, mapped, max_binding, params_bytes, read_buffer, submit_and_map,
     write_params, PassTimer,
 };
 use super::pipelines::{PARAMS_STRIDE, WORKGROUP};
-use super::wait::{scoped, MapTicket};
+use super::wait::MapTicket;
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{root_from_chunk_cvs, Domain, Error, Result, Timings};
@@ -59,6 +60,13 @@ pub(crate) struct ManyScratch {
     empty: Option<::wgpu::Buffer>,
 }
 
+impl PooledScratch for ManyScratch {
+    const MAX_IDLE: usize = 4;
+    fn bytes(&self) -> u64 {
+        self.cap
+    }
+}
+
 impl ManyScratch {
     fn new(gpu: &Gpu, cap: u64, sets: usize, params_cap: u64) -> ManyScratch {
         let params_cap = params_cap.max(8);
@@ -96,17 +104,12 @@ fn with_many<R>(
     params_cap: u64,
     f: impl FnOnce(&mut ManyScratch) -> Result<R>,
 ) -> Result<R> {
-    gpu.many_pool.with(
+    gpu.pool::<ManyScratch>().with(
         |s| s.cap >= cap && s.out.len() >= sets && s.params_cap >= params_cap,
         || Ok(ManyScratch::new(gpu, cap, sets, params_cap)),
         f,
     )
 }
-
-/// Bytes of chunk CVs (or hashes) one host-bound `hash_many` round brings back by default;
-/// larger batches take several rounds through two sets of kept buffers, the device filling one
-/// while the host copies out of the other.
-pub(super) const MANY_ROUND_BYTES: u64 = 64 << 20;
 
 /// Hashes the `out.len()` messages of `msg_len` bytes each that lie end to end in `data` from
 /// byte `offset`, in `domain`, into host memory.

@@ -11,13 +11,13 @@
 //! 2D grid, so neither the binding size nor the 65535 workgroups per dimension limit the leaf
 //! count.
 
-use super::device::Gpu;
+use super::device::{Gpu, PooledScratch};
+use super::errors::scoped;
 use super::passes::{
     binding, check_buffer, grid, mapped, max_binding, params_bytes, read_buffer, submit_and_map, write_params,
     PassTimer,
 };
 use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
-use super::wait::scoped;
 use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes, MerklePass, LARGE_LEVEL};
 use crate::core::compress::Cv;
 use crate::tree::{Error, Result, Timings};
@@ -32,11 +32,7 @@ const GROUP_NODES4: u64 = 4 * WORKGROUP as u64;
 
 /// Whether a pass runs `merkle_pass4`: a large level (see [`LARGE_LEVEL`]) reduced by at least
 /// the two levels one invocation makes in registers.
-///
-/// Measured on an NVIDIA H200 (Vulkan, session 13, run 36: `merkle_steady`, 2^25 leaves, fresh
-/// processes interleaved): device time 1264 µs against 1326 µs with two nodes an invocation
-/// (OpenCL's kernels: 1288 µs); plain wall medians 1313-1354 µs against 1381-1417 µs in the
-/// processes whose clocks held.
+/// Four nodes an invocation take about 5% less device time than two (docs/performance.md).
 fn four_per_invocation(pass: &MerklePass) -> bool {
     pass.levels >= 2 && pass.count >= LARGE_LEVEL
 }
@@ -62,12 +58,16 @@ pub(crate) struct MerkleScratch {
     groups: Vec<((usize, u64, u64), ::wgpu::BindGroup)>,
 }
 
+impl PooledScratch for MerkleScratch {
+    const MAX_IDLE: usize = 2;
+    fn bytes(&self) -> u64 {
+        self.size_a + self.size_b
+    }
+}
+
 /// Whether the last pass writes the root straight into the readback buffer (`STORAGE |
 /// MAP_READ`, where the device has mappable storage, as the resident hash's pieces do), instead
-/// of a level buffer that a copy then brings to it: one command and about 5 µs of device time
-/// less per call on an NVIDIA H200. Run 34 (session 13, 2^25 leaves, six other 1 GiB buffers,
-/// fresh processes whose clocks held) could not tell the two apart in wall time: copy 1396.8 µs
-/// median, mapped 1392.0 and 1428.3 µs.
+/// of a level buffer that a copy then brings to it: one command less per call.
 fn mapped_root(gpu: &Gpu) -> bool {
     gpu.mapped_pieces
 }
@@ -204,7 +204,7 @@ fn merkle_on_device(
     let size_a = passes[0].out * 32;
     let size_b = passes.get(1).map_or(32, |p| p.out * 32);
     let params_cap = dispatches.len() as u64;
-    gpu.merkle_pool.with(
+    gpu.pool::<MerkleScratch>().with(
         |s| s.size_a >= size_a && s.size_b >= size_b && s.params_cap >= params_cap,
         || Ok(MerkleScratch::new(gpu, size_a, size_b, params_cap.max(16))),
         |scr| merkle_with(gpu, scr, leaves, n, &passes, &dispatches, inner, timings, start),

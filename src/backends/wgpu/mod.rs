@@ -49,6 +49,7 @@ mod adapter;
 mod backend;
 mod blocks;
 mod device;
+mod errors;
 mod many;
 mod merkle;
 mod options;

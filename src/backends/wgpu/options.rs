@@ -18,18 +18,7 @@ pub enum Loads {
 
 /// Whether wgpu keeps its run-time bounds checks in the shaders.
 ///
-/// Measured on an NVIDIA H200 through Vulkan (driver 580.159.04; `examples/wgpu_report.rs` at
-/// commit 6bae0d5, device-resident input, median of the hashing passes by timestamp queries):
-///
-/// | loads  | checks        | 1 GiB              | 64 MiB           |
-/// |--------|---------------|--------------------|------------------|
-/// | direct | bounds-checked| 687.3 µs 1.56 TB/s | 73.8 µs 909 GB/s |
-/// | direct | trusted       | 695.2 µs 1.54 TB/s | 79.0 µs 849 GB/s |
-/// | staged | bounds-checked| 1953 µs 0.55 TB/s  | 155 µs 432 GB/s  |
-/// | staged | trusted       | 1148 µs 0.94 TB/s  | 103 µs 654 GB/s  |
-///
-/// With direct loads the unchecked module is no faster (1 % slower at 1 GiB, 7 % at 64 MiB; an
-/// earlier build had it 0.5 % faster, within run-to-run noise): the driver (robust buffer access)
+/// With direct loads the unchecked module is no faster (docs/performance.md): the driver (robust buffer access)
 /// and naga's analysis already make the checks nearly free, since every index is the
 /// invocation's chunk times a constant plus a constant. The default therefore stays
 /// [`BoundsChecked`](Self::BoundsChecked): no gain is worth an `unsafe` promise that every future
@@ -74,15 +63,16 @@ pub struct WgpuOptions {
 }
 
 /// Levels one Merkle dispatch reduces by default (see [`WgpuOptions::merkle_levels`]).
-///
-/// Measured on an NVIDIA H200 (Vulkan, `examples/wgpu_report.rs --merkle-levels 2,3,4,5,6,9`),
-/// device-resident root of 2^25 leaves, median wall / passes: 2 levels 1.619 / 1.382 ms, 3
-/// levels 1.560 / 1.364 ms, 4 levels 1.554 / 1.357 ms, 5 levels 1.692 / 1.437 ms, 6 levels
-/// 1.675 / 1.499 ms, 9 levels 2.040 / 1.754 ms. Deep in-workgroup trees leave most invocations
-/// idle at barriers; a few levels per dispatch keep the device full at the cost of a few more
-/// (cheap) dispatches.
+/// Deep in-workgroup trees leave most invocations idle at barriers; a few levels per dispatch
+/// keep the device full at the cost of a few more (cheap) dispatches; 3 and 4 are the fastest
+/// (docs/performance.md).
 ///
 /// ```
 /// assert!((1..=9).contains(&b3accel::wgpu::DEFAULT_MERKLE_LEVELS));
 /// ```
 pub const DEFAULT_MERKLE_LEVELS: u32 = 4;
+
+/// Bytes of chunk CVs (or hashes) one host-bound `hash_many` round brings back by default;
+/// larger batches take several rounds through two sets of kept buffers, the device filling one
+/// while the host copies out of the other.
+pub(super) const MANY_ROUND_BYTES: u64 = 64 << 20;

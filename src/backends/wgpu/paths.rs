@@ -35,10 +35,7 @@ pub(super) fn has_timestamps(features: ::wgpu::Features) -> bool {
 /// maps them (`Scratch`: the pieces buffer is `STORAGE | MAP_READ`), with no copy after the
 /// passes. wgpu warns that mappable storage "can severely hinder performance" on a discrete GPU:
 /// that holds for bulk data in host memory, not for the few hundred bytes of CVs and the last
-/// chunk written here (see `Scratch` for what it saved on an H200). Session 10 had dropped it
-/// when three breakdown runs showed the host noticing the end 35-40 µs later; in session 12 that
-/// delay came and went per process on both paths (one of eight breakdown processes with mapped
-/// pieces, one of twelve wall processes with the copy: 127.6 µs at 1 MiB against 77-92).
+/// chunk written here (see `Scratch`).
 pub(super) fn has_mapped_pieces(features: ::wgpu::Features) -> bool {
     features.contains(::wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
 }

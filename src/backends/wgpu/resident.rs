@@ -1,10 +1,11 @@
 //! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
 
 use super::device::Gpu;
+use super::errors::scoped;
 use super::options::WgpuOptions;
 use super::pipelines::{Params, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::{Scratch, MAX_PASSES, QUERIES_PER_SEG};
-use super::wait::{scoped, MapTicket};
+use super::wait::MapTicket;
 use crate::backends::gpu::pieces::pieces_of;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::merge_segments;
@@ -167,9 +168,8 @@ impl ResidentHasher {
     /// Hashes two chunks and a byte of zeros on the device, so that what a device's first
     /// submission costs is paid while it opens, not by the caller's first call.
     ///
-    /// On an NVIDIA H200 (Vulkan, driver 580) the first submission that runs a compute pass and
-    /// maps a result took 15-18 ms whatever it ran, and later first uses of other pipelines
-    /// 0.1-0.3 ms (`examples/wgpu_probe.rs firsts`).
+    /// A device's first submission that runs a compute pass and maps a result can take tens of
+    /// milliseconds whatever it runs (docs/performance.md).
     pub(super) fn warm_up(&self) -> Result<()> {
         let len = 2 * CHUNK_LEN as u64 + 1;
         // Never written: wgpu zero-fills it before its first use.
@@ -536,19 +536,11 @@ impl ResidentHasher {
             // right after the last segment's pieces, which come back with it: by the last
             // segment's chunk pass in whole 16-byte words (no bind group or dispatch of its own),
             // or by copy_tail, word by word, where there is no chunk pass, or where those words
-            // would overrun the buffer or the largest binding. On an H200 (Vulkan; session 12,
-            // h17 run 3, `wgpu_probe resident-wall`, median of 5 interleaved rounds, copy_tail
-            // against this, both with mapped pieces) 1 MiB took 78.5 / 71.7 µs, 4 MiB 80.5 / 74.4,
-            // 64 MiB 123.1 / 118.1, 1 GiB 761.4 / 752.1; the passes' device time fell by about
-            // 2 µs at every size (`wgpu_probe resident`: 1 MiB 32.4-32.7 -> 30.4-30.5 µs), and a
-            // bind group (2.6 µs) and a dispatch (1.8 µs) left the host's encoding
-            // (`wgpu_probe costs`).
+            // would overrun the buffer or the largest binding; the chunk pass saves a bind group
+            // and a dispatch (docs/performance.md).
             //
-            // All of it is one submission. Submitting the chunk pass alone first and encoding the
-            // rest while the device runs it was measured (h17 run 2) and dropped: the device's
-            // passes grew by 14-16 µs at every size (1 MiB 32.5 -> 46.6-49.0 µs, 1 GiB 698 ->
-            // 713 µs), more than the 15-20 µs of host encoding it hid (1 MiB wall, median of 4
-            // rounds, 78.1 µs in one submission against 89.7 in two).
+            // All of it is one submission: a chunk pass submitted alone first grows the device's
+            // passes by more than the host encoding it would hide (docs/performance.md).
             let tail_start = offset + full * CHUNK_LEN as u64;
             let words = last.div_ceil(4);
             let vec4s = last.div_ceil(16);

@@ -2,7 +2,7 @@
 //! parameters, readback, timestamps), the pass plan, and encoding the passes of a segment of
 //! chunks into its pieces.
 
-use super::device::Gpu;
+use super::device::{Gpu, PooledScratch};
 use super::pipelines::{self, Params, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
 use crate::backends::gpu::groups::{chunk_group_shift, MIN_GROUP_CHUNKS};
 use crate::core::constants::CHUNK_LEN;
@@ -15,10 +15,7 @@ pub(super) const MAX_PASSES: u64 = 5;
 /// Levels the chunk pass reduces inside its workgroup at least (the later passes reduce 8; see
 /// `Gpu::plan` for when it reduces more).
 ///
-/// Measured on an NVIDIA H200 (Vulkan, driver 580; `examples/wgpu_report.rs --resident`, the
-/// hashing passes by timestamp queries, 1 GiB / 64 MiB device-resident): 2 levels 694 / 74.0 µs,
-/// 3 levels 688 / 74.5 µs, 4 levels 688 / 74.8 µs, 5 levels 693 / 76.8 µs, 6 levels 699 / 76.9
-/// µs. The top levels of a workgroup's tree keep 16, 8, 4, 2, 1 invocations busy between
+/// Three is the fastest or even at 64 MiB and 1 GiB (docs/performance.md). The top levels of a workgroup's tree keep 16, 8, 4, 2, 1 invocations busy between
 /// barriers while the rest of the workgroup waits; handing them to the next pass, 8 times
 /// smaller, costs one more small dispatch at some sizes but frees the chunk pass's workgroups
 /// sooner.
@@ -33,18 +30,13 @@ const STAMP_ROOM: u64 = 256;
 ///
 /// `pieces` holds every segment's pieces end to end, a resident input's last chunk right after
 /// the last segment's, and room for it after all of them; `readback` starts with the same bytes,
-/// so that one copy brings all of them back (on an NVIDIA H200 each copy after the passes cost
-/// about 6 µs of device time), then room for each segment's timestamps.
+/// so that one copy brings all of them back (each copy after the passes costs device time), then
+/// room for each segment's timestamps.
 ///
 /// Where the device has mappable storage buffers (`Gpu::mapped_pieces`), `pieces` is
 /// `STORAGE | MAP_READ` with the timestamps' room too, and `readback` is the same buffer: the
-/// passes write where the host maps, and nothing is copied after them. On an NVIDIA H200
-/// (Vulkan, driver 580; session 12, h17 runs 1-3, `examples/wgpu_probe.rs resident`) the device's
-/// time after the passes fell from 8.9-11.2 µs to 4.2-5.7 µs (two outliers of 8.8 and 9.5) at
-/// every size from 1 MiB to 1 GiB; `wgpu_probe costs`: one dispatch read back through a copy
-/// 43.9 µs, straight from where it wrote 34.9 µs. Plain wall medians (`resident-wall`, median of each run's interleaved rounds,
-/// base against this) were within run-to-run noise at 1 MiB (77.8/82.0, 80.8/78.1, 86.8/78.5 µs)
-/// and 1 GiB (752/761, 759/757, 772/761 µs) and better at 64 MiB (136/130, 133/125, 135/123 µs).
+/// passes write where the host maps, and nothing is copied after them: about half the device
+/// time after the passes (docs/performance.md).
 pub(crate) struct Scratch {
     pub(super) cap: u64,
     pub(super) segs: u64,
@@ -58,6 +50,14 @@ pub(crate) struct Scratch {
     pub(super) params_shadow: HashMap<u64, Vec<u8>>,
     /// Bind groups naming only this scratch's buffers, by (segment, pass, items, source offset).
     pub(super) groups: HashMap<(u64, usize, u64, u64), ::wgpu::BindGroup>,
+}
+
+/// Up to 16 sets kept between calls, the largest last to go.
+impl PooledScratch for Scratch {
+    const MAX_IDLE: usize = 16;
+    fn bytes(&self) -> u64 {
+        self.cap * self.segs
+    }
 }
 
 impl Scratch {
@@ -175,7 +175,7 @@ impl Gpu {
     /// Runs `f` with scratch for `segs` segments of up to `cap` chunks, from the device's pool
     /// (kept for the next call when `f` succeeds) or new.
     pub(super) fn with_scratch<R>(&self, cap: u64, segs: u64, f: impl FnOnce(&mut Scratch) -> Result<R>) -> Result<R> {
-        self.scratch.with(|s| s.cap >= cap && s.segs >= segs, || Ok(Scratch::new(self, cap, segs)), f)
+        self.pool::<Scratch>().with(|s| s.cap >= cap && s.segs >= segs, || Ok(Scratch::new(self, cap, segs)), f)
     }
 
     /// The passes that hash a segment of `n` chunks, as (items, levels), and the chunk pass's
@@ -197,10 +197,8 @@ impl Gpu {
             }
             k
         };
-        // The fewest passes, and among those the fewest levels in the chunk pass. On an H200
-        // (Vulkan, run 22 of session 11, hashing passes by timestamps, medians of three rounds)
-        // that saved 3.0 µs at 4 MiB (34.2 against 37.2 µs) and 2.6 µs at 16 MiB; at 64 MiB (8
-        // levels, two passes instead of three) and 1 GiB it changed nothing.
+        // The fewest passes, and among those the fewest levels in the chunk pass: a few
+        // microseconds less at 4 and 16 MiB (docs/performance.md).
         let first =
             (CHUNK_LEVELS..=LOG_WORKGROUP - shift).min_by_key(|&l| (passes_after(n >> l), l)).unwrap_or(CHUNK_LEVELS);
         let mut passes = vec![(n, first)];

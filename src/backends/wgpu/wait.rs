@@ -1,8 +1,7 @@
-//! Waiting for a wgpu device: map callbacks that only record, polling before blocking, and
-//! error scopes that turn wgpu's errors into values.
+//! Waiting for a wgpu device: map callbacks that only record, and polling before blocking.
 
 use super::device::{lock, Gpu};
-use crate::tree::{Device, Error, Result};
+use crate::tree::{Error, Result};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,12 +9,10 @@ use std::time::{Duration, Instant};
 const WAIT_LIMIT: Duration = Duration::from_secs(300);
 /// How long [`Gpu::wait`] polls the device without blocking before it sleeps in the driver.
 ///
-/// A blocking wait (`PollType::Wait`) sleeps in the driver and the kernel; on an H200 (Vulkan,
-/// driver 580) the host then noticed a finished submission about 50 µs late after a short wait and
-/// about 95 µs late after a 0.7 ms one (the CPU core had gone into a deeper sleep state), and ran
-/// the next call's host work up to twice as slowly. Polling (`PollType::Poll`, yielding the
-/// thread in between) sees the end after about 30 µs: 1 GiB device-resident went from 881 to
-/// 741 µs per call, 1 MiB from 105 to 83 µs. It costs one CPU core (yielding to any other
+/// A blocking wait (`PollType::Wait`) sleeps in the driver and the kernel, and the host notices
+/// a finished submission late (later the longer it slept) and runs the next call's host work
+/// more slowly; polling (`PollType::Poll`, yielding the thread in between) makes device-resident
+/// calls up to a fifth faster (docs/performance.md). It costs one CPU core (yielding to any other
 /// thread) while a call waits, for at most this long, which covers a whole 4 GiB segment on that
 /// device; longer waits then block.
 const SPIN_LIMIT: Duration = Duration::from_millis(4);
@@ -95,27 +92,4 @@ impl Gpu {
             }
         }
     }
-}
-
-/// Runs `f` inside out-of-memory, validation and internal error scopes on `device`, so that wgpu
-/// reports its errors to us as values (never through the default handler, which panics).
-///
-/// The three scopes cost 0.5 µs per call on the H200 machine's host (`examples/wgpu_probe.rs
-/// costs`, session 12), against 2.6 µs for a bind group and 8.3 µs for an encoder with one
-/// dispatch: not worth fewer scopes.
-pub(super) fn scoped<T>(device: &::wgpu::Device, id: Device, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let oom = device.push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
-    let validation = device.push_error_scope(::wgpu::ErrorFilter::Validation);
-    let internal = device.push_error_scope(::wgpu::ErrorFilter::Internal);
-    let r = f();
-    let internal = pollster::block_on(internal.pop());
-    let validation = pollster::block_on(validation.pop());
-    let oom = pollster::block_on(oom.pop());
-    if let Some(e) = oom {
-        return Err(Error::OutOfMemory { device: id, detail: e.to_string() });
-    }
-    if let Some(e) = validation.or(internal) {
-        return Err(Error::Device { device: id, detail: format!("wgpu error: {e}") });
-    }
-    r
 }

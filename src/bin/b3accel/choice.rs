@@ -399,17 +399,6 @@ impl Backend for Tally {
         self.spread().batch_len()
     }
 
-    fn chunk_subtrees(
-        &self,
-        input: &[u8],
-        first_chunk: u64,
-        key: &[u32; 8],
-        flags: u32,
-        out: &mut [Cv],
-    ) -> b3accel::Result<()> {
-        self.count(input.len(), |s| s.chunk_subtrees(input, first_chunk, key, flags, out))
-    }
-
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],
