@@ -105,7 +105,7 @@ impl ResidentBreakdown {
 }
 
 /// One line: the host's phases, the device's, and the latency neither clock sees (what
-/// `examples/wgpu_probe.rs` and `examples/wgpu_report.rs` print).
+/// `benches/probes/wgpu_probe.rs` and `benches/probes/wgpu_report.rs` print).
 ///
 /// ```
 /// let b = b3accel::wgpu::ResidentBreakdown::default();
