@@ -21,7 +21,7 @@ fn scratch(name: &str) -> PathBuf {
 fn is_valid(text: &str) -> Result<(), String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text:?}"))?;
     let fingerprint = v["fingerprint"].as_str().ok_or("no fingerprint")?;
-    if v["format"] != 1 || !fingerprint.starts_with(&format!("b3accel {} |", env!("CARGO_PKG_VERSION"))) {
+    if v["format"] != 2 || !fingerprint.starts_with(&format!("b3accel {} |", env!("CARGO_PKG_VERSION"))) {
         return Err(format!("not this build's calibration: {text}"));
     }
     if !v["cpu"]["points"].is_array() || !v["gpus"].is_array() {
@@ -215,9 +215,11 @@ fn all_takes_its_gpus_from_the_calibration_cache() {
     let out = Command::new(B3ACCEL).args(["bench", "--calibrate"]).env("B3ACCEL_CALIBRATION", &cal).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
-    let absent =
-        serde_json::json!({"device": "opencl:97", "name": "a GPU that is not here", "points": [[4194304, 1.0]]});
+    let absent = serde_json::json!({
+        "device": "opencl:97", "name": "a GPU that is not here", "points": [[4194304, 1.0]], "open_seconds": 0.5
+    });
     v["gpus"].as_array_mut().unwrap().push(absent);
+    v["found"].as_array_mut().unwrap().push("opencl:97".into());
     std::fs::write(&cal, v.to_string()).unwrap();
     let data: Vec<u8> = (0..(70 << 20) + 5).map(|i: usize| (i % 239) as u8).collect();
     std::fs::write(dir.join("f"), &data).unwrap();

@@ -51,6 +51,7 @@ fn calibration_naming(dir: &Path, device: Device) -> PathBuf {
         "device": device.to_string(),
         "name": "the injected device, calibrated fastest by this test",
         "points": [point(4 << 20), point(512 << 20)],
+        "open_seconds": 0.0,
     }]);
     std::fs::write(&path, serde_json::to_vec_pretty(&cal).unwrap()).unwrap();
     path

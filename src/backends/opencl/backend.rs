@@ -521,6 +521,6 @@ impl Backend for OpenClBackend {
     /// longer than a chunk, one per message to merge its chunks. Longer ones one at a time
     /// through the chunk kernels.
     fn hash_many(&self, data: &[u8], msg_len: usize, key: &[u32; 8], flags: u32, out: &mut [Cv]) -> Result<()> {
-        super::many::hash_many_host(self, data, msg_len, Domain { key: *key, flags }, out)
+        self.hash_many_host(data, msg_len, Domain { key: *key, flags }, out)
     }
 }

@@ -280,40 +280,36 @@ impl OpenClBackend {
             Ok(())
         })
     }
-}
 
-/// [`Backend::hash_many`](crate::Backend::hash_many) on an OpenCL device: batches of messages of
-/// up to 64 chunks are uploaded and hashed by the `many_*` kernels; longer messages go one at a
-/// time through the chunk kernels (the host policy of `gpu::policy`).
-pub(super) fn hash_many_host(
-    be: &OpenClBackend,
-    data: &[u8],
-    msg_len: usize,
-    domain: Domain,
-    out: &mut [Cv],
-) -> Result<()> {
-    let per_batch = match plan_many(data, msg_len, domain, out)? {
-        ManyPlan::Done => return Ok(()),
-        ManyPlan::OneAtATime => return hash_many_on(be, data, msg_len, &domain.key, domain.flags, out),
-        ManyPlan::Batches(per_batch) => per_batch,
-    };
-    be.with_worker(|w| {
-        let queue = w.compute.clone();
-        for (i, hashes) in out.chunks_mut(per_batch).enumerate() {
-            let start = i * per_batch * msg_len;
-            let msgs = &data[start..start + hashes.len() * msg_len];
-            let input = w.input.get(be.dev.info.device, &w.context, msgs.len())?;
-            let output = w.output.get(be.dev.info.device, &w.context, hashes.len() * 32)?;
-            // SAFETY: a blocking write: `msgs` is read before the call returns.
-            unsafe { core::enqueue_write_buffer(&queue, &input, true, 0, msgs, None::<&Event>, None::<&mut Event>) }
+    /// [`Backend::hash_many`](crate::Backend::hash_many) on an OpenCL device: batches of messages of
+    /// up to 64 chunks are uploaded and hashed by the `many_*` kernels; longer messages go one at a
+    /// time through the chunk kernels (the host policy of `gpu::policy`).
+    pub(super) fn hash_many_host(&self, data: &[u8], msg_len: usize, domain: Domain, out: &mut [Cv]) -> Result<()> {
+        let per_batch = match plan_many(data, msg_len, domain, out)? {
+            ManyPlan::Done => return Ok(()),
+            ManyPlan::OneAtATime => return hash_many_on(self, data, msg_len, &domain.key, domain.flags, out),
+            ManyPlan::Batches(per_batch) => per_batch,
+        };
+        self.with_worker(|w| {
+            let queue = w.compute.clone();
+            for (i, hashes) in out.chunks_mut(per_batch).enumerate() {
+                let start = i * per_batch * msg_len;
+                let msgs = &data[start..start + hashes.len() * msg_len];
+                let input = w.input.get(self.dev.info.device, &w.context, msgs.len())?;
+                let output = w.output.get(self.dev.info.device, &w.context, hashes.len() * 32)?;
+                // SAFETY: a blocking write: `msgs` is read before the call returns.
+                unsafe {
+                    core::enqueue_write_buffer(&queue, &input, true, 0, msgs, None::<&Event>, None::<&mut Event>)
+                }
                 .map_err(|e| w.err("uploading messages", e))?;
-            let (n, len) = (hashes.len() as u64, msg_len as u64);
-            w.enqueue_many(&queue, &input, len, 0, n, domain, &output, 0, MANY_CAPS, &mut None)?;
-            w.read_into(&queue, &output, hashes.as_flattened_mut())?;
-        }
-        w.trim();
-        Ok(())
-    })
+                let (n, len) = (hashes.len() as u64, msg_len as u64);
+                w.enqueue_many(&queue, &input, len, 0, n, domain, &output, 0, MANY_CAPS, &mut None)?;
+                w.read_into(&queue, &output, hashes.as_flattened_mut())?;
+            }
+            w.trim();
+            Ok(())
+        })
+    }
 }
 
 #[cfg(test)]

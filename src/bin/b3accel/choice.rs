@@ -244,7 +244,7 @@ pub fn open(global: &Global) -> Result<Devices, Fatal> {
             if verbose {
                 crate::warn(spread_note(choice, &spread, threads, global.verbose > 1));
             }
-            How::Spread(Arc::new(Shared { spread, gate: Mutex::new(()) }))
+            How::Spread(Arc::new(Shared { spread }))
         }
     };
     Ok(Devices { how, explain: global.verbose > 1, verbose: global.verbose })
@@ -269,23 +269,13 @@ fn spread_note(choice: &Choice, spread: &Spread, threads: usize, each: bool) -> 
     )
 }
 
-/// A list's `Spread`, shared by the run's inputs, and the turn that its calls that spread take.
+/// A list's `Spread`, shared by the run's inputs.
 struct Shared {
     spread: Spread,
-    gate: Mutex<()>,
 }
 
 /// One input's use of the run's `Spread`, which also adds up how many bytes each device hashed
-/// (for `-vv`).
-///
-/// The calls that may spread (all of [`TURNS_FROM`] bytes or more) are made one at a time across
-/// inputs: each uses every device anyway, the shares `Spread::last_shares` gives after one are
-/// then that call's, and a call in progress
-/// needs the rayon pool, so the pool's threads must not all be inside such calls at once. A call
-/// parks its thread until every device is done, while the GPU backends' own threads copy input
-/// with the pool: when several inputs are hashed in parallel, every pool thread could be parked
-/// in a call with nobody left to run those copies. Waiting for its turn, a pool thread runs the
-/// pool's pending work instead (see [`Tally::take_turn`]).
+/// (for `-v`). Inputs' calls run side by side, as on one device.
 struct Tally {
     shared: Arc<Shared>,
     counted: Mutex<Counted>,
@@ -301,11 +291,6 @@ struct Counted {
     reasons: Vec<(Device, String)>,
 }
 
-/// Calls of this many bytes or more on a list's `Spread` take turns (see [`Tally`]): far below
-/// the size it spreads from, and large enough that small files, hashed many at a time on the
-/// first device, never wait.
-const TURNS_FROM: usize = 1 << 20;
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -315,38 +300,17 @@ impl Tally {
         &self.shared.spread
     }
 
-    /// Waits for the turn to make a call that spreads; a thread of the rayon pool runs the
-    /// pool's pending work meanwhile.
-    fn take_turn(&self) -> MutexGuard<'_, ()> {
-        loop {
-            match self.shared.gate.try_lock() {
-                Ok(turn) => return turn,
-                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {}
-            }
-            if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                std::thread::sleep(std::time::Duration::from_micros(100));
-            }
-        }
-    }
-
-    /// Runs one call of `len` bytes on the `Spread` and counts who hashed them. Calls of
-    /// [`TURNS_FROM`] bytes or more take turns, whatever size the `Spread` spreads from: a call
-    /// below that size leaves `last_call` as it was, and its bytes are the first device's.
+    /// Runs one call of `len` bytes on the `Spread` and counts who hashed them: the report of
+    /// the list's call if no other input's call came between, else the first device's (calls of
+    /// several inputs run at once, as on one device: only `-v`'s shares can blur).
     fn count(&self, len: usize, call: impl FnOnce(&Spread) -> b3accel::Result<()>) -> b3accel::Result<()> {
         let spread = self.spread();
         let first = spread.devices()[0];
-        if len < TURNS_FROM || spread.devices().len() < 2 {
-            call(spread)?;
-            self.add(&[(first, len as u64)], None);
-            return Ok(());
-        }
-        let _turn = self.take_turn();
-        let before = spread.last_call().map(|r| r.call);
+        let before = spread.last_call().map_or(0, |r| r.call);
         call(spread)?;
-        match spread.last_call().filter(|r| Some(r.call) != before) {
-            Some(report) => self.add(&report.shares, Some(report.reasons)),
-            None => self.add(&[(first, len as u64)], None),
+        match spread.last_call().filter(|r| r.call == before + 1) {
+            Some(report) if spread.devices().len() > 1 => self.add(&report.shares, Some(report.reasons)),
+            _ => self.add(&[(first, len as u64)], None),
         }
         Ok(())
     }
