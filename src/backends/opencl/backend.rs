@@ -514,7 +514,7 @@ impl Backend for OpenClBackend {
     /// Uploads the leaves once and reduces them on the device, several levels per dispatch
     /// (see `shaders/blake3.cl`); the inner levels come back only when `inner` asks for them.
     fn merkle(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
-        super::merkle::merkle_host(self, leaves, inner)
+        self.merkle_host(leaves, inner)
     }
 
     /// Messages of up to 64 chunks: one work-item per chunk of each message, then, for messages

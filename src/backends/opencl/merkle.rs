@@ -249,38 +249,38 @@ impl OpenClBackend {
         w.wait(&read)?;
         Ok(w.result(ROOT_SLOT, 32).try_into().expect("32 bytes"))
     }
-}
 
-/// [`Backend::merkle`](crate::Backend::merkle) on an OpenCL device: the leaves are uploaded once
-/// and reduced there. Leaves larger than the device can hold in one buffer take the default
-/// level-by-level reduction (through `hash_blocks`, in pieces), as does a device out of memory.
-pub(super) fn merkle_host(be: &OpenClBackend, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
-    let fits = leaves.len() as u64 * 32 <= be.dev.limits.max_alloc.min(be.dev.max_alloc_bytes);
-    policy::merkle_host(be, leaves, inner, fits, |leaves, inner| {
-        let n = leaves.len() as u64;
-        be.with_worker(|w| {
-            let queue = w.compute.clone();
-            let buf = w.input.get(be.dev.info.device, &w.context, leaves.len() * 32)?;
-            // SAFETY: a blocking write: `leaves` is read before the call returns.
-            unsafe {
-                core::enqueue_write_buffer(
-                    &queue,
-                    &buf,
-                    true,
-                    0,
-                    leaves.as_flattened(),
-                    None::<&Event>,
-                    None::<&mut Event>,
-                )
-            }
-            .map_err(|e| w.err("uploading leaves", e))?;
-            let mut dest = match inner {
-                Some(h) => MerkleInner::Host(h),
-                None => MerkleInner::None,
-            };
-            let root = be.merkle_on(w, &queue, &buf, n, &mut dest, &mut None)?;
-            w.trim();
-            Ok(root)
+    /// [`Backend::merkle`](crate::Backend::merkle) on an OpenCL device: the leaves are uploaded once
+    /// and reduced there. Leaves larger than the device can hold in one buffer take the default
+    /// level-by-level reduction (through `hash_blocks`, in pieces), as does a device out of memory.
+    pub(super) fn merkle_host(&self, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+        let fits = leaves.len() as u64 * 32 <= self.dev.limits.max_alloc.min(self.dev.max_alloc_bytes);
+        policy::merkle_host(self, leaves, inner, fits, |leaves, inner| {
+            let n = leaves.len() as u64;
+            self.with_worker(|w| {
+                let queue = w.compute.clone();
+                let buf = w.input.get(self.dev.info.device, &w.context, leaves.len() * 32)?;
+                // SAFETY: a blocking write: `leaves` is read before the call returns.
+                unsafe {
+                    core::enqueue_write_buffer(
+                        &queue,
+                        &buf,
+                        true,
+                        0,
+                        leaves.as_flattened(),
+                        None::<&Event>,
+                        None::<&mut Event>,
+                    )
+                }
+                .map_err(|e| w.err("uploading leaves", e))?;
+                let mut dest = match inner {
+                    Some(h) => MerkleInner::Host(h),
+                    None => MerkleInner::None,
+                };
+                let root = self.merkle_on(w, &queue, &buf, n, &mut dest, &mut None)?;
+                w.trim();
+                Ok(root)
+            })
         })
-    })
+    }
 }
