@@ -245,6 +245,7 @@ pub(crate) fn subtree_sizes(n: u64, max_chunks: u64) -> impl Iterator<Item = u64
 /// [`Backend::chunk_subtrees_capped`] as one uncapped call per piece of at most
 /// `max_chunks` chunks: a fallback for backends whose one call is no better for small inputs. The
 /// arguments are already checked.
+#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
 pub(crate) fn capped_by_pieces<B: Backend + ?Sized>(
     backend: &B,
     input: &[u8],
