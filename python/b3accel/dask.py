@@ -43,9 +43,9 @@ class ObjectReadError(OSError):
 
 
 class Piece(NamedTuple):
-    """One task: bytes ``offset..offset + length`` of object ``index`` (``total`` bytes long)."""
+    """One task: bytes ``offset..offset + length`` of object ``object_index`` (``total`` bytes long)."""
 
-    index: int
+    object_index: int
     offset: int
     length: int
     total: int
@@ -133,9 +133,12 @@ def _read(url: str, offset: int, length: int, whole_len: int, storage_options: d
         fs, path = fsspec.core.url_to_fs(url, **storage_options)
         if "file" in fs.protocol:
             return _read_local(path, offset, length, whole_len)
-        # One byte past the range where the range ends the object: a longer object is caught.
-        end = offset + length + (1 if offset + length == whole_len else 0)
-        data = fs.cat_file(path, start=offset, end=end)
+        if offset == 0 and length == whole_len:
+            data = fs.cat_file(path)
+        else:
+            # One byte past the range where it ends the object: a longer object is caught.
+            end = offset + length + (1 if offset + length == whole_len else 0)
+            data = fs.cat_file(path, start=offset, end=end)
     except ObjectReadError:
         raise
     except Exception as exc:
@@ -170,11 +173,19 @@ def _run_task(
     return outputs
 
 
-def _default_client() -> Client:
-    from distributed import default_client
+def _distributed() -> Any:
+    """The ``distributed`` module, imported when first used (its API is untyped)."""
+    import distributed
 
+    return distributed
+
+
+def _client(client: Client | None) -> Any:
+    """``client``, or the current default client."""
+    if client is not None:
+        return client
     try:
-        return default_client()
+        return _distributed().default_client()
     except ValueError:
         raise ValueError("no Dask client: pass client=, or create a distributed.Client first") from None
 
@@ -219,17 +230,17 @@ def submit(
     seek: int = 0,
     device: DeviceArg = "auto",
     storage_options: dict[str, Any] | None = None,
-) -> tuple[list[Task], list[int], list[Future]]:
+) -> tuple[list[Task], list[int], list[Future[Any]]]:
     """Plan and submit the tasks of ``hash_files``; returns ``(tasks, sizes, futures)`` for
     ``collect`` (the command line shows Dask's progress bar on the futures in between)."""
     _check_mode(key, derive_key_context, length, seek)
-    client = client or _default_client()
+    dask_client = _client(client)
     options = dict(storage_options or {})
     urls = [os.fspath(u) for u in urlpaths]
     sizes = _sizes(urls, options)
     tasks = plan(sizes, piece_bytes, files_per_task)
     task_urls = [
-        (urls[t.index],) if isinstance(t, Piece) else tuple(urls[i] for i in t.indices) for t in tasks
+        (urls[t.object_index],) if isinstance(t, Piece) else tuple(urls[i] for i in t.indices) for t in tasks
     ]
     # The constants travel in a partial: client.map's own keywords (key=, pure=) are Dask's.
     run = functools.partial(
@@ -241,7 +252,7 @@ def submit(
         device=device,
         storage_options=options,
     )
-    futures = client.map(run, tasks, task_urls, pure=False)
+    futures: list[Future[Any]] = dask_client.map(run, tasks, task_urls, pure=False)
     return tasks, sizes, futures
 
 
@@ -249,7 +260,7 @@ def collect(
     client: Client | None,
     tasks: list[Task],
     sizes: list[int],
-    futures: list[Future],
+    futures: list[Future[Any]],
     *,
     key: bytes | None = None,
     derive_key_context: str | None = None,
@@ -258,17 +269,17 @@ def collect(
 ) -> list[bytes]:
     """Gather ``submit``'s results and merge each object's pieces: outputs in input order. The
     first failed task's error is raised and the other tasks are cancelled."""
-    client = client or _default_client()
+    dask_client = _client(client)
     try:
-        results = client.gather(futures)
+        results = dask_client.gather(futures)
     except BaseException:
-        client.cancel(futures)
+        dask_client.cancel(futures)
         raise
     outputs: list[bytes | None] = [None] * len(sizes)
     pieces: dict[int, list[tuple[int, int, bytes]]] = {}
     for task, result in zip(tasks, results):
         if isinstance(task, Piece):
-            pieces.setdefault(task.index, []).append((task.offset, task.length, result))
+            pieces.setdefault(task.object_index, []).append((task.offset, task.length, result))
         else:
             for index, output in zip(task.indices, result):
                 outputs[index] = output
@@ -374,9 +385,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--local", metavar="N", type=int, help="start a LocalCluster of N worker processes")
     parser.add_argument("--threads", type=int, default=None, help="threads per --local worker")
     parser.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--keyed", action="store_true", help="keyed mode, the 32-byte key read from stdin")
-    mode.add_argument("--derive-key", metavar="CONTEXT", help="key derivation mode with this context")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--keyed", action="store_true", help="keyed mode, the 32-byte key read from stdin")
+    modes.add_argument("--derive-key", metavar="CONTEXT", help="key derivation mode with this context")
     parser.add_argument("-l", "--length", type=int, default=32, help="output bytes (default 32)")
     parser.add_argument("--seek", type=int, default=0, help="output offset in bytes (default 0)")
     parser.add_argument("--piece", type=_size_arg, default=DEFAULT_PIECE_BYTES, metavar="SIZE",
@@ -395,27 +406,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{parser.prog}: the key on stdin must be exactly 32 bytes", file=sys.stderr)
             return 1
 
-    from distributed import Client, LocalCluster, progress
-
+    distributed = _distributed()
     cluster = None
     try:
         if args.scheduler:
             try:
-                client = Client(args.scheduler, timeout=args.connect_timeout)
+                client = distributed.Client(args.scheduler, timeout=args.connect_timeout)
             except OSError as exc:
                 print(f"{parser.prog}: cannot reach the scheduler {args.scheduler} "
                       f"within {args.connect_timeout:g} s: {exc}", file=sys.stderr)
                 return 1
         else:
-            cluster = LocalCluster(n_workers=args.local or os.cpu_count() or 1, threads_per_worker=args.threads,
+            cluster = distributed.LocalCluster(n_workers=args.local or os.cpu_count() or 1, threads_per_worker=args.threads,
                                    processes=True, dashboard_address=None)
-            client = Client(cluster)
+            client = distributed.Client(cluster)
         with client:
             mode = {"key": key, "derive_key_context": args.derive_key, "length": args.length, "seek": args.seek}
             tasks, sizes, futures = submit(args.paths, client=client, piece_bytes=args.piece,
                                            device=args.device, **mode)
             if sys.stderr.isatty() and not args.json:
-                progress(futures)
+                distributed.progress(futures)
                 print(file=sys.stderr)
             outputs = collect(client, tasks, sizes, futures, **mode)
     except (OSError, ValueError) as exc:
