@@ -266,3 +266,9 @@ def test_cli_bad_key_and_unreachable_scheduler(tmp_path: Path) -> None:
     assert ours.returncode == 1 and ours.stdout == b""
     assert b"cannot reach the scheduler" in ours.stderr
     assert time.monotonic() - start < 60, "the connect timeout bounds the wait"
+
+
+def test_file_url_and_pathlike_inputs(client: Client, tmp_path: Path) -> None:
+    (path,) = write_files(tmp_path, [3 * PIECE + 9])
+    want = expected(path.read_bytes(), {})
+    assert bd.hash_files([path.as_uri(), str(path)], client=client, piece_bytes=PIECE) == [want, want]
