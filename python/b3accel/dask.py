@@ -443,8 +443,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 distributed.progress(futures)
                 print(file=sys.stderr)
             outputs = collect(client, tasks, sizes, futures, **mode)
+            futures.clear()  # the results leave the cluster before it closes
     except (OSError, ValueError) as exc:
         print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a Dask failure (KilledWorker, ...): one line, not a traceback
+        print(f"{parser.prog}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
         if cluster is not None:
