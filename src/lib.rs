@@ -140,7 +140,7 @@ pub fn hash_on(device: Device, data: &[u8]) -> Result<Hash> {
 /// ```
 pub fn hash_on_devices(devices: &[Device], data: &[u8]) -> Result<Hash> {
     let spread = crate::dispatch::spread::shared(devices)?;
-    Ok(Hash::from_bytes(hash_all(&*spread, data, Domain::HASH)?.root_hash()))
+    Ok(Hash::from_bytes(root_hash_all(&*spread, data, Domain::HASH)?))
 }
 
 /// The keyed BLAKE3 hash (MAC) of `data` under `key`, computed on `device`.
@@ -209,6 +209,22 @@ pub fn xof_reader_on(device: Device, mode: &Mode, data: &[u8]) -> Result<OutputR
 /// ```
 pub fn xof_reader_with(backend: &dyn Backend, mode: &Mode, data: &[u8]) -> Result<OutputReader> {
     Ok(OutputReader::new(hash_all(backend, data, mode.domain())?))
+}
+
+/// The 32-byte hash of `data` in `mode`, computed on a backend you hold (a
+/// [`spread::Spread`] included): the whole input goes to the backend in one call, and a
+/// power-of-two input keeps the backend's own top levels ([`Backend::subtree_top`]).
+///
+/// ```
+/// use b3accel::spread::Spread;
+/// use b3accel::{hash_with, Device, Mode};
+/// let list = Spread::new(&[Device::Cpu])?;
+/// let data = vec![5u8; 1 << 20];
+/// assert_eq!(hash_with(&list, &Mode::Hash, &data)?, blake3::hash(&data));
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+pub fn hash_with(backend: &dyn Backend, mode: &Mode, data: &[u8]) -> Result<Hash> {
+    Ok(Hash::from_bytes(root_hash_all(backend, data, mode.domain())?))
 }
 
 /// The README's Rust examples, compiled and run as doc tests so that they stay true.

@@ -387,6 +387,14 @@ fn cpuid(leaf: u32) -> CpuidResult {
     }
 }
 
+/// The threads this process may run at once (cgroup quota and affinity), read once: the
+/// standard library reads files under /proc and /sys on each call, which cost per-call paths
+/// more than the small hashes they serve.
+pub(crate) fn machine_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

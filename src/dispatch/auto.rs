@@ -230,7 +230,7 @@ fn fingerprint() -> String {
         "b3accel {} | {} | {} threads | features{}{}",
         env!("CARGO_PKG_VERSION"),
         cpu.info().name,
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        crate::core::platform::machine_threads(),
         if cfg!(feature = "opencl") { " opencl" } else { "" },
         if cfg!(feature = "wgpu") { " wgpu" } else { "" },
     )
@@ -341,7 +341,7 @@ pub(crate) fn cached_rate(device: Device, len: u64) -> Option<(f64, std::time::D
     let curve = std::iter::once(&cal.cpu).chain(&cal.gpus).find(|c| c.device == device && !c.points.is_empty())?;
     let mut rate = curve.at(len);
     if device == Device::Cpu {
-        let calibrated = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let calibrated = crate::core::platform::machine_threads();
         rate *= (rayon::current_num_threads() as f64 / calibrated as f64).min(1.0);
     }
     Some((rate, std::time::Duration::from_secs_f64(curve.open_seconds)))

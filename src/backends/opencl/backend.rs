@@ -380,7 +380,7 @@ impl OpenClBackend {
             HostUploads::Wrap => true,
             HostUploads::Stage => false,
             HostUploads::Auto => {
-                let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let machine = crate::core::platform::machine_threads();
                 self.dev.limits.is_cpu || rayon::current_num_threads() * 8 <= machine
             }
         }

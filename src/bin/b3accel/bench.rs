@@ -418,10 +418,8 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             Err(e) => Err(e.clone()),
         };
         // The device lists in the same turns: each against `cpu`.
-        let spread_hash = |s: &Spread| {
-            let mut out = [0u8; 32];
-            b3accel::xof_reader_with(s, &Mode::Hash, input).map(|mut r| r.fill(&mut out)).map_err(|e| e.to_string())
-        };
+        let spread_hash =
+            |s: &Spread| b3accel::hash_with(s, &Mode::Hash, input).map(drop).map_err(|e| e.to_string());
         let (mut rayon_f, mut cpu_f, mut auto_f, mut file_f) = (
             || ok(blake3::Hasher::new().update_rayon(input).finalize()),
             || hash(Device::Cpu),
