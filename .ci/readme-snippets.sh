@@ -4,8 +4,8 @@
 # `cargo build`. Offline: it runs after the main build, whose crates are in Cargo's cache, and it
 # takes this checkout's Cargo.lock so that no version is resolved anew.
 # The snippets use only items of the default build. B3ACCEL_SNIPPET_FEATURES (default: opencl,
-# which with the defaults is `.ci/run`'s --all-features set) and the crate's own opt-level let the
-# build reuse the main build's artifacts where Cargo finds them the same.
+# which with the defaults is `.ci/run`'s --all-features set) and the crate's dev profile (kept equal
+# to Cargo.toml's) let the build reuse the main build's artifacts where Cargo finds them the same.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 app="$repo/target/readme-snippets"
@@ -23,6 +23,12 @@ publish = false
 b3accel = { path = "$repo", features = [$features] }
 
 [workspace]
+
+[profile.dev]
+debug = "line-tables-only"
+
+[profile.dev.package."*"]
+debug = false
 
 [profile.dev.package.b3accel]
 opt-level = 1

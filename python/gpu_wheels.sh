@@ -16,5 +16,5 @@ python3 -m pip download --quiet --only-binary :all: --python-version 3.12 --impl
 # machine has some of them; carrying all keeps the offline install complete).
 python3 -m pip download --quiet --only-binary :all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d dist dask distributed fsspec
+    -d dist dask distributed fsspec aiohttp requests
 ls -l dist

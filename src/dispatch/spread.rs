@@ -47,8 +47,11 @@ pub const SMALL_PIECE_BYTES: u64 = 4 << 20;
 const UNKNOWN_OPEN_FACTOR: f64 = 3.0;
 /// A device not open yet is opened only if the call is expected to end this much sooner with it.
 const OPEN_GAIN: f64 = 0.9;
-/// Where the faster way at a size is known, every this many calls at that size try the other.
-const RETRY_EVERY: u64 = 16;
+/// Where the faster way at a size is known, the other is tried again once the calls made the
+/// faster way since its last try have taken this many times what one try is expected to lose:
+/// retries cost at most about 1/64 of a list's time (a try with GPUs can take twenty small
+/// calls' time, so a fixed interval cost half the speed at 1 MiB; docs/performance.md).
+const RETRY_AFTER: f64 = 64.0;
 /// The first device leaves this share of its expected part to the queue, so that it can even
 /// out what the others' rates were wrong about.
 const FRONT_SLACK: f64 = 0.1;
@@ -138,7 +141,26 @@ struct History {
 struct SizeRecord {
     alone: Option<f64>,
     together: Option<f64>,
-    calls: u64,
+    /// Calls made the faster way since the slower way was last tried.
+    since_retry: u64,
+}
+
+impl SizeRecord {
+    /// Whether the list's calls of this size go faster without the other devices, for a call of
+    /// `bytes` bytes: the way measured faster, except for a try of the other way once enough time
+    /// has gone by (see [`RETRY_AFTER`]); with only one way measured, the other is tried first.
+    fn alone_is_better(&self, bytes: u64) -> bool {
+        match (self.alone, self.together) {
+            (Some(a), Some(t)) => {
+                let (fast, slow) = (a.max(t), a.min(t));
+                let b = bytes as f64;
+                let retry = self.since_retry as f64 * (b / fast) >= RETRY_AFTER * (b / slow - b / fast);
+                (t < a) != retry
+            }
+            (None, Some(_)) => true,
+            _ => false,
+        }
+    }
 }
 
 /// A device that takes part in a call besides the first: its index in the call's members, its
@@ -151,6 +173,8 @@ struct Helper {
 
 /// Who takes part in one call, and why.
 struct Plan {
+    /// The devices the call can use (not failed before), the first one first.
+    members: Vec<Device>,
     helpers: Vec<Helper>,
     /// The first device's expected rate at this size.
     front_rate: Option<f64>,
@@ -347,12 +371,13 @@ impl Spread {
 
     /// Decides who takes part in a call of `bytes` bytes (see the [module docs](self)), and
     /// starts opening the devices that should.
-    fn plan(&self, members: &[Device], bytes: u64) -> Plan {
+    fn plan(&self, bytes: u64) -> Plan {
+        let members = self.members();
         let history = lock(&self.history);
         let record = history.sizes.get(&size_class(bytes)).copied().unwrap_or_default();
         let rate_of = |d: Device| history.rates.get(&d).copied().or_else(|| cached_rate(d, bytes).map(|r| r.0));
         let front_rate = record.alone.or_else(|| rate_of(members[0]));
-        let mut plan = Plan { helpers: Vec::new(), front_rate, reasons: Vec::new() };
+        let mut plan = Plan { members: Vec::new(), helpers: Vec::new(), front_rate, reasons: Vec::new() };
         let gb = |r: f64| r / 1e9;
         for (k, &d) in members.iter().enumerate().skip(1) {
             if let Some(e) = open_failure(d) {
@@ -435,14 +460,7 @@ impl Spread {
             && !plan.helpers.is_empty()
             && plan.helpers.iter().all(|h| h.opens_in.is_none())
         {
-            // The way measured faster at this size, the other one tried now and then.
-            let retry = record.calls % RETRY_EVERY == RETRY_EVERY - 1;
-            let alone_better = match (record.alone, record.together) {
-                (Some(a), Some(t)) => (t < a) != retry,
-                (None, Some(_)) => true,
-                _ => false,
-            };
-            if alone_better {
+            if record.alone_is_better(bytes) {
                 let why = match (record.alone, record.together) {
                     (Some(a), Some(t)) if t < a => format!(
                         "left out: calls of this size were faster without the others ({:.1} GB/s against {:.1})",
@@ -459,14 +477,20 @@ impl Spread {
                 }
             }
         }
+        plan.members = members;
         plan
     }
 
+    /// The backend of the call's first member.
+    fn front(&self, plan: &Plan) -> Result<Arc<dyn Backend>> {
+        self.opened(plan.members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))
+    }
+
     /// Records a call of `bytes` bytes that the first device made alone.
-    fn record_alone(&self, members: &[Device], bytes: u64, took: Duration, reasons: Vec<(Device, String)>) {
-        let mut shares: Vec<(Device, u64)> = members.iter().map(|&d| (d, 0)).collect();
+    fn record_alone(&self, plan: Plan, bytes: u64, took: Duration) {
+        let mut shares: Vec<(Device, u64)> = plan.members.iter().map(|&d| (d, 0)).collect();
         shares[0].1 = bytes;
-        self.record(bytes, took, false, CallReport { call: 0, shares, reasons });
+        self.record(bytes, took, false, CallReport { call: 0, shares, reasons: plan.reasons });
     }
 
     /// Records how a call of `bytes` bytes went, `together` or by the first device alone.
@@ -476,7 +500,11 @@ impl Spread {
         history.calls += 1;
         let call = history.calls;
         let record = history.sizes.entry(size_class(bytes)).or_default();
-        record.calls += 1;
+        let slower_way = match (record.alone, record.together) {
+            (Some(a), Some(t)) => Some((t < a) == together),
+            _ => None,
+        };
+        record.since_retry = if slower_way == Some(true) { 0 } else { record.since_retry + 1 };
         let slot = if together { &mut record.together } else { &mut record.alone };
         *slot = Some(slot.map_or(rate, |r| 0.5 * r + 0.5 * rate));
         drop(history);
@@ -493,9 +521,9 @@ impl Spread {
         max_chunks: u64,
         domain: Domain,
         out: &mut [Cv],
-        members: &[Device],
         plan: Plan,
     ) -> Result<CallReport> {
+        let members = &plan.members[..];
         let n = (input.len() / CHUNK_LEN) as u64;
         let front_chunks = if self.joining == Joining::Always { 0 } else { self.front_share(n, &plan) };
         // The first device's share: one piece per max_chunks block, taken in one go.
@@ -545,8 +573,7 @@ impl Spread {
             }
         };
 
-        let front =
-            self.opened(members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))?;
+        let front = self.front(&plan)?;
         std::thread::scope(|s| {
             for h in &plan.helpers {
                 let (k, d) = (h.k, members[h.k]);
@@ -864,18 +891,15 @@ impl Backend for Spread {
         if bytes < self.min_bytes {
             return self.first.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out);
         }
-        let members = self.members();
-        let plan = self.plan(&members, bytes);
+        let plan = self.plan(bytes);
         let t = Instant::now();
         if plan.helpers.is_empty() {
             // The first device's own call, as it would be made without the list.
-            let front =
-                self.opened(members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))?;
-            front.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)?;
-            self.record_alone(&members, bytes, t.elapsed(), plan.reasons);
+            self.front(&plan)?.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)?;
+            self.record_alone(plan, bytes, t.elapsed());
             return Ok(());
         }
-        let report = self.spread(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, &members, plan)?;
+        let report = self.spread(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, plan)?;
         self.record(bytes, t.elapsed(), true, report);
         Ok(())
     }
@@ -884,20 +908,17 @@ impl Backend for Spread {
     /// no other device takes part; else the halves go through the list.
     fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
         let bytes = input.len() as u64;
-        let members = self.members();
-        if bytes < self.min_bytes || members.len() < 2 {
+        if bytes < self.min_bytes || self.devices.len() < 2 {
             return self.first.subtree_top(input, first_chunk, key, flags, top_flags);
         }
-        let plan = self.plan(&members, bytes);
+        let plan = self.plan(bytes);
         if !plan.helpers.is_empty() {
             let n = check_subtree_top_args(input, first_chunk)?;
             return top_by_subtrees(self, input, first_chunk, n, key, flags, top_flags);
         }
         let t = Instant::now();
-        let front =
-            self.opened(members[0]).ok_or_else(|| Error::InvalidInput("internal: first device not open".into()))?;
-        let cv = front.subtree_top(input, first_chunk, key, flags, top_flags)?;
-        self.record_alone(&members, bytes, t.elapsed(), plan.reasons);
+        let cv = self.front(&plan)?.subtree_top(input, first_chunk, key, flags, top_flags)?;
+        self.record_alone(plan, bytes, t.elapsed());
         Ok(cv)
     }
 
