@@ -396,8 +396,10 @@ mod tests {
     fn idle_comes_before_waiting_for_the_next_result() {
         use std::sync::{Condvar, Mutex};
         use std::time::Duration;
+        type Work<'a> = dyn Fn(usize) -> usize + Sync + 'a;
         type Emitter<'a> = dyn FnMut(Emit<usize>) -> Result<(), ()> + Send + 'a;
-        let check = |run: &dyn Fn(&(dyn Fn(usize) -> usize + Sync), &mut Emitter) -> Result<(), ()>| {
+        type Run<'a> = dyn Fn(&Work, &mut Emitter) -> Result<(), ()> + 'a;
+        let check = |run: &Run| {
             // How many results had been emitted at the last Idle.
             let flushed = (Mutex::new(0usize), Condvar::new());
             let mut events = Vec::new();

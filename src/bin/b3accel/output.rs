@@ -13,11 +13,12 @@ use std::path::Path;
 /// is written out by [`Out::flush`] (called whenever the run would wait for the next input:
 /// see `ordered::Emit::Idle`), or when the next record does not fit, so that a process stopped
 /// at any point (a signal, a closed pipe, a crash) has written every line it finished except
-/// those of a batch it was writing at that moment, and no partial short line. A write per line
-/// cost `-r` over many small files a tenth of its speed (docs/performance.md). No signal handler
-/// is installed: it could add only that batch, and one that writes could block on a full pipe
-/// and keep SIGTERM from ending the process. Anything written to standard error goes through
-/// [`Out::error`], which flushes first, so the two streams keep the order b3sum gives them.
+/// those of a batch it was writing at that moment, and no partial short line. A write per
+/// line, under the results' lock, held up `-r` over many small files (docs/performance.md). No
+/// signal handler is installed: it could add only that batch, and one that writes could block on
+/// a full pipe and keep SIGTERM from ending the process. Anything written to standard error goes
+/// through [`Out::error`], which flushes first, so the two streams keep the order b3sum gives
+/// them.
 pub struct Out {
     w: BufWriter<Stdout>,
 }
