@@ -41,28 +41,47 @@ fn mkfifo(path: &std::path::Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
-/// Hashing `a`, `b`, then a FIFO nobody writes (so the run never ends), then `c`: the lines of
-/// `a` and `b` come while the run goes on, and a process stopped by SIGTERM or SIGINT has written
-/// them, whole, and nothing more.
+/// Hashing 200 files, then a FIFO nobody writes (so the run never ends), then one more file:
+/// the 200 lines come while the run goes on (lines ready together may leave in one write, but
+/// all before the run waits on the FIFO), and a process stopped by SIGTERM or SIGINT, or killed
+/// by SIGKILL, has written them, whole, and nothing more.
 #[test]
 fn a_stopped_process_keeps_its_finished_lines() {
     let dir = Scratch::new("stopped");
-    dir.write("a", b"first");
-    dir.write("b", b"second");
-    dir.write("c", b"never printed: it comes after the FIFO");
+    let mut args = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..200 {
+        let name = format!("f{i:03}");
+        // Sizes from 0 to a few KiB, so that files finish out of order across threads.
+        let bytes: Vec<u8> = (0..(i * 37) % 5000).map(|j| (i + j) as u8).collect();
+        dir.write(&name, &bytes);
+        expected.push(line(&bytes, &name));
+        args.push(name);
+    }
+    dir.write("last", b"never printed: it comes after the FIFO");
     mkfifo(&dir.path().join("fifo"));
-    for (signal, threads) in [(libc::SIGTERM, "1"), (libc::SIGINT, "4"), (libc::SIGTERM, "4")] {
+    args.extend(["fifo".to_string(), "last".to_string()]);
+    for (signal, threads) in [
+        (libc::SIGTERM, "1"),
+        (libc::SIGINT, "4"),
+        (libc::SIGTERM, "4"),
+        (libc::SIGKILL, "1"),
+        (libc::SIGKILL, "2"),
+        (libc::SIGKILL, "4"),
+    ] {
         let mut child = b3accel_command()
-            .args(["--num-threads", threads, "a", "b", "fifo", "c"])
+            .args(["--num-threads", threads])
+            .args(&args)
             .current_dir(dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let lines = lines_of(&mut child);
-        let first = lines.recv_timeout(LIMIT).expect("the first line, before the run ends");
-        let second = lines.recv_timeout(LIMIT).expect("the second line, before the run ends");
-        assert_eq!([first, second], [line(b"first", "a"), line(b"second", "b")]);
+        for (i, want) in expected.iter().enumerate() {
+            let got = lines.recv_timeout(LIMIT).unwrap_or_else(|_| panic!("line {i}, before the run ends"));
+            assert_eq!(&got, want, "signal {signal}, {threads} threads, line {i}");
+        }
         // SAFETY: a plain kill(2) of the child this test started.
         assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
         let status = child.wait().unwrap();

@@ -7,11 +7,12 @@
 //! cannot be opened, or that is not UTF-8, ends the run (exit status 1, no closing WARNING).
 
 use crate::checkline::{parse_line, CheckLine, LineError, Lines};
-use crate::hash::{finish, hash_input, HashArgs, Spec, Stop};
+use crate::hash::{finish, hash_input, write_record, HashArgs, Spec, Stop};
 use crate::inputs::Input;
+use crate::ordered::{self, Emit};
 use crate::output::{self, Out};
 use crate::progress::Progress;
-use crate::{ordered, Fatal, Global, Outcome};
+use crate::{Fatal, Global, Outcome};
 use b3accel::{Hash, OUT_LEN};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -195,7 +196,11 @@ fn check_file(
             let checked = check_line(&line, stdin_is_checkfile, spec, &progress);
             (number, line, checked)
         },
-        |(number, line, c): (usize, Result<CheckLine, &'static str>, Checked)| -> Result<(), Stop> {
+        |event: Emit<(usize, Result<CheckLine, &'static str>, Checked)>| -> Result<(), Stop> {
+            let (number, line, c) = match event {
+                Emit::Result(r) => r,
+                Emit::Idle => return Ok(progress.suspend(|| out.flush())?),
+            };
             record.clear();
             let (status, reason) = match &c.verdict {
                 Verdict::Malformed(msg) => {
@@ -205,7 +210,6 @@ fn check_file(
                     }
                     if global.json && !args.status {
                         out.json(&MalformedRecord { checkfile: &name, line: number, ok: false, error: msg })?;
-                        out.end_record()?;
                     }
                     return Ok(());
                 }
@@ -253,9 +257,8 @@ fn check_file(
                 }
                 record.extend_from_slice(term);
             }
-            out.write(&record)?;
+            write_record(out, &progress, &record)?;
             crate::hash::note_failed_devices(global, out)?;
-            progress.suspend(|| out.end_record())?;
             Ok(())
         },
     );

@@ -3,9 +3,10 @@
 
 use crate::choice::{Choice, Devices};
 use crate::inputs::{self, Input, Listing};
+use crate::ordered::{self, Emit};
 use crate::output::{self, display_name, Out};
 use crate::progress::Progress;
-use crate::{ordered, Fatal, Global, Outcome};
+use crate::{Fatal, Global, Outcome};
 use b3accel::file::{self, FileOptions};
 use b3accel::{Device, Mode, OutputReader, KEY_LEN};
 use serde::Serialize;
@@ -281,6 +282,15 @@ pub fn finish(result: Result<(), Stop>, out: &mut Out, failed: bool) -> Outcome 
     }
 }
 
+/// Writes one record into `out`'s buffer; should the buffer have to be written out first, it is
+/// written with the progress bar out of the way (as [`Emit::Idle`]'s flush is).
+pub fn write_record(out: &mut Out, progress: &Progress, record: &[u8]) -> io::Result<()> {
+    if !out.fits(record.len()) {
+        progress.suspend(|| out.flush())?;
+    }
+    out.write(record)
+}
+
 /// Whether to hash `inputs` in parallel across inputs: several inputs, and at most one of them
 /// standard input (several `-` must read it in order: the first gets everything).
 pub fn parallel_ok(inputs: &[&Path]) -> bool {
@@ -339,7 +349,11 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
         inputs.len(),
         parallel,
         |i| (i, hash_input(&inputs[i], &spec, &progress)),
-        |(i, result): (usize, io::Result<Hashed>)| -> Result<(), Stop> {
+        |event: Emit<(usize, io::Result<Hashed>)>| -> Result<(), Stop> {
+            let (i, result) = match event {
+                Emit::Result(r) => r,
+                Emit::Idle => return Ok(progress.suspend(|| out.flush())?),
+            };
             let path = inputs[i].path();
             line.clear();
             match result {
@@ -387,9 +401,8 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
                     }
                 }
             }
-            out.write(&line)?;
+            write_record(&mut out, &progress, &line)?;
             note_failed_devices(global, &mut out)?;
-            progress.suspend(|| out.end_record())?;
             Ok(())
         },
     );

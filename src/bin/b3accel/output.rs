@@ -9,11 +9,16 @@ use std::fmt;
 use std::io::{self, BufWriter, Stdout, Write};
 use std::path::Path;
 
-/// Buffered standard output: a record (a line) is assembled in the buffer and written when it is
-/// finished ([`Out::end_record`]), as b3sum writes each line, so that a process stopped at any
-/// point (a signal, a closed pipe, a crash) has written every line it finished and no partial
-/// one. Anything written to standard error goes through [`Out::error`], which flushes first, so
-/// the two streams keep the order b3sum gives them.
+/// Buffered standard output. Whole records (lines) are written into the buffer, and the buffer
+/// is written out by [`Out::flush`] (called whenever the run would wait for the next input:
+/// see `ordered::Emit::Idle`), or when the next record does not fit, so that a process stopped
+/// at any point (a signal, a closed pipe, a crash) has written every line it finished except
+/// those of a batch it was writing at that moment, and no partial short line. A write per
+/// line, under the results' lock, held up `-r` over many small files (docs/performance.md). No
+/// signal handler is installed: it could add only that batch, and one that writes could block on
+/// a full pipe and keep SIGTERM from ending the process. Anything written to standard error goes
+/// through [`Out::error`], which flushes first, so the two streams keep the order b3sum gives
+/// them.
 pub struct Out {
     w: BufWriter<Stdout>,
 }
@@ -27,15 +32,15 @@ impl Out {
         self.w.write_all(bytes)
     }
 
+    /// Whether `len` more bytes fit in the buffer (else writing them writes out the buffer first).
+    pub fn fits(&self, len: usize) -> bool {
+        self.w.capacity() - self.w.buffer().len() >= len
+    }
+
     /// Writes `record` as one line of JSON.
     pub fn json(&mut self, record: &impl Serialize) -> io::Result<()> {
         serde_json::to_writer(&mut self.w, record)?;
         self.w.write_all(b"\n")
-    }
-
-    /// Marks the end of one record (a line): it is written out now.
-    pub fn end_record(&mut self) -> io::Result<()> {
-        self.w.flush()
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
