@@ -4,7 +4,8 @@
 # A LocalCluster of 4 workers x 4 threads hashes a 16 GiB page-cached file and a 100,000-file tree
 # through b3accel.dask, against single-process `b3accel FILE` and `b3accel -r DIR` (every output
 # checked against the binary's). Output in ${OUT:-/tmp}/dask-bench.txt; WORKDIR (default
-# /tmp/b3accel-dask-bench, 16.5 GB) is removed at the end.
+# /tmp/b3accel-dask-bench, 16.5 GB) is removed at the end. (-P: the installed b3accel, not the
+# source folder beside the script, which lacks the compiled module.)
 set -euo pipefail
 binary="$(realpath "$1")"
 work="${2:-/tmp/b3accel-dask-bench}"
@@ -14,5 +15,5 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --no-index --find-links python/dist b3accel dask distributed fsspec
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
-"$venv/bin/python" python/dask_bench.py "$binary" "$work" --workers 4 --threads 4 2>&1 \
+"$venv/bin/python" -P python/dask_bench.py "$binary" "$work" --workers 4 --threads 4 2>&1 \
     | grep -v 'distributed\.' | tee "$out/dask-bench.txt"

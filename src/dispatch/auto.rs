@@ -387,23 +387,13 @@ fn measure_and_store(verbose: bool) -> Calibration {
         found: found.iter().map(|d| d.device).filter(|&d| d != Device::Cpu).collect(),
         source: "calibrated in this process".into(),
     };
-    if !gpus.is_empty() {
-        let data = calibration_input(*CALIBRATION_SIZES.last().expect("sizes") as usize);
-        let cpu_points = measure(&*backend(Device::Cpu).expect("the CPU backend always opens"), &data, verbose);
-        for g in gpus {
-            // A GPU that fails to open or to hash is simply not a candidate.
-            let opening = Instant::now();
-            if let Ok(b) = backend(g.device) {
-                let open_seconds = driver_start + opening.elapsed().as_secs_f64();
-                let points = measure(&*b, &data, verbose);
-                if points.len() == CALIBRATION_SIZES.len() {
-                    cal.gpus.push(Curve { device: g.device, name: g.name, points, open_seconds });
-                }
-            }
-        }
-        if !cal.gpus.is_empty() {
-            cal.cpu.points = cpu_points;
-        }
+    // The curves are the whole machine's (cached_rate scales the CPU's to the caller's pool), so
+    // they are measured on a pool of every thread, whatever pool the caller runs in (a Python
+    // call with max_threads=1 runs in a pool of one).
+    let run = || measure_devices(&mut cal, &gpus, driver_start, verbose);
+    match rayon::ThreadPoolBuilder::new().num_threads(crate::core::platform::machine_threads()).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
     }
     if let Some(path) = cache_file() {
         let json = serde_json::json!({
@@ -419,6 +409,29 @@ fn measure_and_store(verbose: bool) -> Calibration {
         }
     }
     cal
+}
+
+/// Measures the CPU and each GPU of `gpus` into `cal` (the CPU's curve only where a GPU was
+/// measured: with none, Auto needs no curve).
+fn measure_devices(cal: &mut Calibration, gpus: &[DeviceInfo], driver_start: f64, verbose: bool) {
+    if !gpus.is_empty() {
+        let data = calibration_input(*CALIBRATION_SIZES.last().expect("sizes") as usize);
+        let cpu_points = measure(&*backend(Device::Cpu).expect("the CPU backend always opens"), &data, verbose);
+        for g in gpus.iter().cloned() {
+            // A GPU that fails to open or to hash is simply not a candidate.
+            let opening = Instant::now();
+            if let Ok(b) = backend(g.device) {
+                let open_seconds = driver_start + opening.elapsed().as_secs_f64();
+                let points = measure(&*b, &data, verbose);
+                if points.len() == CALIBRATION_SIZES.len() {
+                    cal.gpus.push(Curve { device: g.device, name: g.name, points, open_seconds });
+                }
+            }
+        }
+        if !cal.gpus.is_empty() {
+            cal.cpu.points = cpu_points;
+        }
+    }
 }
 
 /// The calibration's input, `len` bytes, written by all the pool's threads (512 MiB took a
