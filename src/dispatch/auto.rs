@@ -390,7 +390,7 @@ fn measure_and_store(verbose: bool) -> Calibration {
     // The curves are the whole machine's (cached_rate scales the CPU's to the caller's pool), so
     // they are measured on a pool of every thread, whatever pool the caller runs in (a Python
     // call with max_threads=1 runs in a pool of one).
-    let run = || measure_devices(&mut cal, &gpus, driver_start, verbose);
+    let mut run = || measure_devices(&mut cal, &gpus, driver_start, verbose);
     match rayon::ThreadPoolBuilder::new().num_threads(crate::core::platform::machine_threads()).build() {
         Ok(pool) => pool.install(run),
         Err(_) => run(),

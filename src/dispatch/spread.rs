@@ -459,21 +459,20 @@ impl Spread {
         if self.joining == Joining::Measured
             && !plan.helpers.is_empty()
             && plan.helpers.iter().all(|h| h.opens_in.is_none())
+            && record.alone_is_better(bytes)
         {
-            if record.alone_is_better(bytes) {
-                let why = match (record.alone, record.together) {
-                    (Some(a), Some(t)) if t < a => format!(
-                        "left out: calls of this size were faster without the others ({:.1} GB/s against {:.1})",
-                        gb(a),
-                        gb(t)
-                    ),
-                    _ => format!("left out: {} alone is being measured at this size", members[0]),
-                };
-                for h in plan.helpers.drain(..) {
-                    let d = members[h.k];
-                    if let Some(r) = plan.reasons.iter_mut().find(|r| r.0 == d) {
-                        r.1 = why.clone();
-                    }
+            let why = match (record.alone, record.together) {
+                (Some(a), Some(t)) if t < a => format!(
+                    "left out: calls of this size were faster without the others ({:.1} GB/s against {:.1})",
+                    gb(a),
+                    gb(t)
+                ),
+                _ => format!("left out: {} alone is being measured at this size", members[0]),
+            };
+            for h in plan.helpers.drain(..) {
+                let d = members[h.k];
+                if let Some(r) = plan.reasons.iter_mut().find(|r| r.0 == d) {
+                    r.1 = why.clone();
                 }
             }
         }
