@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub const AUTO: isize = -1;
 
 /// Inputs shorter than this run on the calling thread whatever `max_threads` says: the CPU
-/// backend hashes them on one thread anyway, and handing them to a pool costs more than they do.
-const POOL_MIN_BYTES: usize = 128 * 1024;
+/// backend hashes them on one thread anyway (its threads start at 512 KiB), and handing them to
+/// a pool costs more than they do.
+const POOL_MIN_BYTES: usize = 512 * 1024;
 
 /// Where a call's rayon work runs.
 #[derive(Clone)]
