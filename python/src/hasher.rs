@@ -243,7 +243,7 @@ impl Blake3 {
             .detach(|| {
                 let mut guard = me.lock();
                 let hasher = me.hasher(&mut guard)?;
-                me.threads.run(usize::MAX, || hasher.update_mmap(&path).map(|_| ()))
+                me.threads.run_file(|| hasher.update_mmap(&path).map(|_| ()))
             })
             .py()?;
         Ok(this)
