@@ -92,12 +92,18 @@ fn small_on_cpu(device: Device, data: &[u8]) -> bool {
     data.len() <= CHUNK_LEN && matches!(device, Device::Auto | Device::Cpu)
 }
 
+/// Whether `data` goes straight to the CPU backend: on the CPU, or on Auto when it is smaller than
+/// anything Auto sends to a GPU (asking Auto would only cost a dispatch).
+fn cpu_only(device: Device, data: &[u8]) -> bool {
+    device == Device::Cpu || (device == Device::Auto && (data.len() as u64) < auto::GPU_MIN_BYTES)
+}
+
 /// The root node of `data` hashed on `device`.
 fn root_on(device: Device, data: &[u8], domain: Domain) -> Result<Output> {
     if small_on_cpu(device, data) {
         return Ok(chunk_output(data, 0, domain));
     }
-    if device == Device::Cpu {
+    if cpu_only(device, data) {
         return hash_all(&**cpu_backend(), data, domain);
     }
     hash_all(&*backend(device)?, data, domain)
@@ -111,7 +117,7 @@ fn root_hash_on(device: Device, data: &[u8], domain: Domain) -> Result<Hash> {
     if small_on_cpu(device, data) {
         return Ok(Hash::from_bytes(hash_small(data, domain)));
     }
-    if device == Device::Cpu {
+    if cpu_only(device, data) {
         return Ok(Hash::from_bytes(root_hash_all(&**cpu_backend(), data, domain)?));
     }
     Ok(Hash::from_bytes(root_on(device, data, domain)?.root_hash()))

@@ -1,6 +1,6 @@
 //! `b3accel.blake3`: blake3-py's hasher class, on any device.
 
-use crate::buffer::Bytes;
+use crate::buffer::with_bytes;
 use crate::errors::OrPy;
 use crate::mode::mode;
 use crate::target::Target;
@@ -17,10 +17,12 @@ use zeroize::Zeroize;
 /// taking it back would cost more than they do (the figure CPython's hashlib uses).
 pub const GIL_MIN_BYTES: usize = 2048;
 
-/// Input up to this length (one chunk) is gathered here and hashed at `digest` by the crate's
-/// one-shot functions, which hash a single chunk without any backend; longer input goes to a
-/// `b3accel::Hasher` (whose set-up and wipe would cost small inputs more than hashing them).
-const PENDING_MAX: usize = CHUNK_LEN;
+/// Input up to this length is gathered here and hashed whole at `digest` by the crate's one-shot
+/// functions (one chunk without any backend, more in one call to it, straight to the root hash);
+/// longer input goes to a `b3accel::Hasher`. One batch of the CPU backend
+/// (`Backend::batch_len`): below it that hasher, too, would only gather the input, after a
+/// set-up that costs small inputs more than hashing them.
+const PENDING_MAX: usize = 64 * CHUNK_LEN;
 
 /// An incremental BLAKE3 hasher with blake3-py's interface, whose bulk work runs on `device`.
 ///
@@ -40,17 +42,53 @@ pub struct Blake3 {
     mode: Mode,
 }
 
-/// What has been added so far: short input in `pending`, or everything in `hasher`.
-#[derive(Clone, Default)]
+/// What has been added so far: short input in `pending`, or everything in `hasher` (boxed: a
+/// hasher that never needs one is a small object).
+#[derive(Clone)]
 struct State {
     pending: Vec<u8>,
-    hasher: Option<Hasher>,
+    hasher: Option<Box<Hasher>>,
+    /// Whether `pending` is key material (key derivation), wiped wherever it is freed, as the
+    /// crate's hasher does; other input is not secret, and wiping it would cost as much as
+    /// hashing it.
+    secret: bool,
+}
+
+impl State {
+    /// Nothing added yet, in `mode`.
+    fn new(mode: &Mode) -> State {
+        State { pending: Vec::new(), hasher: None, secret: matches!(mode, Mode::DeriveKey(_)) }
+    }
+
+    /// Forgets `pending`, wiping it if it is secret.
+    fn forget_pending(&mut self) {
+        if self.secret {
+            self.pending.zeroize();
+        }
+        self.pending = Vec::new();
+    }
+
+    /// How many bytes have been added.
+    fn count(&self) -> u64 {
+        self.hasher.as_ref().map_or(self.pending.len() as u64, |h| h.count())
+    }
+
+    /// Appends `data` to `pending`, wiping a secret buffer that it outgrows before it is freed.
+    fn gather(&mut self, data: &[u8]) {
+        let needed = self.pending.len() + data.len();
+        if needed > self.pending.capacity() {
+            let mut grown = Vec::with_capacity(needed.next_power_of_two().min(PENDING_MAX).max(needed));
+            grown.extend_from_slice(&self.pending);
+            self.forget_pending();
+            self.pending = grown;
+        }
+        self.pending.extend_from_slice(data);
+    }
 }
 
 impl Drop for State {
-    /// Gathered input may be key material (key derivation): wiped, as the crate's hasher does.
     fn drop(&mut self) {
-        self.pending.zeroize();
+        self.forget_pending();
     }
 }
 
@@ -59,36 +97,53 @@ impl Blake3 {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds `data`, with the GIL released unless it is short. The lock is taken before entering
-    /// the thread pool: a pool thread that waited on it could be the one that holds it.
+    /// Adds `data`: gathered while the input is short (a copy, with the GIL held: cheaper than
+    /// letting it go), else hashed, with the GIL released unless `data` is short. The lock is
+    /// taken before entering the thread pool: a pool thread that waited on it could be the one
+    /// that holds it.
     fn add(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
-        let work = || {
-            let mut guard = self.lock();
-            let state: &mut State = &mut guard;
-            if state.hasher.is_none() && state.pending.len() + data.len() <= PENDING_MAX {
-                state.pending.extend_from_slice(data);
-                return Ok(());
-            }
+        let hash = |state: &mut State| {
             let hasher = self.hasher(state)?;
             self.threads.run(data.len(), || hasher.update(data).map(|_| ()))
         };
-        if data.len() < GIL_MIN_BYTES { work() } else { py.detach(work) }.py()
+        {
+            let mut state = self.lock();
+            if state.hasher.is_none() && state.pending.len() + data.len() <= PENDING_MAX {
+                state.gather(data);
+                return Ok(());
+            }
+            if data.len() < GIL_MIN_BYTES {
+                return hash(&mut state).py();
+            }
+        }
+        py.detach(|| hash(&mut self.lock())).py()
     }
 
     /// The state's incremental hasher, made (and given the pending input) if there is none yet.
     fn hasher<'a>(&self, state: &'a mut State) -> b3accel::Result<&'a mut Hasher> {
         if state.hasher.is_none() {
-            let mut hasher = Hasher::with_backend(self.backend.clone(), &self.mode);
+            let mut hasher = Box::new(Hasher::with_backend(self.backend.clone(), &self.mode));
             hasher.update(&state.pending)?;
-            state.pending.zeroize();
+            state.forget_pending();
             state.hasher = Some(hasher);
         }
         Ok(state.hasher.as_mut().expect("made above"))
     }
 
-    /// Fills `out` with the output stream from byte `seek` of everything added so far.
-    fn output(&self, seek: u64, out: &mut [u8]) -> b3accel::Result<()> {
-        let state = self.lock();
+    /// Fills `out` with the output stream from byte `seek` of everything added so far, with the
+    /// GIL released unless the input and the output are short.
+    fn fill(&self, py: Python<'_>, seek: u64, out: &mut [u8]) -> PyResult<()> {
+        {
+            let state = self.lock();
+            if out.len() < GIL_MIN_BYTES && state.count() < GIL_MIN_BYTES as u64 {
+                return self.output(&state, seek, out).py();
+            }
+        }
+        py.detach(|| self.output(&self.lock(), seek, out)).py()
+    }
+
+    /// Fills `out` with the output stream from byte `seek` of what `state` holds.
+    fn output(&self, state: &State, seek: u64, out: &mut [u8]) -> b3accel::Result<()> {
         if let Some(hasher) = &state.hasher {
             let mut reader = hasher.finalize_xof()?;
             reader.set_position(seek);
@@ -116,12 +171,6 @@ impl Blake3 {
             }
         }
         Ok(())
-    }
-
-    /// How many bytes have been added.
-    fn count(&self) -> u64 {
-        let state = self.lock();
-        state.hasher.as_ref().map_or(state.pending.len() as u64, Hasher::count)
     }
 }
 
@@ -169,9 +218,9 @@ impl Blake3 {
             _ => py.detach(|| target.open()),
         }
         .py()?;
-        let hasher = Blake3 { state: Mutex::default(), threads, target, backend, mode };
+        let hasher = Blake3 { state: Mutex::new(State::new(&mode)), threads, target, backend, mode };
         if let Some(data) = data {
-            hasher.add(py, Bytes::get(data)?.as_slice())?;
+            with_bytes(data, |bytes| hasher.add(py, bytes))?;
         }
         Ok(hasher)
     }
@@ -180,8 +229,7 @@ impl Blake3 {
     /// read in place; returns the hasher.
     #[pyo3(signature = (data, /))]
     fn update<'py>(this: Bound<'py, Self>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        let bytes = Bytes::get(data)?;
-        this.get().add(this.py(), bytes.as_slice())?;
+        with_bytes(data, |bytes| this.get().add(this.py(), bytes))?;
         Ok(this)
     }
 
@@ -195,7 +243,7 @@ impl Blake3 {
             .detach(|| {
                 let mut guard = me.lock();
                 let hasher = me.hasher(&mut guard)?;
-                me.threads.run(usize::MAX, || hasher.update_mmap(&path).map(|_| ()))
+                me.threads.run_file(|| hasher.update_mmap(&path).map(|_| ()))
             })
             .py()?;
         Ok(this)
@@ -215,7 +263,7 @@ impl Blake3 {
     /// Forgets all input, keeping the mode, the key and the device.
     fn reset(&self) {
         // The old state (and the gathered input in it) is wiped as it is dropped.
-        *self.lock() = State::default();
+        *self.lock() = State::new(&self.mode);
     }
 
     /// `length` bytes of output (32 by default) starting at byte `seek` of BLAKE3's extendable
@@ -225,10 +273,7 @@ impl Blake3 {
         if length > isize::MAX as usize {
             return Err(PyOverflowError::new_err("length overflows isize"));
         }
-        let release = length >= GIL_MIN_BYTES || self.count() >= GIL_MIN_BYTES as u64;
-        PyBytes::new_with(py, length, |out| {
-            if release { py.detach(|| self.output(seek, out)) } else { self.output(seek, out) }.py()
-        })
+        PyBytes::new_with(py, length, |out| self.fill(py, seek, out))
     }
 
     /// As `digest`, in lowercase hexadecimal.
@@ -237,7 +282,16 @@ impl Blake3 {
         if length > (isize::MAX / 2) as usize {
             return Err(PyOverflowError::new_err("length overflows isize"));
         }
-        let bytes = self.digest(py, length, seek)?;
-        Ok(PyString::new(py, &crate::hex(bytes.as_bytes())))
+        // The default 32 bytes on the stack: no bytes object is made only to be read back.
+        let mut short = [0u8; 2 * OUT_LEN];
+        let mut long = Vec::new();
+        let out = if length <= short.len() {
+            &mut short[..length]
+        } else {
+            long.resize(length, 0);
+            &mut long[..]
+        };
+        self.fill(py, seek, out)?;
+        Ok(PyString::new(py, &crate::hex(out)))
     }
 }

@@ -1,6 +1,6 @@
 //! `key=` and `derive_key_context=`: which of BLAKE3's three modes a call hashes in.
 
-use crate::buffer::Bytes;
+use crate::buffer::with_bytes;
 use b3accel::{Mode, KEY_LEN};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -12,12 +12,11 @@ pub fn mode(key: Option<&Bound<'_, PyAny>>, derive_key_context: Option<&str>) ->
         (None, None) => Ok(Mode::Hash),
         (Some(_), Some(_)) => Err(PyValueError::new_err("cannot use key and derive_key_context at the same time")),
         (None, Some(context)) => Ok(Mode::DeriveKey(context.to_owned())),
-        (Some(key), None) => {
-            let bytes = Bytes::get(key)?;
-            let key: [u8; KEY_LEN] = bytes.as_slice().try_into().map_err(|_| {
-                PyValueError::new_err(format!("expected a {KEY_LEN}-byte key, found {} bytes", bytes.as_slice().len()))
+        (Some(key), None) => with_bytes(key, |bytes| {
+            let key: [u8; KEY_LEN] = bytes.try_into().map_err(|_| {
+                PyValueError::new_err(format!("expected a {KEY_LEN}-byte key, found {} bytes", bytes.len()))
             })?;
             Ok(Mode::Keyed(key))
-        }
+        }),
     }
 }

@@ -1,6 +1,7 @@
 //! `max_threads`: how many of the CPU backend's rayon threads one call may use, as in blake3-py
 //! (1, any larger number, or AUTO for the whole global pool). The CPU backend splits its work
-//! with `rayon::join`, so running a call inside a smaller pool limits it.
+//! with `rayon::join`, so running a call inside a smaller pool limits it; one thread is the
+//! calling thread itself (`b3accel::cpu::on_this_thread`).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::PyResult;
@@ -13,14 +14,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub const AUTO: isize = -1;
 
 /// Inputs shorter than this run on the calling thread whatever `max_threads` says: the CPU
-/// backend hashes them on one thread anyway, and handing them to a pool costs more than they do.
-const POOL_MIN_BYTES: usize = 128 * 1024;
+/// backend hashes them on one thread anyway (its threads start at 512 KiB), and handing them to
+/// a pool costs more than they do.
+const POOL_MIN_BYTES: usize = 512 * 1024;
 
 /// Where a call's rayon work runs.
 #[derive(Clone)]
 pub enum Threads {
-    /// One thread: a one-thread pool of the calling thread's own, so that Python threads that
-    /// each hash with `max_threads=1` still run in parallel.
+    /// One thread: the calling thread (a file: a one-thread pool of the calling thread's own), so
+    /// that Python threads that each hash with `max_threads=1` still run in parallel.
     One,
     /// The global rayon pool (all cores).
     Auto,
@@ -59,14 +61,24 @@ impl Threads {
         }
     }
 
-    /// Runs `f`, which works on `len` bytes, within these threads.
+    /// Runs `f`, which hashes `len` bytes in memory, within these threads.
     pub fn run<R: Send>(&self, len: usize, f: impl FnOnce() -> R + Send) -> R {
+        match self {
+            Threads::Auto => f(),
+            Threads::One => b3accel::cpu::on_this_thread(f),
+            _ if len < POOL_MIN_BYTES => f(),
+            Threads::Pool(pool) => pool.install(f),
+        }
+    }
+
+    /// Runs `f`, which hashes a file, within these threads: inside a pool of their number, since
+    /// reading a mapped file sizes its page-populating work by the pool it runs in.
+    pub fn run_file<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         thread_local! {
             static SOLO: OnceCell<Option<ThreadPool>> = const { OnceCell::new() };
         }
         match self {
             Threads::Auto => f(),
-            _ if len < POOL_MIN_BYTES => f(),
             Threads::Pool(pool) => pool.install(f),
             Threads::One => SOLO.with(|cell| {
                 // A pool that cannot start (no thread to spare) leaves the call on the global one.
