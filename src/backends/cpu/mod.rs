@@ -305,7 +305,11 @@ impl CpuBackend {
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
         {
             let _ = (level, inputs, blocks);
-            GroupKernel::Portable
+            if self.level > SimdLevel::Portable {
+                GroupKernel::Rows
+            } else {
+                GroupKernel::Portable
+            }
         }
     }
 
