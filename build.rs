@@ -100,7 +100,7 @@ fn wgsl_prelude() -> String {
 /// to 15 of the kernel's width (state word i in `ymm<i>` or `zmm<i>`), G on four columns, then on
 /// four diagonals, each half of G taken for all four at once, as `compress::g` does.
 ///
-/// - AVX2 (`avx2_rounds.s`, `src/backends/cpu/avx2.rs`): each message vector read from memory
+/// - AVX2 (`avx2_rounds.s`, `src/backends/cpu/lanes/avx2.rs`): each message vector read from memory
 ///   where it is added (`{m}`: 16 vectors of 32 bytes); the rotations by 16 and 8 bits one
 ///   `vpshufb` with the byte pattern in memory (`{r16}`, `{r8}`). The rotations by 12 and 7 bits
 ///   need a register of their own, and `ymm8` (state word 8, a `c` of G) lends it: once a half of
@@ -172,8 +172,8 @@ fn lane_rounds(avx512: bool) -> String {
 }
 
 /// The seven rounds of the row form on `chains` (1 or 2) chains of 256-bit rows (two inputs to
-/// a register, `Y2` and `Pair<Y2>` in `src/backends/cpu/quads.rs`) as an `asm!` template for
-/// AVX2, as a loop over rounds 0-5 and round 6 after it.
+/// a register, `TwoRowsAvx2` and `TwoChains<TwoRowsAvx2>` in `src/backends/cpu/multi_rows/mod.rs`)
+/// as an `asm!` template for AVX2, as a loop over rounds 0-5 and round 6 after it.
 ///
 /// - Chain h's rows a, b, c, d stay in `ymm<4h>` to `ymm<4h + 3>` throughout. The diagonals as
 ///   `rows::round` takes them (`ROW_TO_DIAGONALS`, `ROW_FROM_DIAGONALS`): rows a, c and d

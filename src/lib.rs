@@ -78,7 +78,7 @@ pub use crate::dispatch::spread;
 pub use crate::dispatch::{backend, backend_status, devices, opening_in_background, settle, BackendStatus};
 pub use crate::tree::{
     subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, FeaturePath, Mode, OutputReader,
-    Result, Timings,
+    Result, Timed, Timings,
 };
 pub use blake3::Hash;
 

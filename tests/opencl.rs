@@ -197,7 +197,7 @@ fn streams_across_many_segments() {
         let be = open(i, OpenClOptions { segment_bytes: Some(4 * CHUNK_LEN), ..Default::default() });
         // hash_timed streams the same way and reports its parts.
         let data = pattern((1 << 20) + 777);
-        let (h, t) = be.hash_timed(&data, &Mode::Hash).unwrap();
+        let (h, t) = be.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
         assert_eq!(h, blake3::hash(&data));
         assert!(t.total > std::time::Duration::ZERO && t.kernel > std::time::Duration::ZERO);
         // Whole runs that span segments at an aligned position, as the hasher hands them over.
@@ -223,7 +223,7 @@ fn short_of_memory_falls_back_or_fails_cleanly() {
             OpenClOptions { segment_bytes: Some(1 << 20), max_alloc_bytes: Some(64 << 10), ..Default::default() },
         );
         let data = pattern(3 << 20);
-        let (h, _) = be.hash_timed(&data, &Mode::Hash).unwrap();
+        let h = be.hash_timed(&data, &Mode::Hash).unwrap().value;
         assert_eq!(h, blake3::hash(&data));
         check_hash(&be, "64 KiB allowed", &Mode::Hash, &data);
         // Not even the smallest segment fits: a clear error, and the backend still works after.
@@ -233,7 +233,7 @@ fn short_of_memory_falls_back_or_fails_cleanly() {
             other => panic!("expected OutOfMemory, got {other:?}"),
         }
         let small = pattern(100_000);
-        let (h, _) = be.hash_timed(&small, &Mode::Hash).unwrap();
+        let h = be.hash_timed(&small, &Mode::Hash).unwrap().value;
         assert_eq!(h, blake3::hash(&small), "the direct path needs no segments");
     }
 }
@@ -263,7 +263,7 @@ fn device_resident_buffers_in_all_modes() {
                 be.buffer_reader(&buf, prefix as u64, &mode).unwrap().fill(&mut got);
                 assert_eq!(got, upstream(&mode, &data[..prefix], 40), "prefix {prefix}");
             }
-            let (h, t) = be.hash_buffer_timed(&buf, &Mode::Hash).unwrap();
+            let (h, t) = be.hash_buffer_timed(&buf, &Mode::Hash).unwrap().into_parts();
             assert_eq!(h, blake3::hash(&data));
             assert_eq!(t.upload, std::time::Duration::ZERO, "nothing is uploaded");
         }

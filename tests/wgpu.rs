@@ -434,7 +434,7 @@ fn timed_hash_and_shader_variants() {
                 }
                 Err(e) => panic!("wgpu:{i}: {e}"),
             };
-            let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap();
+            let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
             assert_eq!(h, want, "{} {loads:?} {checks:?}", name(&gpu));
             assert!(t.kernel > std::time::Duration::ZERO && t.total >= t.download, "{t:?}");
             check_subtrees(&gpu, 513, 1 << 32, 0);

@@ -113,7 +113,7 @@ fn run_wgpu(
             times.push((t.elapsed(), Duration::ZERO));
             roots.push(root);
         } else {
-            let (root, t) = gpu.resident().merkle_root_timed(&buf, 0, 1 << log2)?;
+            let (root, t) = gpu.resident().merkle_root_timed(&buf, 0, 1 << log2)?.into_parts();
             times.push((t.total, t.kernel));
             roots.push(root);
         }

@@ -133,7 +133,7 @@ fn merkle(args: &[String]) {
     queue.write_buffer(&buf, 0, &leaves);
     let expected = b3accel::merkle_root(b3accel::Device::Cpu, leaves.as_chunks::<32>().0).unwrap();
     if flag(args, "--warm-first") {
-        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap();
+        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap().into_parts();
         assert_eq!(root, expected);
         println!("warm-up call before the other buffers: device {:?}", t.kernel);
     }
@@ -150,7 +150,7 @@ fn merkle(args: &[String]) {
     let mut device_times = Vec::new();
     let mut walls = Vec::new();
     for _ in 0..10 {
-        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap();
+        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap().into_parts();
         assert_eq!(root, expected);
         device_times.push(t.kernel);
         walls.push(t.total);
@@ -401,13 +401,13 @@ fn placement(args: &[String]) {
     println!("{:.6} measuring (after {warm_calls} warm-up calls)", unix_now());
     let mut merkle = Vec::new();
     for _ in 0..10 {
-        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap();
+        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap().into_parts();
         assert_eq!(root, expected);
         merkle.push(t.kernel);
     }
     let mut hashes = Vec::new();
     for _ in 0..5 {
-        let (h, t) = hasher.hash_timed(&buf, 0, bytes, &Mode::Hash).unwrap();
+        let (h, t) = hasher.hash_timed(&buf, 0, bytes, &Mode::Hash).unwrap().into_parts();
         assert_eq!(h, want);
         hashes.push(t.kernel);
     }
@@ -447,7 +447,7 @@ fn many_host(args: &[String]) {
     let mut kernels = Vec::new();
     let mut downloads = Vec::new();
     for _ in 0..5 {
-        let (hashes, t) = r.hash_many_timed(&src, 0, count, 64, &Mode::Hash).unwrap();
+        let (hashes, t) = r.hash_many_timed(&src, 0, count, 64, &Mode::Hash).unwrap().into_parts();
         assert_eq!(hashes[12345], blake3::hash(&data[64 * 12345..64 * 12346]));
         walls.push(t.total);
         kernels.push(t.kernel);

@@ -159,7 +159,7 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
             let root = r.merkle_root(&buf, 0, n as u64, None).unwrap();
             let w = t.elapsed();
             assert_eq!(root, want, "Merkle root of 2^{k} leaves");
-            let (root, tt) = r.merkle_root_timed(&buf, 0, n as u64).unwrap();
+            let (root, tt) = r.merkle_root_timed(&buf, 0, n as u64).unwrap().into_parts();
             assert_eq!(root, want);
             if i > 0 {
                 walls.push(w);
@@ -189,7 +189,7 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
                 let root = g.resident().merkle_root(&buf, 0, n as u64, None).unwrap();
                 let w = t.elapsed();
                 assert_eq!(root, want);
-                let (root, tt) = g.resident().merkle_root_timed(&buf, 0, n as u64).unwrap();
+                let (root, tt) = g.resident().merkle_root_timed(&buf, 0, n as u64).unwrap().into_parts();
                 assert_eq!(root, want);
                 if i > 0 {
                     walls.push(w);
@@ -212,7 +212,7 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
     let (mut walls, mut kernels) = (Vec::new(), Vec::new());
     for i in 0..=10 {
         let t = Instant::now();
-        let (got, tt) = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap();
+        let (got, tt) = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap().into_parts();
         let w = t.elapsed();
         assert!(got.iter().zip(&want).all(|(g, w)| g.as_bytes() == w), "hash_many of 2^{many_log2} x 64 B");
         if i > 0 {
@@ -248,7 +248,7 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
         }
     }
     // Check every hash once: the device buffer read back.
-    let (gpu_hashes, _) = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap();
+    let gpu_hashes = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap().value;
     let rb = gpu.device().create_buffer(&wgpu::BufferDescriptor {
         label: Some("report readback"),
         size: 32 * n as u64,
@@ -523,7 +523,7 @@ fn main() {
             WgpuBackend::open_with(index, WgpuOptions { segment_bytes: Some(seg), ..Default::default() }).unwrap();
         let mut runs = Vec::new();
         for _ in 0..8 {
-            let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap();
+            let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
             assert_eq!(h, want_1g);
             runs.push(t);
         }
@@ -555,7 +555,7 @@ fn main() {
     let want = upstream(&data);
     let t_up = t.elapsed();
     let t = Instant::now();
-    let (h, timings) = opened.hash_timed(&data, &Mode::Hash).unwrap();
+    let (h, timings) = opened.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
     let t_ours = t.elapsed();
     println!("   upstream update_rayon: {want} in {t_up:?} = {}", rate(big, t_up));
     println!("   wgpu:{index}:             {h} in {t_ours:?}; {}", show(&timings, big));

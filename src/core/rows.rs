@@ -4,7 +4,7 @@
 //! The quarter-round is `compress::g`, the same code the lane kernels use; only the diagonal
 //! shuffles are particular to this form. It is latency-bound, so AVX-512VL's one-instruction
 //! rotations are worth a second instantiation. The CPU backend's forms on two and four inputs
-//! (`Multi`, in `backends/cpu/quads.rs`) are the same rounds on 256- and 512-bit rows: they build
+//! (`MultiRow`, in `backends/cpu/multi_rows/`) are the same rounds on 256- and 512-bit rows: they build
 //! on [`Row`] and [`all_rounds`] here.
 
 #[cfg(target_arch = "x86")]
@@ -230,7 +230,7 @@ macro_rules! delegate_rotations {
 }
 
 /// `Word` for a wrapper around a vector type, every operation done by the vector type; a
-/// generic wrapper names its parameter and bound after the type (`Multi<V>, V: Wide`).
+/// generic wrapper names its parameter and bound after the type (`MultiRow<V>, V: RowVector`).
 macro_rules! delegate_word {
     ($t:ty $(, $g:ident: $bound:path)?) => {
         impl$(<$g: $bound>)? Word for $t {
@@ -291,7 +291,7 @@ impl Word for Vl {
     #[inline(always)]
     fn rotr16(self) -> Self {
         // SAFETY: only reached from functions compiled with AVX-512F and VL (`compress_avx512`
-        // and the CPU backend's small trees, `quads::subtree_top`).
+        // and the CPU backend's small trees, `multi_rows::small_tree`).
         Vl(unsafe { _mm_ror_epi32::<16>(self.0) })
     }
     #[inline(always)]
@@ -314,7 +314,7 @@ impl Word for Vl {
 /// Two inputs' rows in a 256-bit vector in an AVX-512VL function, one input in each 128-bit
 /// lane: rotations in one instruction (`vprord`), no 512-bit instruction at all. The tree's
 /// last two chunks run side by side on it ([`chunk_and_tail_avx512`]), and so do the CPU
-/// backend's pairs of inputs (`backends/cpu/quads.rs`).
+/// backend's pairs of inputs (`backends/cpu/multi_rows/`).
 #[derive(Clone, Copy)]
 pub(crate) struct Ymm(pub(crate) __m256i);
 
@@ -485,7 +485,7 @@ static ROTR8_BYTES: [u8; 32] = rotr_pattern(1);
 
 /// Each word of `x` rotated by whole bytes with `pattern` ([`rotr_pattern`]), the pattern
 /// behind [`opaque256`]: LLVM, seeing it, may make the rotation two shuffles in a row (as on
-/// SSE4.1: see `Word for __m128i` in `backends/cpu/sse41.rs`).
+/// SSE4.1: see `Word for __m128i` in `backends/cpu/lanes/sse41.rs`).
 ///
 /// # Safety
 /// AVX2.
@@ -530,8 +530,8 @@ unsafe fn round<R: Row>(rows: &mut [R; 4], parts: &mut [R; 1], [cx, cy, dx, dy]:
 /// lane's block): round 0's message rows made by [`first_msg`], each later round's moved in place
 /// from the round before's by [`permute_msg`]. Written out, not as a loop over rounds 1-6: the
 /// loop is slower. AVX2's two-input rows have
-/// their own rounds instead, an `asm!` loop with the state held in registers (`quads::y2_rounds`
-/// and `y2_pair_rounds`).
+/// their own rounds instead, an `asm!` loop with the state held in registers (`multi_rows::rounds_avx2_one_chain`
+/// and `rounds_avx2_two_chains`).
 #[inline(always)]
 pub(crate) unsafe fn all_rounds<R: Row>(rows: &mut [R; 4], q: [R; 4]) {
     // SAFETY (whole body): as for the callers.

@@ -13,16 +13,21 @@ use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use std::time::Duration;
 
-/// Where the time of one hash of host memory on a GPU went, as the GPU backends' `hash_timed`
-/// methods report it. With pipelining, upload and kernel time overlap, so `total` (the wall time
-/// of the whole call) can be less than the sum of the parts.
+/// A GPU call's result, `value`, and where the call's time went, as the GPU backends' `_timed`
+/// methods return it (each is its untimed twin's one implementation, with the timing on). With
+/// pipelining, upload and kernel time overlap, so `total` (the wall time of the whole call) can
+/// be less than the sum of the parts.
 ///
 /// ```
-/// let t = b3accel::Timings::default();
-/// assert_eq!(t.total, std::time::Duration::ZERO);
+/// use std::time::Duration;
+/// let t = b3accel::Timed { value: 7u32, kernel: Duration::from_millis(2), ..Default::default() };
+/// assert_eq!(t.map(|v| v * 2).value, 14);
+/// assert_eq!(t.times().kernel, Duration::from_millis(2));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Timings {
+pub struct Timed<T> {
+    /// What the call computed.
+    pub value: T,
     /// Host-to-device copies, summed over segments.
     pub upload: Duration,
     /// Kernel execution, summed over dispatches.
@@ -31,6 +36,71 @@ pub struct Timings {
     pub download: Duration,
     /// Wall time of the whole call, end to end.
     pub total: Duration,
+}
+
+/// The times of a [`Timed`] call without its value: what the backends sum into while a call runs.
+///
+/// ```
+/// let t = b3accel::Timings::default();
+/// assert_eq!(t.total, std::time::Duration::ZERO);
+/// ```
+pub type Timings = Timed<()>;
+
+impl<T> Timed<T> {
+    /// The times alone.
+    ///
+    /// ```
+    /// let t = b3accel::Timed { value: "root", ..Default::default() };
+    /// assert_eq!(t.times(), b3accel::Timings::default());
+    /// ```
+    pub fn times(&self) -> Timings {
+        Timed { value: (), upload: self.upload, kernel: self.kernel, download: self.download, total: self.total }
+    }
+
+    /// The value and the times apart.
+    ///
+    /// ```
+    /// let (value, t) = b3accel::Timed { value: 5, ..Default::default() }.into_parts();
+    /// assert_eq!((value, t.total), (5, std::time::Duration::ZERO));
+    /// ```
+    pub fn into_parts(self) -> (T, Timings) {
+        let times = self.times();
+        (self.value, times)
+    }
+
+    /// The same times with `f` applied to the value.
+    ///
+    /// ```
+    /// let t = b3accel::Timed { value: [1u8; 32], ..Default::default() };
+    /// assert_eq!(t.map(blake3::Hash::from_bytes).value, blake3::Hash::from_bytes([1; 32]));
+    /// ```
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Timed<U> {
+        let Timed { value, upload, kernel, download, total } = self;
+        Timed { value: f(value), upload, kernel, download, total }
+    }
+}
+
+/// Runs `f` with a fresh [`Timings`] to sum into, and returns its value with those times and
+/// the wall time of the whole run as `total`.
+#[cfg(feature = "wgpu")]
+pub(crate) fn timed<T>(f: impl FnOnce(&mut Timings) -> Result<T>) -> Result<Timed<T>> {
+    let start = std::time::Instant::now();
+    let mut t = Timings::default();
+    let value = f(&mut t)?;
+    t.total = start.elapsed();
+    Ok(t.with(value))
+}
+
+impl Timings {
+    /// These times with `value`.
+    ///
+    /// ```
+    /// let t = b3accel::Timings::default().with(3);
+    /// assert_eq!(t.value, 3);
+    /// ```
+    pub fn with<T>(self, value: T) -> Timed<T> {
+        self.map(|()| value)
+    }
 }
 
 /// A device that does BLAKE3's bulk work.

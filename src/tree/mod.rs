@@ -15,8 +15,10 @@ pub(crate) mod subtree;
 
 #[cfg(feature = "opencl")]
 pub(crate) use backend::capped_by_pieces;
+#[cfg(feature = "wgpu")]
+pub(crate) use backend::timed;
 pub(crate) use backend::{check_blocks_args, check_subtree_args, check_subtree_top_args, subtree_sizes, MAX_SUBTREE};
-pub use backend::{subtree_count, Backend, Timings};
+pub use backend::{subtree_count, Backend, Timed, Timings};
 pub use device::{BackendKind, Device, DeviceInfo, DeviceKind, FeaturePath};
 pub use error::{Error, Result};
 pub(crate) use mode::Domain;

@@ -1,5 +1,5 @@
 //! The CPU backend's Merkle trees and batches of messages: SIMD across nodes or messages (one per
-//! lane, the kernel of `lanes.rs`) and rayon across cores for large jobs.
+//! lane, the kernel of `lanes/`) and rayon across cores for large jobs.
 //!
 //! Merkle trees are reduced in blocks of [`BLOCK_LEAVES`] leaves: a block is a complete subtree
 //! whose levels all fit in the core's cache, so it is reduced to its root in one task (blocks in

@@ -10,28 +10,23 @@
 //! SIMD groups and only its last four levels are narrow.
 //!
 //! Words used in this folder and in `core::rows`:
-//! - *lanes* (`lanes.rs`, with one vector type per instruction set in `sse41.rs`, `avx2.rs`,
-//!   `avx512.rs`): one input per vector lane, each state word transposed across 4, 8 or 16
-//!   equal-length inputs; the kernel for many chunks or parents at once.
+//! - *lanes* (`lanes/`, with one vector type per instruction set in `lanes/sse41.rs`,
+//!   `lanes/avx2.rs`, `lanes/avx512.rs`): one input per vector lane, each state word transposed
+//!   across 4, 8 or 16 equal-length inputs; the kernel for many chunks or parents at once.
 //! - *rows* (`core::rows`): one input's state as four 128-bit vectors, one per row of the 4x4
 //!   state; the fastest form for one block at a time. `A2` is such a row in an AVX2 function,
 //!   `Vl` one with AVX-512VL's one-instruction rotations.
-//! - *several messages per vector* (`quads.rs`): the row form on two to eight inputs at once,
-//!   one input per 128-bit lane of a 256- or 512-bit vector (`Multi` over a `Wide` vector;
-//!   `A2x2` and `Y2` are two inputs on AVX2, `Ymm` two on AVX-512VL, `Pair<V>` two vectors run
-//!   as independent chains): for small messages and the top levels of a small tree.
+//! - *several inputs' rows per vector* (`multi_rows/`): the row form on two to eight inputs at
+//!   once, one input per 128-bit lane of a 256- or 512-bit vector (`MultiRow` over a
+//!   `RowVector`; `A2x2` and `TwoRowsAvx2` are two inputs on AVX2, `Ymm` two on AVX-512VL,
+//!   `TwoChains<V>` two vectors run as independent chains). `multi_rows/groups.rs` hashes groups
+//!   of small inputs on them, `multi_rows/small_tree.rs` the top levels of a small tree.
 
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-mod avx2;
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-mod avx512;
 mod lanes;
 mod many;
 mod model;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-mod quads;
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-mod sse41;
+mod multi_rows;
 mod upstream;
 
 use crate::core::compress::{parent_cv, Cv};
@@ -42,7 +37,11 @@ use crate::tree::{
     check_blocks_args, check_subtree_args, check_subtree_top_args, top_by_subtrees, Backend, BackendKind, Device,
     DeviceInfo, DeviceKind, Error, Result, MAX_SUBTREE,
 };
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+use lanes::{avx2, avx512, sse41};
 use lanes::{hash_groups, hash_rows, prefetch_for, Job};
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+use multi_rows::{groups, small_tree};
 use std::str::FromStr;
 
 /// Chunks in a leaf on the thread pool: each is one task. Larger leaves leave threads idle at the
@@ -110,15 +109,10 @@ pub struct CpuBackend {
     kernel: Kernel,
     /// `kernel.level()`: the instruction set of the crate's own code here.
     level: SimdLevel,
-    /// Whether the narrower groups under AVX-512 use AVX-512VL: the 8-lane kernel in EVEX
-    /// encoding, and four inputs at a time on 512-bit rows (`quads::hash_quads`) instead of the
-    /// 4-lane kernel. Always false, and unread, off x86.
+    /// The rows of several inputs (`multi_rows/`) that small groups and the top of small trees
+    /// run on here. Always `None`, and unread, off x86.
     #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
-    evex: bool,
-    /// Whether those four inputs run as two chains of 256-bit rows rather than one of 512-bit
-    /// rows (`platform::prefers_256_bit_rows`). Always false, and unread, off x86.
-    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
-    split_quads: bool,
+    rows: MultiRows,
     info: DeviceInfo,
 }
 
@@ -214,11 +208,16 @@ impl CpuBackend {
             compute_units: threads,
         };
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        let evex = level == SimdLevel::Avx512 && std::is_x86_feature_detected!("avx512vl");
+        let rows = if level == SimdLevel::Avx512 && std::is_x86_feature_detected!("avx512vl") {
+            MultiRows::Avx512Vl { two_chains: platform::prefers_256_bit_rows() }
+        } else if level >= SimdLevel::Avx2 {
+            MultiRows::Avx2
+        } else {
+            MultiRows::None
+        };
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-        let evex = false;
-        let split_quads = evex && platform::prefers_256_bit_rows();
-        CpuBackend { kernel, level, evex, split_quads, info }
+        let rows = MultiRows::None;
+        CpuBackend { kernel, level, rows, info }
     }
 
     /// The kernel in use.
@@ -243,38 +242,26 @@ impl CpuBackend {
     /// Hashes `out.len()` inputs of `blocks` full blocks each, at `stride` bytes apart. Each
     /// instruction set takes its whole groups, plus a last partial group when more than half of
     /// it would be used (a padded 16-lane group costs less than an 8-lane, a 4-lane and a scalar
-    /// pass); what is left goes to the next narrower one. Under AVX-512 everything left after
-    /// the 8-lane kernel goes to the row form on several inputs (`quads::hash_quads`: four or
-    /// three on 512-bit rows or two chains of 256-bit rows, two on 256-bit rows, one on 128-bit
-    /// rows).
+    /// pass); what is left goes to the next narrower one, on the kernel [`Self::group_kernel`]
+    /// chooses. Under AVX-512VL everything left after the 8-lane kernel goes to the row form on
+    /// several inputs (`groups::hash_on_rows_avx512vl`: four or three on 512-bit rows or two
+    /// chains of 256-bit rows, two on 256-bit rows, one on 128-bit rows).
     fn hash_lanes(&self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
-        // Four inputs or fewer under AVX-512VL (a small input's chunks, the top parent levels):
-        // what the loop below would choose, without the loop. Five to eight one-block inputs
-        // (the 8-parent level of 16 chunks) too: as two interleaved chains of 512-bit rows
-        // rather than on the 8-lane kernel (`quads::rows_take` says why).
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.evex && quads::rows_take(out.len(), blocks) {
-            // SAFETY: `evex` is set only where the CPU has AVX-512F and VL; `for_groups` asserts
-            // that the inputs lie inside `input`.
-            return unsafe { quads::hash_quads(input, stride, blocks, job, out, self.split_quads) };
-        }
-        // The same on AVX2 alone: four inputs or fewer on 256-bit rows (`quads::hash_quads_avx2`).
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        if self.avx2_rows() && out.len() <= 4 {
-            // SAFETY: `avx2_rows` holds only where the level, supported here, includes AVX2;
-            // `for_groups` asserts that the inputs lie inside `input`.
-            return unsafe { quads::hash_quads_avx2(input, stride, blocks, job, out) };
-        }
         let mut done = 0;
         for level in SimdLevel::ALL.into_iter().rev().filter(|l| *l <= self.level) {
             let left = out.len() - done;
             if left == 0 {
                 break;
             }
+            let kernel = self.group_kernel(level, left, blocks);
             let n = level.lanes();
             let take = match left % n {
+                // Rows of several inputs at the CPU's own level take the whole call.
+                _ if level == self.level && kernel.is_multi_rows() => left,
                 0 => left,
-                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && (r >= 2 || self.evex)) => left,
+                r if level == SimdLevel::Portable || 2 * r > n || (n == 4 && (r >= 2 || self.rows.is_avx512vl())) => {
+                    left
+                }
                 r => left - r,
             };
             if take == 0 {
@@ -282,72 +269,69 @@ impl CpuBackend {
             }
             let job = &job.starting_at(done);
             let (input, out) = (&input[done * stride..], &mut out[done..done + take]);
-            // SAFETY: `level <= self.level`, which was checked to be supported when `self` was
-            // built; `hash_groups` asserts that the inputs lie inside `input`.
-            unsafe {
-                match level {
-                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Avx512 => avx512::hash_many(input, stride, blocks, job, out),
-                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Avx2 if self.evex => avx2::hash_many_evex(input, stride, blocks, job, out),
-                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Avx2 => avx2::hash_many(input, stride, blocks, job, out),
-                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Sse41 if self.evex => {
-                        quads::hash_quads(input, stride, blocks, job, out, self.split_quads)
-                    }
-                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Sse41 if self.avx2_rows() => quads::hash_quads_avx2(input, stride, blocks, job, out),
-                    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-                    SimdLevel::Sse41 => sse41::hash_many(input, stride, blocks, job, out),
-                    _ if self.level > SimdLevel::Portable => hash_rows(input, stride, blocks, job, out),
-                    _ => hash_groups::<u32>(input, stride, blocks, job, out),
-                }
-            }
+            // SAFETY: `group_kernel` names only kernels of `level <= self.level` or of `self.rows`,
+            // which `build` found this CPU supports; the kernels assert that the inputs lie
+            // inside `input`.
+            unsafe { kernel.hash(input, stride, blocks, job, out) };
             done += take;
         }
     }
 
-    /// Whether groups of four inputs or fewer run on AVX2's 256-bit rows
-    /// (`quads::hash_quads_avx2`): AVX2 or above, without AVX-512VL (whose rows take them).
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    /// The kernel for `inputs` inputs of `blocks` blocks each at SIMD `level`, the one place
+    /// where the CPU's kernel is chosen by instruction set and group size. At the CPU's own level
+    /// (the whole call), small groups go to rows of several inputs: four or fewer under AVX2,
+    /// and under AVX-512VL also five to eight one-block inputs (the 8-parent level of 16 chunks,
+    /// `groups::avx512vl_rows_take` says why). Below it, each level's lane kernel, but under
+    /// AVX-512VL or AVX2 the 4-lane level's groups go to the rows, which are much faster there.
     #[inline(always)]
-    fn avx2_rows(&self) -> bool {
-        !self.evex && self.level >= SimdLevel::Avx2
-    }
-
-    /// The rows a small tree's levels run on here (`quads`): AVX-512VL's, else AVX2's alone;
-    /// `None` for the other kernels.
-    #[inline(always)]
-    fn top_rows(&self) -> Option<TopRows> {
+    fn group_kernel(&self, level: SimdLevel, inputs: usize, blocks: usize) -> GroupKernel {
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        {
-            if self.evex {
-                return Some(TopRows::Evex);
+        let top = level == self.level;
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        return match (self.rows, level) {
+            (MultiRows::Avx512Vl { two_chains }, _) if top && groups::avx512vl_rows_take(inputs, blocks) => {
+                GroupKernel::RowsAvx512Vl { two_chains }
             }
-            if self.avx2_rows() {
-                return Some(TopRows::Avx2);
+            (MultiRows::Avx2, _) if top && inputs <= 4 => GroupKernel::RowsAvx2,
+            (_, SimdLevel::Avx512) => GroupKernel::LanesAvx512,
+            (MultiRows::Avx512Vl { .. }, SimdLevel::Avx2) => GroupKernel::LanesAvx2Evex,
+            (_, SimdLevel::Avx2) => GroupKernel::LanesAvx2,
+            (MultiRows::Avx512Vl { two_chains }, SimdLevel::Sse41) => GroupKernel::RowsAvx512Vl { two_chains },
+            (MultiRows::Avx2, SimdLevel::Sse41) => GroupKernel::RowsAvx2,
+            (MultiRows::None, SimdLevel::Sse41) => GroupKernel::LanesSse41,
+            (_, SimdLevel::Portable) if self.level > SimdLevel::Portable => GroupKernel::Rows,
+            (_, SimdLevel::Portable) => GroupKernel::Portable,
+        };
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        {
+            let _ = (level, inputs, blocks);
+            if self.level > SimdLevel::Portable {
+                GroupKernel::Rows
+            } else {
+                GroupKernel::Portable
             }
         }
-        None
     }
 
     /// The top node's CV of a whole tree of 2, 4, 8 or 16 `nodes`, its levels on rows in
-    /// registers (`quads::subtree_top`, `quads::subtree_top_avx2`), `top_flags` added to the top
-    /// parent's flags; `None` where this CPU or kernel has no such rows, or for another count.
+    /// registers (`small_tree::subtree_top_avx512vl`, `small_tree::subtree_top_avx2`), `top_flags`
+    /// added to the top parent's flags; `None` where this CPU or kernel has no such rows, or for
+    /// another count.
     #[inline(always)]
     fn small_top(&self, nodes: &[Cv], key: &[u32; 8], flags: u32, top_flags: u32) -> Option<Cv> {
         if !matches!(nodes.len(), 2 | 4 | 8 | 16) {
             return None;
         }
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        // SAFETY: `top_rows` names rows only where the CPU has their instruction sets.
-        return self.top_rows().map(|rows| unsafe {
-            match rows {
-                TopRows::Evex => quads::subtree_top(nodes, key, flags, top_flags, self.split_quads),
-                TopRows::Avx2 => quads::subtree_top_avx2(nodes, key, flags, top_flags),
+        return match self.rows {
+            MultiRows::Avx512Vl { two_chains } => {
+                // SAFETY: `self.rows` names rows only where the CPU has their instruction sets.
+                Some(unsafe { small_tree::subtree_top_avx512vl(nodes, key, flags, top_flags, two_chains) })
             }
-        });
+            // SAFETY: as above.
+            MultiRows::Avx2 => Some(unsafe { small_tree::subtree_top_avx2(nodes, key, flags, top_flags) }),
+            MultiRows::None => None,
+        };
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
         {
             let _ = (key, flags, top_flags);
@@ -357,7 +341,7 @@ impl CpuBackend {
 
     /// [`CpuBackend::small_top`] straight from 2, 4, 8 or 16 whole chunks starting at chunk
     /// `first_chunk` (a multiple of their number): the chunks, then every level above, with no
-    /// level through memory (`quads::chunks_top`, `quads::chunks_top_avx2`).
+    /// level through memory (`small_tree::chunks_top_avx512vl`, `small_tree::chunks_top_avx2`).
     #[inline(always)]
     fn small_chunks_top(
         &self,
@@ -371,13 +355,15 @@ impl CpuBackend {
             return None;
         }
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        // SAFETY: `top_rows` names rows only where the CPU has their instruction sets.
-        return self.top_rows().map(|rows| unsafe {
-            match rows {
-                TopRows::Evex => quads::chunks_top(input, first_chunk, key, flags, top_flags, self.split_quads),
-                TopRows::Avx2 => quads::chunks_top_avx2(input, first_chunk, key, flags, top_flags),
+        return match self.rows {
+            MultiRows::Avx512Vl { two_chains } => {
+                // SAFETY: `self.rows` names rows only where the CPU has their instruction sets.
+                Some(unsafe { small_tree::chunks_top_avx512vl(input, first_chunk, key, flags, top_flags, two_chains) })
             }
-        });
+            // SAFETY: as above.
+            MultiRows::Avx2 => Some(unsafe { small_tree::chunks_top_avx2(input, first_chunk, key, flags, top_flags) }),
+            MultiRows::None => None,
+        };
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
         {
             let _ = (first_chunk, key, flags, top_flags);
@@ -410,7 +396,7 @@ impl CpuBackend {
         plan: Plan,
     ) -> Option<Cv> {
         let chunks = input.len() / CHUNK_LEN;
-        if chunks < 2 || chunks.count_ones() > 2 || chunks > plan.leaf || self.top_rows().is_none() {
+        if chunks < 2 || chunks.count_ones() > 2 || chunks > plan.leaf || self.rows == MultiRows::None {
             return None;
         }
         // A complete subtree is two evened halves.
@@ -667,16 +653,99 @@ impl CpuBackend {
     }
 }
 
-/// The rows that a small tree's levels run on ([`CpuBackend::top_rows`]). No variant exists off
-/// x86, where there are none.
-#[derive(Clone, Copy, Debug)]
-enum TopRows {
-    /// AVX-512VL (`quads::subtree_top`, `quads::chunks_top`).
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    Evex,
-    /// AVX2 alone (`quads::subtree_top_avx2`, `quads::chunks_top_avx2`).
+/// The rows of several inputs (`multi_rows/`) a CPU runs, for small groups and the top levels of
+/// small trees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MultiRows {
+    /// None: no AVX2, or not x86.
+    None,
+    /// AVX2's 256-bit rows, on CPUs without AVX-512VL.
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     Avx2,
+    /// AVX-512VL's: four inputs on one chain of 512-bit rows, or with `two_chains` on two chains
+    /// of 256-bit rows (`platform::prefers_256_bit_rows`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    Avx512Vl { two_chains: bool },
+}
+
+impl MultiRows {
+    /// Whether these are AVX-512VL's rows.
+    #[inline(always)]
+    fn is_avx512vl(self) -> bool {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        return matches!(self, MultiRows::Avx512Vl { .. });
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        false
+    }
+}
+
+/// A kernel that hashes a group of equal-length inputs, as [`CpuBackend::group_kernel`] chooses
+/// it. No x86 variant exists off x86.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GroupKernel {
+    /// Rows of several inputs on AVX-512VL (`groups::hash_on_rows_avx512vl`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    RowsAvx512Vl { two_chains: bool },
+    /// Rows of several inputs on AVX2 (`groups::hash_on_rows_avx2`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    RowsAvx2,
+    /// The 16-lane kernel (`avx512::hash_many`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    LanesAvx512,
+    /// The 8-lane kernel in EVEX encoding, with AVX-512VL's rotations (`avx2::hash_many_evex`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    LanesAvx2Evex,
+    /// The 8-lane kernel (`avx2::hash_many`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    LanesAvx2,
+    /// The 4-lane kernel (`sse41::hash_many`).
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    LanesSse41,
+    /// One input at a time on rows (`lanes::hash_rows`).
+    Rows,
+    /// The portable code, one input per (scalar) lane.
+    Portable,
+}
+
+impl GroupKernel {
+    /// Whether this kernel runs rows of several inputs.
+    #[inline(always)]
+    fn is_multi_rows(self) -> bool {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        return matches!(self, GroupKernel::RowsAvx512Vl { .. } | GroupKernel::RowsAvx2);
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        false
+    }
+
+    /// Hashes the `out.len()` inputs of `blocks` blocks each at `stride` bytes apart.
+    ///
+    /// # Safety
+    /// The CPU must support the kernel's instruction set.
+    #[inline(always)]
+    unsafe fn hash(self, input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+        // SAFETY: the instruction sets as the caller guarantees; every kernel asserts that the
+        // inputs lie inside `input`.
+        unsafe {
+            match self {
+                #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                GroupKernel::RowsAvx512Vl { two_chains } => {
+                    groups::hash_on_rows_avx512vl(input, stride, blocks, job, out, two_chains)
+                }
+                #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                GroupKernel::RowsAvx2 => groups::hash_on_rows_avx2(input, stride, blocks, job, out),
+                #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                GroupKernel::LanesAvx512 => avx512::hash_many(input, stride, blocks, job, out),
+                #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                GroupKernel::LanesAvx2Evex => avx2::hash_many_evex(input, stride, blocks, job, out),
+                #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                GroupKernel::LanesAvx2 => avx2::hash_many(input, stride, blocks, job, out),
+                #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+                GroupKernel::LanesSse41 => sse41::hash_many(input, stride, blocks, job, out),
+                GroupKernel::Rows => hash_rows(input, stride, blocks, job, out),
+                GroupKernel::Portable => hash_groups::<u32>(input, stride, blocks, job, out),
+            }
+        }
+    }
 }
 
 /// How a run of chunks is split: the leaf size in chunks (a power of two, at least [`WIDE`], so
@@ -883,7 +952,7 @@ mod tests {
             }
         }
         if std::is_x86_feature_detected!("avx2") {
-            check::<avx2::Avx2>("AVX2, 8 lanes");
+            check::<avx2::LanesAvx2>("AVX2, 8 lanes");
         } else {
             crate::core::expect::missing("simd:avx2", "kernel_rounds_match_compiled_rounds on AVX2");
         }

@@ -12,7 +12,7 @@ use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{
     capped_by_pieces, check_blocks_args, check_subtree_args, hash_resident, last_chunk_len, Backend, Device,
-    DeviceInfo, Domain, Error, Mode, Result, Timings, MAX_SUBTREE,
+    DeviceInfo, Domain, Error, Mode, Result, Timed, MAX_SUBTREE,
 };
 use blake3::Hash;
 use ocl::core;
@@ -29,8 +29,8 @@ use std::time::Instant;
 /// use b3accel::opencl::OpenClBackend;
 /// use b3accel::Mode;
 /// let gpu = OpenClBackend::open(0)?;
-/// let (hash, t) = gpu.hash_timed(&vec![1u8; 1 << 30], &Mode::Hash)?;
-/// println!("{hash}: upload {:?}, kernels {:?}, total {:?}", t.upload, t.kernel, t.total);
+/// let t = gpu.hash_timed(&vec![1u8; 1 << 30], &Mode::Hash)?;
+/// println!("{}: upload {:?}, kernels {:?}, total {:?}", t.value, t.upload, t.kernel, t.total);
 /// # Ok::<(), b3accel::Error>(())
 /// ```
 pub struct OpenClBackend {
@@ -326,12 +326,12 @@ impl OpenClBackend {
     /// use b3accel::{opencl::OpenClBackend, Mode};
     /// let gpu = OpenClBackend::open(0)?;
     /// let data = vec![9u8; 256 << 20];
-    /// let (hash, t) = gpu.hash_timed(&data, &Mode::Hash)?;
-    /// assert_eq!(hash, blake3::hash(&data));
+    /// let t = gpu.hash_timed(&data, &Mode::Hash)?;
+    /// assert_eq!(t.value, blake3::hash(&data));
     /// println!("{:.1} GB/s", data.len() as f64 / t.total.as_secs_f64() / 1e9);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash_timed(&self, data: &[u8], mode: &Mode) -> Result<(Hash, Timings)> {
+    pub fn hash_timed(&self, data: &[u8], mode: &Mode) -> Result<Timed<Hash>> {
         let start = Instant::now();
         let domain = mode.domain();
         let mut prof = Prof::default();
@@ -340,10 +340,7 @@ impl OpenClBackend {
             let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
             self.host_subtrees(run, first, MAX_SUBTREE, domain, out, &mut Some(&mut prof))
         })?;
-        let hash = Hash::from_bytes(output.root_hash());
-        let mut timings = prof.timings();
-        timings.total = start.elapsed();
-        Ok((hash, timings))
+        Ok(prof.timed(Hash::from_bytes(output.root_hash()), start))
     }
 
     /// The subtree CVs of `input` (full chunks, the first with index `first_chunk`, aligned as

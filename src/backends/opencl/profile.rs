@@ -1,7 +1,7 @@
-//! Profiling: the driver's events of one call, summed into [`Timings`] or broken down into a
+//! Profiling: the driver's events of one call, summed into [`Timed`] or broken down into a
 //! [`Profile`] of where the wall time went.
 
-use crate::tree::Timings;
+use crate::tree::{Timed, Timings};
 use ocl::core::{self, Event};
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ pub(crate) enum Stage {
     Download,
 }
 
-/// Profiling events collected during one call, summed into [`Timings`] once they are complete.
+/// Profiling events collected during one call, summed into [`Timed`] once they are complete.
 #[derive(Default)]
 pub(crate) struct Prof {
     events: Vec<(Stage, Event)>,
@@ -127,9 +127,16 @@ impl Prof {
         self.events.truncate(len);
     }
 
-    /// Upload, kernel and download time, each summed over its commands. Only call once every
-    /// event is complete.
-    pub fn timings(&self) -> Timings {
+    /// `value` with the upload, kernel and download time, each summed over its commands, and the
+    /// wall time since `start`. Only call once every event is complete.
+    pub fn timed<T>(&self, value: T, start: Instant) -> Timed<T> {
+        let mut t = self.timings();
+        t.total = start.elapsed();
+        t.with(value)
+    }
+
+    /// Upload, kernel and download time, each summed over its commands.
+    fn timings(&self) -> Timings {
         let mut t = Timings::default();
         for (stage, ev) in &self.events {
             if let (Some(a), Some(b)) = (stamp(ev, core::ProfilingInfo::Start), stamp(ev, core::ProfilingInfo::End)) {

@@ -10,7 +10,7 @@ use crate::core::constants::CHUNK_LEN;
 use crate::tree::subtree;
 use crate::tree::{
     check_subtree, hash_resident, last_chunk_len, ChainingValue, Domain, Error, Mode, Output, OutputReader, Result,
-    Timings,
+    Timed,
 };
 use blake3::Hash;
 use ocl::core::{self, Event};
@@ -38,8 +38,7 @@ impl OpenClBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn hash_buffer(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<Hash> {
-        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), None)?;
-        Ok(Hash::from_bytes(output.root_hash()))
+        self.hash_whole_buffer(buffer, mode, None)
     }
 
     /// An output reader (any output length, any position) over the first `len` bytes of a device
@@ -73,17 +72,15 @@ impl OpenClBackend {
     /// use b3accel::{opencl::OpenClBackend, Mode};
     /// let gpu = OpenClBackend::open(0)?;
     /// let buf = ocl::Buffer::<u8>::builder().context(gpu.context()).len(1 << 30).build().unwrap();
-    /// let (_hash, t) = gpu.hash_buffer_timed(&buf, &Mode::Hash)?;
+    /// let t = gpu.hash_buffer_timed(&buf, &Mode::Hash)?;
     /// println!("{:.2} TB/s in the kernels", (1u64 << 30) as f64 / t.kernel.as_secs_f64() / 1e12);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash_buffer_timed(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<(Hash, Timings)> {
+    pub fn hash_buffer_timed(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<Timed<Hash>> {
         let start = Instant::now();
         let mut prof = Prof::default();
-        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), Some(&mut prof))?;
-        let mut timings = prof.timings();
-        timings.total = start.elapsed();
-        Ok((Hash::from_bytes(output.root_hash()), timings))
+        let hash = self.hash_whole_buffer(buffer, mode, Some(&mut prof))?;
+        Ok(prof.timed(hash, start))
     }
 
     /// [`hash_buffer`](Self::hash_buffer), reporting where the wall time of the call went:
@@ -102,9 +99,15 @@ impl OpenClBackend {
     pub fn hash_buffer_profiled(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<(Hash, Profile)> {
         let start = Instant::now();
         let mut prof = Prof::default();
-        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), Some(&mut prof))?;
-        let hash = Hash::from_bytes(output.root_hash());
+        let hash = self.hash_whole_buffer(buffer, mode, Some(&mut prof))?;
         Ok((hash, prof.profile(start, Instant::now())))
+    }
+
+    /// The hash of all of `buffer`, its commands' events into `prof` if asked: the one
+    /// implementation of [`hash_buffer`](Self::hash_buffer) and its timed forms.
+    fn hash_whole_buffer(&self, buffer: &ocl::Buffer<u8>, mode: &Mode, prof: Option<&mut Prof>) -> Result<Hash> {
+        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), prof)?;
+        Ok(Hash::from_bytes(output.root_hash()))
     }
 
     /// The chaining value of the `len` bytes of a device buffer that start at byte `at` of the

@@ -12,12 +12,11 @@ use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::merkle::hash_many_on;
 use crate::tree::{
-    check_blocks_args, check_subtree_args, hash_resident, last_chunk_len, Backend, DeviceInfo, Domain, FeaturePath,
-    Mode, Result, Timings, MAX_SUBTREE,
+    check_blocks_args, check_subtree_args, hash_resident, last_chunk_len, timed, Backend, DeviceInfo, Domain,
+    FeaturePath, Mode, Result, Timed, Timings, MAX_SUBTREE,
 };
 use blake3::Hash;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The default bytes of host input per segment. Host-resident hashing is bound by host memory
 /// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
@@ -203,22 +202,21 @@ impl WgpuBackend {
     /// use b3accel::Mode;
     /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
     /// let data = vec![1u8; 256 << 20];
-    /// let (hash, t) = gpu.hash_timed(&data, &Mode::Hash)?;
-    /// assert_eq!(hash, blake3::hash(&data));
+    /// let t = gpu.hash_timed(&data, &Mode::Hash)?;
+    /// assert_eq!(t.value, blake3::hash(&data));
     /// println!("upload {:?} kernel {:?} download {:?} total {:?}", t.upload, t.kernel, t.download, t.total);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash_timed(&self, data: &[u8], mode: &Mode) -> Result<(Hash, Timings)> {
-        let start = Instant::now();
+    pub fn hash_timed(&self, data: &[u8], mode: &Mode) -> Result<Timed<Hash>> {
         let domain = mode.domain();
-        let mut t = Timings::default();
         let full = data.len() - last_chunk_len(data.len() as u64) as usize;
-        let output = hash_resident(0, data.len() as u64, &data[full..], domain, |off, n, first, out| {
-            let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
-            self.host_subtrees(run, first, MAX_SUBTREE, domain, out, Some(&mut t))
-        })?;
-        t.total = start.elapsed();
-        Ok((Hash::from_bytes(output.root_hash()), t))
+        timed(|t| {
+            let output = hash_resident(0, data.len() as u64, &data[full..], domain, |off, n, first, out| {
+                let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
+                self.host_subtrees(run, first, MAX_SUBTREE, domain, out, Some(&mut *t))
+            })?;
+            Ok(Hash::from_bytes(output.root_hash()))
+        })
     }
 
     fn host_subtrees(

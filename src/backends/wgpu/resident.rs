@@ -11,8 +11,8 @@ use crate::core::constants::CHUNK_LEN;
 use crate::tree::merge_segments;
 use crate::tree::subtree;
 use crate::tree::{
-    check_subtree, chunk_output, hash_resident, last_chunk_len, ChainingValue, Device, Domain, Error, Mode, Output,
-    OutputReader, Result, Timings, MAX_SUBTREE,
+    check_subtree, chunk_output, hash_resident, last_chunk_len, timed, ChainingValue, Device, Domain, Error, Mode,
+    Output, OutputReader, Result, Timed, Timings, MAX_SUBTREE,
 };
 use blake3::Hash;
 use std::sync::Arc;
@@ -239,14 +239,14 @@ impl ResidentHasher {
     ///
     /// ```no_run
     /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let (hash, t) = hasher.hash_timed(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
-    /// println!("{hash}: {:.1} GB/s in the kernel", buf.size() as f64 / t.kernel.as_secs_f64() / 1e9);
+    /// let t = hasher.hash_timed(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
+    /// println!("{}: {:.1} GB/s in the kernel", t.value, buf.size() as f64 / t.kernel.as_secs_f64() / 1e9);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn hash_timed(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<(Hash, Timings)> {
-        let (hash, b) = self.hash_breakdown(buffer, offset, len, mode)?;
-        let t = Timings { upload: Duration::ZERO, kernel: b.passes, download: b.after_passes + b.read, total: b.total };
-        Ok((hash, t))
+    pub fn hash_timed(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Timed<Hash>> {
+        let (value, b) = self.hash_breakdown(buffer, offset, len, mode)?;
+        let download = b.after_passes + b.read;
+        Ok(Timed { value, upload: Duration::ZERO, kernel: b.passes, download, total: b.total })
     }
 
     /// An extendable-output reader over the `len` bytes of `buffer` at `offset`, in `mode`
@@ -336,14 +336,12 @@ impl ResidentHasher {
     ///
     /// ```no_run
     /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let (root, t) = hasher.merkle_root_timed(&buf, 0, buf.size() / 32)?;
-    /// println!("{root}: {:?} on the device, {:?} in all", t.kernel, t.total);
+    /// let t = hasher.merkle_root_timed(&buf, 0, buf.size() / 32)?;
+    /// println!("{}: {:?} on the device, {:?} in all", t.value, t.kernel, t.total);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
-    pub fn merkle_root_timed(&self, leaves: &::wgpu::Buffer, offset: u64, count: u64) -> Result<(Hash, Timings)> {
-        let mut t = Timings::default();
-        let root = super::merkle::merkle(&self.gpu, leaves, offset, count, None, Some(&mut t))?;
-        Ok((Hash::from_bytes(root), t))
+    pub fn merkle_root_timed(&self, leaves: &::wgpu::Buffer, offset: u64, count: u64) -> Result<Timed<Hash>> {
+        timed(|t| super::merkle::merkle(&self.gpu, leaves, offset, count, None, Some(t)).map(Hash::from_bytes))
     }
 
     /// Hashes `count` independent messages of `msg_len` bytes each (0 allowed) lying end to end
@@ -367,7 +365,7 @@ impl ResidentHasher {
         msg_len: u64,
         mode: &Mode,
     ) -> Result<Vec<Hash>> {
-        Ok(self.hash_many_timed(data, offset, count, msg_len, mode)?.0)
+        self.many(data, offset, count, msg_len, mode, None)
     }
 
     /// [`hash_many`](Self::hash_many), and where the time went: `kernel` is the device's time in
@@ -376,8 +374,8 @@ impl ResidentHasher {
     ///
     /// ```no_run
     /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let (hashes, t) = hasher.hash_many_timed(&buf, 0, 1 << 20, 64, &b3accel::Mode::Hash)?;
-    /// println!("{:.2} G hashes/s on the device", hashes.len() as f64 / t.kernel.as_secs_f64() / 1e9);
+    /// let t = hasher.hash_many_timed(&buf, 0, 1 << 20, 64, &b3accel::Mode::Hash)?;
+    /// println!("{:.2} G hashes/s on the device", t.value.len() as f64 / t.kernel.as_secs_f64() / 1e9);
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn hash_many_timed(
@@ -387,11 +385,23 @@ impl ResidentHasher {
         count: usize,
         msg_len: u64,
         mode: &Mode,
-    ) -> Result<(Vec<Hash>, Timings)> {
+    ) -> Result<Timed<Vec<Hash>>> {
+        timed(|t| self.many(data, offset, count, msg_len, mode, Some(t)))
+    }
+
+    /// The one implementation of [`hash_many`](Self::hash_many), timed where `timings` asks.
+    fn many(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: u64,
+        mode: &Mode,
+        timings: Option<&mut Timings>,
+    ) -> Result<Vec<Hash>> {
         let mut out = vec![[0u8; 32]; count];
-        let mut t = Timings::default();
-        super::many::hash_many(&self.gpu, data, offset, msg_len, mode.domain(), &mut out, Some(&mut t))?;
-        Ok((out.into_iter().map(Hash::from_bytes).collect(), t))
+        super::many::hash_many(&self.gpu, data, offset, msg_len, mode.domain(), &mut out, timings)?;
+        Ok(out.into_iter().map(Hash::from_bytes).collect())
     }
 
     /// Hashes `count` independent messages of `msg_len` bytes each (at most one chunk, 1024
@@ -450,20 +460,9 @@ impl ResidentHasher {
         out: &::wgpu::Buffer,
         out_offset: u64,
     ) -> Result<Timings> {
-        let mut t = Timings::default();
         let domain = mode.domain();
-        super::many::hash_many_into(
-            &self.gpu,
-            data,
-            offset,
-            count as u64,
-            msg_len,
-            domain,
-            out,
-            out_offset,
-            Some(&mut t),
-        )?;
-        Ok(t)
+        let (gpu, count) = (&self.gpu, count as u64);
+        timed(|t| super::many::hash_many_into(gpu, data, offset, count, msg_len, domain, out, out_offset, Some(t)))
     }
 
     /// The top node of the `len` bytes of `buffer` at byte `offset`: the subtree that starts at

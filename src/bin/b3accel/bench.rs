@@ -225,7 +225,7 @@ struct OpenClBench(b3accel::opencl::OpenClBackend);
 #[cfg(feature = "opencl")]
 impl GpuBench for OpenClBench {
     fn timed(&self, data: &[u8]) -> Result<[f64; 3], String> {
-        let (_, t) = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
+        let t = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
         Ok([t.upload.as_secs_f64(), t.kernel.as_secs_f64(), t.download.as_secs_f64()])
     }
     fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String> {
@@ -245,7 +245,7 @@ struct WgpuBench(b3accel::wgpu::WgpuBackend);
 #[cfg(feature = "wgpu")]
 impl GpuBench for WgpuBench {
     fn timed(&self, data: &[u8]) -> Result<[f64; 3], String> {
-        let (_, t) = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
+        let t = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
         Ok([t.upload.as_secs_f64(), t.kernel.as_secs_f64(), t.download.as_secs_f64()])
     }
     fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String> {

@@ -5,13 +5,13 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
+use super::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
 use crate::core::compress::{Cv, Word};
 
 /// The byte patterns of the two rotations done as byte shuffles, in each 128-bit lane: right by
 /// 16 and by 8 bits.
-pub(super) static ROT16: [u8; 32] = rotation_pattern(2);
-pub(super) static ROT8: [u8; 32] = rotation_pattern(1);
+pub(crate) static ROT16: [u8; 32] = rotation_pattern(2);
+pub(crate) static ROT8: [u8; 32] = rotation_pattern(1);
 
 /// The `vpshufb` pattern that rotates each 32-bit word right by `bytes` bytes.
 const fn rotation_pattern(bytes: usize) -> [u8; 32] {
@@ -25,7 +25,7 @@ const fn rotation_pattern(bytes: usize) -> [u8; 32] {
 }
 
 /// `x`'s bytes shuffled by `pattern` (`vpshufb`), as exactly that one instruction, the pattern a
-/// memory operand: [`Avx2`]'s rotations by 16 and 8 bits. Left to itself, LLVM rewrites these
+/// memory operand: [`LanesAvx2`]'s rotations by 16 and 8 bits. Left to itself, LLVM rewrites these
 /// shuffles: a rotation by 16 became two (`vpshuflw` and `vpshufhw`), and a rotation of an
 /// exclusive-or became the exclusive-or of two rotations, both extra work on the two shuffle
 /// ports of Zen 3; with the pattern in a register instead, the 8-lane kernel's 16 state and 16
@@ -50,8 +50,8 @@ unsafe fn shuffle_bytes(mut x: __m256i, pattern: &'static [u8; 32]) -> __m256i {
 }
 
 /// The vector type of AVX-512VL functions (the 8-lane kernel in EVEX encoding, the small trees
-/// of `quads.rs`): byte shuffles by constant patterns, which LLVM makes one-instruction
-/// rotations (`vprord`) there. [`Avx2`] is the type of AVX2 functions.
+/// of `multi_rows/`): byte shuffles by constant patterns, which LLVM makes one-instruction
+/// rotations (`vprord`) there. [`LanesAvx2`] is the type of AVX2 functions.
 impl Word for __m256i {
     #[inline(always)]
     fn add(self, o: Self) -> Self {
@@ -102,44 +102,44 @@ impl Word for __m256i {
 }
 
 /// Eight lanes in a function with AVX2 but not AVX-512: the 8-lane kernel of such CPUs, and the
-/// rotations of the row form on two inputs there (`quads::Y2`). Its byte-shuffle rotations are
-/// one `vpshufb` each ([`shuffle_bytes`]).
+/// rotations of the row form on two inputs there (`multi_rows::TwoRowsAvx2`). Its byte-shuffle
+/// rotations are one `vpshufb` each ([`shuffle_bytes`]).
 #[derive(Clone, Copy)]
 #[repr(transparent)]
-pub(crate) struct Avx2(pub(crate) __m256i);
+pub(crate) struct LanesAvx2(pub(crate) __m256i);
 
-impl Word for Avx2 {
+impl Word for LanesAvx2 {
     crate::core::rows::delegate_add_xor!();
     #[inline(always)]
     fn rotr16(self) -> Self {
         // SAFETY: only reached from functions compiled with AVX2 enabled.
-        Avx2(unsafe { shuffle_bytes(self.0, &ROT16) })
+        LanesAvx2(unsafe { shuffle_bytes(self.0, &ROT16) })
     }
     #[inline(always)]
     fn rotr12(self) -> Self {
-        Avx2(self.0.rotr12())
+        LanesAvx2(self.0.rotr12())
     }
     #[inline(always)]
     fn rotr8(self) -> Self {
         // SAFETY: as above.
-        Avx2(unsafe { shuffle_bytes(self.0, &ROT8) })
+        LanesAvx2(unsafe { shuffle_bytes(self.0, &ROT8) })
     }
     #[inline(always)]
     fn rotr7(self) -> Self {
-        Avx2(self.0.rotr7())
+        LanesAvx2(self.0.rotr7())
     }
 }
 
-impl Lanes for Avx2 {
+impl Lanes for LanesAvx2 {
     const N: usize = 8;
     #[inline(always)]
     unsafe fn splat(x: u32) -> Self {
         // SAFETY: as the caller guarantees (for every method here).
-        Avx2(unsafe { __m256i::splat(x) })
+        LanesAvx2(unsafe { __m256i::splat(x) })
     }
     #[inline(always)]
     unsafe fn load(words: &[u32]) -> Self {
-        Avx2(unsafe { __m256i::load(words) })
+        LanesAvx2(unsafe { __m256i::load(words) })
     }
     #[inline(always)]
     unsafe fn store(self, out: &mut [u32]) {
@@ -148,9 +148,9 @@ impl Lanes for Avx2 {
     #[inline(always)]
     unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
         // (`transmute` rather than `map`: the map's copy of the array cost the kernel 15-20%.)
-        // SAFETY: `Avx2` is a transparent wrapper around `__m256i`.
+        // SAFETY: `LanesAvx2` is a transparent wrapper around `__m256i`.
         unsafe {
-            core::mem::transmute::<[__m256i; 16], [Avx2; 16]>(__m256i::load_msg::<PREFETCH>(input, stride, valid))
+            core::mem::transmute::<[__m256i; 16], [LanesAvx2; 16]>(__m256i::load_msg::<PREFETCH>(input, stride, valid))
         }
     }
     #[cfg(target_arch = "x86_64")]
@@ -162,7 +162,7 @@ impl Lanes for Avx2 {
     #[inline(always)]
     unsafe fn store_cvs(h: [Self; 8], out: &mut [Cv], valid: usize) {
         // SAFETY: as above.
-        unsafe { __m256i::store_cvs(core::mem::transmute::<[Avx2; 8], [__m256i; 8]>(h), out, valid) }
+        unsafe { __m256i::store_cvs(core::mem::transmute::<[LanesAvx2; 8], [__m256i; 8]>(h), out, valid) }
     }
 }
 
@@ -178,8 +178,8 @@ impl Lanes for Avx2 {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn rounds_in_registers(v: &mut [Avx2; 16], m: &[Avx2; 16]) {
-    let msg = super::lanes::Aligned(*m);
+unsafe fn rounds_in_registers(v: &mut [LanesAvx2; 16], m: &[LanesAvx2; 16]) {
+    let msg = super::Aligned(*m);
     let mut spill = core::mem::MaybeUninit::<__m256i>::uninit();
     // SAFETY: AVX2, as the caller guarantees; the template reads the 512 bytes at `m` and
     // the 32 at each pattern, and writes only the 32 bytes at `spill`.
@@ -217,7 +217,7 @@ unsafe fn rounds_in_registers(v: &mut [Avx2; 16], m: &[Avx2; 16]) {
 /// # Safety
 /// AVX2.
 #[inline(always)]
-pub(super) unsafe fn transpose_in_lanes(r: [__m256i; 4]) -> [__m256i; 4] {
+pub(crate) unsafe fn transpose_in_lanes(r: [__m256i; 4]) -> [__m256i; 4] {
     // SAFETY: the caller guarantees AVX2.
     unsafe {
         let (lo01, hi01) = (_mm256_unpacklo_epi32(r[0], r[1]), _mm256_unpackhi_epi32(r[0], r[1]));
@@ -332,9 +332,9 @@ impl Lanes for __m256i {
 /// # Safety
 /// The CPU must support AVX2; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+pub(crate) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: AVX2 is enabled here; the caller guarantees the layout.
-    unsafe { hash_groups::<Avx2>(input, stride, blocks, job, out) }
+    unsafe { hash_groups::<LanesAvx2>(input, stride, blocks, job, out) }
 }
 
 /// The same kernel in EVEX encoding, for the partial groups of a CPU with AVX-512: 32 vector
@@ -343,7 +343,7 @@ pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: 
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512VL; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "avx2,avx512f,avx512vl")]
-pub(super) unsafe fn hash_many_evex(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+pub(crate) unsafe fn hash_many_evex(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: AVX2, AVX-512F and VL are enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m256i>(input, stride, blocks, job, out) }
 }

@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
+use super::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
 use crate::core::compress::{Cv, Word};
 
 impl Word for __m512i {
@@ -162,7 +162,7 @@ impl Lanes for __m512i {
 /// # Safety
 /// The CPU must support AVX-512F; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+pub(crate) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: AVX-512F is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m512i>(input, stride, blocks, job, out) }
 }

@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::lanes::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
+use super::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
 use crate::core::compress::{Cv, Word};
 use crate::core::rows::opaque128;
 
@@ -112,7 +112,7 @@ impl Lanes for __m128i {
 /// # Safety
 /// The CPU must support SSE4.1; the input layout is as for [`hash_groups`].
 #[target_feature(enable = "sse4.1")]
-pub(super) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
+pub(crate) unsafe fn hash_many(input: &[u8], stride: usize, blocks: usize, job: &Job, out: &mut [Cv]) {
     // SAFETY: SSE4.1 is enabled here; the caller guarantees the layout.
     unsafe { hash_groups::<__m128i>(input, stride, blocks, job, out) }
 }

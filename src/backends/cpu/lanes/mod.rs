@@ -2,9 +2,17 @@
 //! in one SIMD vector whose lanes are the inputs (BLAKE3 specification, section 5.3).
 //!
 //! Each instruction set provides a [`Lanes`] vector type (the portable one is plain `u32`, one
-//! lane); [`hash_group`] is the same code for all of them. A group is `N` equal-length inputs laid
+//! lane; the others in `sse41.rs`, `avx2.rs` and `avx512.rs` here, 4, 8 and 16 lanes);
+//! [`hash_group`] is the same code for all of them. A group is `N` equal-length inputs laid
 //! out at a fixed stride: consecutive chunks of one input, consecutive CV pairs (parents), or
 //! consecutive messages of up to one chunk each (whose last block may be partial).
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub(super) mod avx2;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub(super) mod avx512;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub(super) mod sse41;
 
 use crate::core::compress::{block_words, compress_blocks, compress_bytes, rounds, words_to_cv, Cv, Word};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
