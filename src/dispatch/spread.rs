@@ -113,7 +113,7 @@ pub struct Spread {
     info: DeviceInfo,
     /// Devices that failed in an earlier call: left out of later ones.
     failed: Mutex<Vec<Device>>,
-    last: Mutex<Option<CallReport>>,
+    last: Mutex<Option<Report>>,
     history: Mutex<History>,
     joining: Joining,
     /// Inputs smaller than this go to the first device alone.
@@ -171,6 +171,81 @@ struct Helper {
     opens_in: Option<Duration>,
 }
 
+/// Why a device took part in a call or not: kept as numbers, put in words only when a report is
+/// asked for (formatting them cost small calls more than deciding).
+#[derive(Clone, Debug)]
+enum Why {
+    FailedToOpen(String),
+    FailedInCall(String),
+    Always,
+    /// Rates (bytes per second) of the device and of the first device.
+    TooSlow {
+        rate: f64,
+        first: Device,
+        first_rate: f64,
+    },
+    Measured(f64),
+    ToMeasure,
+    FirstNotMeasured(Device),
+    Opened {
+        first: Device,
+        alone: Duration,
+    },
+    NotWorthOpening {
+        open_time: Duration,
+        first: Device,
+        alone: Duration,
+    },
+    /// Rates of the calls of this size without the others and with them.
+    FasterAlone {
+        alone: f64,
+        together: f64,
+    },
+    MeasuringAlone(Device),
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let gb = |r: &f64| r / 1e9;
+        match self {
+            Why::FailedToOpen(e) => write!(f, "failed to open: {e}"),
+            Why::FailedInCall(e) => write!(f, "failed, its pieces hashed by the others: {e}"),
+            Why::Always => write!(f, "every device takes part (Joining::Always)"),
+            Why::TooSlow { rate, first, first_rate } => write!(
+                f,
+                "left out: at {:.1} GB/s it would not finish a piece before {first} finishes the input at {:.1} GB/s",
+                gb(rate),
+                gb(first_rate)
+            ),
+            Why::Measured(rate) => write!(f, "took part, measured at {:.1} GB/s", gb(rate)),
+            Why::ToMeasure => write!(f, "took part to be measured (no rate known yet)"),
+            Why::FirstNotMeasured(first) => write!(
+                f,
+                "not opened: {first}'s speed is not measured yet (`b3accel bench --calibrate` measures every device)"
+            ),
+            Why::Opened { first, alone } => write!(f, "opened, as {first} alone would need {alone:.0?}"),
+            Why::NotWorthOpening { open_time, first, alone } => {
+                write!(f, "not opened: it takes about {open_time:.1?} to open, and {first} alone needs {alone:.1?}")
+            }
+            Why::FasterAlone { alone, together } => write!(
+                f,
+                "left out: calls of this size were faster without the others ({:.1} GB/s against {:.1})",
+                gb(alone),
+                gb(together)
+            ),
+            Why::MeasuringAlone(first) => write!(f, "left out: {first} alone is being measured at this size"),
+        }
+    }
+}
+
+/// A call's report as kept: [`CallReport`] with the reasons not yet in words.
+#[derive(Clone)]
+struct Report {
+    call: u64,
+    shares: Vec<(Device, u64)>,
+    reasons: Vec<(Device, Why)>,
+}
+
 /// Who takes part in one call, and why.
 struct Plan {
     /// The devices the call can use (not failed before), the first one first.
@@ -178,7 +253,7 @@ struct Plan {
     helpers: Vec<Helper>,
     /// The first device's expected rate at this size.
     front_rate: Option<f64>,
-    reasons: Vec<(Device, String)>,
+    reasons: Vec<(Device, Why)>,
 }
 
 impl std::fmt::Debug for Spread {
@@ -333,7 +408,28 @@ impl Spread {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn last_call(&self) -> Option<CallReport> {
-        lock(&self.last).clone()
+        let last = lock(&self.last);
+        let r = last.as_ref()?;
+        Some(CallReport {
+            call: r.call,
+            shares: r.shares.clone(),
+            reasons: r.reasons.iter().map(|(d, why)| (*d, why.to_string())).collect(),
+        })
+    }
+
+    /// How many calls have reached [`with_min_bytes`](Self::with_min_bytes) so far: a caller
+    /// compares it before and after its call to know whether [`last_call`](Self::last_call)
+    /// reports that call.
+    ///
+    /// ```
+    /// use b3accel::spread::Spread;
+    /// let list = Spread::new(&[b3accel::Device::Cpu])?.with_min_bytes(0);
+    /// b3accel::xof_reader_with(&list, &b3accel::Mode::Hash, &[1u8; 8192])?;
+    /// assert_eq!(list.calls(), 1);
+    /// # Ok::<(), b3accel::Error>(())
+    /// ```
+    pub fn calls(&self) -> u64 {
+        lock(&self.history).calls
     }
 
     /// The pool device `d` (not the first) runs its calls on, if it has one of its own (see
@@ -378,10 +474,9 @@ impl Spread {
         let rate_of = |d: Device| history.rates.get(&d).copied().or_else(|| cached_rate(d, bytes).map(|r| r.0));
         let front_rate = record.alone.or_else(|| rate_of(members[0]));
         let mut plan = Plan { members: Vec::new(), helpers: Vec::new(), front_rate, reasons: Vec::new() };
-        let gb = |r: f64| r / 1e9;
         for (k, &d) in members.iter().enumerate().skip(1) {
             if let Some(e) = open_failure(d) {
-                plan.reasons.push((d, format!("failed to open: {e}")));
+                plan.reasons.push((d, Why::FailedToOpen(e)));
                 continue;
             }
             let rate = rate_of(d);
@@ -390,7 +485,7 @@ impl Spread {
                     start_opening(d);
                 }
                 plan.helpers.push(Helper { k, rate, opens_in: ready(d).is_none().then_some(Duration::ZERO) });
-                plan.reasons.push((d, "every device takes part (Joining::Always)".into()));
+                plan.reasons.push((d, Why::Always));
                 continue;
             }
             let alone = front_rate.map(|c| Duration::from_secs_f64(bytes as f64 / c.max(1.0)));
@@ -399,24 +494,15 @@ impl Spread {
                     (Some(c), Some(g))
                         if (self.small_chunks * CHUNK_LEN as u64) as f64 / g > bytes as f64 / (c + g) =>
                     {
-                        plan.reasons.push((
-                            d,
-                            format!(
-                                "left out: at {:.1} GB/s it would not finish a piece before {} finishes the \
-                                 input at {:.1} GB/s",
-                                gb(g),
-                                members[0],
-                                gb(c)
-                            ),
-                        ));
+                        plan.reasons.push((d, Why::TooSlow { rate: g, first: members[0], first_rate: c }));
                     }
                     (_, Some(g)) => {
                         plan.helpers.push(Helper { k, rate: Some(g), opens_in: None });
-                        plan.reasons.push((d, format!("took part, measured at {:.1} GB/s", gb(g))));
+                        plan.reasons.push((d, Why::Measured(g)));
                     }
                     (_, None) => {
                         plan.helpers.push(Helper { k, rate: None, opens_in: None });
-                        plan.reasons.push((d, "took part to be measured (no rate known yet)".into()));
+                        plan.reasons.push((d, Why::ToMeasure));
                     }
                 }
                 continue;
@@ -424,14 +510,7 @@ impl Spread {
             // Not open: worth opening only if the call lasts long enough for it to help.
             let open_time = cached_rate(d, bytes).map_or(GPU_OPEN_TIME, |r| r.1).max(Duration::from_millis(1));
             let (Some(c), Some(t_alone)) = (front_rate, alone) else {
-                plan.reasons.push((
-                    d,
-                    format!(
-                        "not opened: {}'s speed is not measured yet (`b3accel bench --calibrate` measures \
-                         every device)",
-                        members[0]
-                    ),
-                ));
+                plan.reasons.push((d, Why::FirstNotMeasured(members[0])));
                 continue;
             };
             let worth = match rate {
@@ -445,15 +524,9 @@ impl Spread {
             if worth || opening(d) {
                 start_opening(d);
                 plan.helpers.push(Helper { k, rate, opens_in: Some(open_time) });
-                plan.reasons.push((d, format!("opened, as {} alone would need {:.0?}", members[0], t_alone)));
+                plan.reasons.push((d, Why::Opened { first: members[0], alone: t_alone }));
             } else {
-                plan.reasons.push((
-                    d,
-                    format!(
-                        "not opened: it takes about {open_time:.1?} to open, and {} alone needs {t_alone:.1?}",
-                        members[0]
-                    ),
-                ));
+                plan.reasons.push((d, Why::NotWorthOpening { open_time, first: members[0], alone: t_alone }));
             }
         }
         if self.joining == Joining::Measured
@@ -462,12 +535,8 @@ impl Spread {
             && record.alone_is_better(bytes)
         {
             let why = match (record.alone, record.together) {
-                (Some(a), Some(t)) if t < a => format!(
-                    "left out: calls of this size were faster without the others ({:.1} GB/s against {:.1})",
-                    gb(a),
-                    gb(t)
-                ),
-                _ => format!("left out: {} alone is being measured at this size", members[0]),
+                (Some(alone), Some(together)) if together < alone => Why::FasterAlone { alone, together },
+                _ => Why::MeasuringAlone(members[0]),
             };
             for h in plan.helpers.drain(..) {
                 let d = members[h.k];
@@ -489,11 +558,11 @@ impl Spread {
     fn record_alone(&self, plan: Plan, bytes: u64, took: Duration) {
         let mut shares: Vec<(Device, u64)> = plan.members.iter().map(|&d| (d, 0)).collect();
         shares[0].1 = bytes;
-        self.record(bytes, took, false, CallReport { call: 0, shares, reasons: plan.reasons });
+        self.record(bytes, took, false, Report { call: 0, shares, reasons: plan.reasons });
     }
 
     /// Records how a call of `bytes` bytes went, `together` or by the first device alone.
-    fn record(&self, bytes: u64, took: Duration, together: bool, report: CallReport) {
+    fn record(&self, bytes: u64, took: Duration, together: bool, report: Report) {
         let rate = bytes as f64 / took.as_secs_f64().max(1e-9);
         let mut history = lock(&self.history);
         history.calls += 1;
@@ -507,7 +576,7 @@ impl Spread {
         let slot = if together { &mut record.together } else { &mut record.alone };
         *slot = Some(slot.map_or(rate, |r| 0.5 * r + 0.5 * rate));
         drop(history);
-        *lock(&self.last) = Some(CallReport { call, ..report });
+        *lock(&self.last) = Some(Report { call, ..report });
     }
 
     /// Hashes `input` (full chunks from `first_chunk`, aligned as `chunk_subtrees_capped`
@@ -521,7 +590,7 @@ impl Spread {
         domain: Domain,
         out: &mut [Cv],
         plan: Plan,
-    ) -> Result<CallReport> {
+    ) -> Result<Report> {
         let members = &plan.members[..];
         let n = (input.len() / CHUNK_LEN) as u64;
         let front_chunks = if self.joining == Joining::Always { 0 } else { self.front_share(n, &plan) };
@@ -601,9 +670,9 @@ impl Spread {
         let mut reasons = plan.reasons;
         for (d, why) in &mut reasons {
             if let Some(e) = open_failure(*d) {
-                *why = format!("failed to open: {e}");
+                *why = Why::FailedToOpen(e);
             } else if let Some((_, e)) = errors.iter().find(|(f, _)| f == d) {
-                *why = format!("failed, its pieces hashed by the others: {e}");
+                *why = Why::FailedInCall(e.to_string());
             }
         }
         let state = queue.state.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -637,7 +706,7 @@ impl Spread {
             .map(|(p, r)| (p.chunks, r.into_inner().expect("every piece was hashed")))
             .collect();
         merge_segments(&done, max_chunks, domain, out)?;
-        Ok(CallReport { call: 0, shares: members.iter().zip(&state.shares).map(|(d, s)| (*d, *s)).collect(), reasons })
+        Ok(Report { call: 0, shares: members.iter().zip(&state.shares).map(|(d, s)| (*d, *s)).collect(), reasons })
     }
 
     /// How many of `n` chunks the first device takes from the front in one go: its expected

@@ -126,9 +126,9 @@ fn batch_len(one: Duration) -> u32 {
 /// [`time`] for several series at once, one sample of each in turn (`budget` each): a drift of
 /// the machine's speed during the measurement (clock frequency, memory placement, a
 /// neighbour's load) then falls on all of them alike, so their ratios hold even where the
-/// absolute figures move by several percent from run to run. Each turn starts one series
-/// further on, so that no series always runs just after the same other one (whose caches and
-/// branch history it would inherit). A series that fails drops out with its error.
+/// absolute figures move by several percent from run to run. Each turn runs the series in a new
+/// order, so that no series always runs just after the same other one (whose caches, branch
+/// history and leftover work it would inherit). A series that fails drops out with its error.
 fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), String>]) -> Vec<Result<f64, String>> {
     // One warm-up call each, then the fastest of up to three warm calls sets the batch length: a
     // first call can take many times a warm one (code paged in, lazy set-up), and a batch length
@@ -158,9 +158,12 @@ fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), S
     let n = fs.len();
     let total = budget * n as u32;
     let start = Instant::now();
-    for turn in 0.. {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    loop {
+        shuffle(&mut order, &mut seed);
         let mut running = false;
-        for i in (0..n).map(|k| (k + turn) % n) {
+        for &i in &order {
             let (f, s) = (&mut fs[i], &mut samples[i]);
             let Ok((reps, v)) = s else { continue };
             let t = Instant::now();
@@ -187,6 +190,16 @@ fn time_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut() -> Result<(), S
             })
         })
         .collect()
+}
+
+/// Puts `order` in a pseudo-random order (Fisher-Yates, xorshift64 from `seed`, which it advances).
+fn shuffle(order: &mut [usize], seed: &mut u64) {
+    for i in (1..order.len()).rev() {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        order.swap(i, (*seed % (i as u64 + 1)) as usize);
+    }
 }
 
 /// The bench's input, written by all the pool's threads: each page is then placed near a thread
@@ -408,31 +421,31 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             .install(|| time_interleaved(budget, &mut [&mut || ok(blake3::hash(input)), &mut || hash(Device::Cpu)]))
             .try_into()
             .expect("two series");
-        // The library's file path (`hash_file_on`: a map with its pages brought in and out in
-        // parallel) on a temporary file of the same bytes, in the page cache after it is
-        // written, interleaved with the in-memory CPU hash it is to be compared with.
-        let file = std::env::temp_dir().join(format!("b3accel-bench-{}-{size}", std::process::id()));
-        let written = std::fs::write(&file, input).map_err(|e| format!("writing {}: {e}", file.display()));
-        let hash_file = || match &written {
-            Ok(()) => b3accel::hash_file_on(Device::Cpu, &file).map(drop).map_err(|e| e.to_string()),
-            Err(e) => Err(e.clone()),
-        };
-        // The device lists in the same turns: each against `cpu`.
+        // The device lists in the same turns as the CPU: each against `cpu`.
         let spread_hash =
             |s: &Spread| b3accel::hash_with(s, &Mode::Hash, input).map(drop).map_err(|e| e.to_string());
-        let (mut rayon_f, mut cpu_f, mut auto_f, mut file_f) = (
+        let (mut rayon_f, mut cpu_f, mut auto_f) = (
             || ok(blake3::Hasher::new().update_rayon(input).finalize()),
             || hash(Device::Cpu),
             || hash(Device::Auto),
-            || hash_file(),
         );
         let mut list_fs: Vec<_> = lists.iter().map(|l| move || spread_hash(&l.spread)).collect();
-        let mut series: Vec<&mut dyn FnMut() -> Result<(), String>> =
-            vec![&mut rayon_f, &mut cpu_f, &mut auto_f, &mut file_f];
+        let mut series: Vec<&mut dyn FnMut() -> Result<(), String>> = vec![&mut rayon_f, &mut cpu_f, &mut auto_f];
         series.extend(list_fs.iter_mut().map(|f| f as &mut dyn FnMut() -> Result<(), String>));
         let mut results = time_interleaved(budget, &mut series).into_iter();
         let mut next = || results.next().expect("one result per series");
-        let (rayon, cpu, auto, from_file) = (next(), next(), next(), next());
+        let (rayon, cpu, auto) = (next(), next(), next());
+        // The library's file path (`hash_file_on`: a map with its pages brought in and out in
+        // parallel) on a temporary file of the same bytes, in the page cache after it is
+        // written, in turns of its own with the in-memory CPU hash: the pages it maps and drops
+        // would slow whichever in-memory series ran next.
+        let file = std::env::temp_dir().join(format!("b3accel-bench-{}-{size}", std::process::id()));
+        let written = std::fs::write(&file, input).map_err(|e| format!("writing {}: {e}", file.display()));
+        let mut hash_file = || match &written {
+            Ok(()) => b3accel::hash_file_on(Device::Cpu, &file).map(drop).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        let from_file = time_interleaved(budget, &mut [&mut || hash(Device::Cpu), &mut hash_file]).pop().expect("two");
         let _ = std::fs::remove_file(&file);
         add("upstream hash (1 thread)".into(), up, None, None);
         add("upstream update_rayon".into(), rayon, None, None);

@@ -306,9 +306,9 @@ impl Tally {
     fn count(&self, len: usize, call: impl FnOnce(&Spread) -> b3accel::Result<()>) -> b3accel::Result<()> {
         let spread = self.spread();
         let first = spread.devices()[0];
-        let before = spread.last_call().map_or(0, |r| r.call);
+        let before = spread.calls();
         call(spread)?;
-        match spread.last_call().filter(|r| r.call == before + 1) {
+        match (spread.calls() == before + 1).then(|| spread.last_call()).flatten() {
             Some(report) if spread.devices().len() > 1 => self.add(&report.shares, Some(report.reasons)),
             _ => self.add(&[(first, len as u64)], None),
         }
