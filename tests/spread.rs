@@ -123,8 +123,9 @@ fn bad_lists_are_errors() {
 }
 
 /// Under the default rule a device joins only where measurements say it helps: an open device
-/// with no rate takes part once to be measured, and the next call of that size runs on the first
-/// device alone, so that the list knows both ways.
+/// with no rate takes part to be measured (a first call that pays its one-time costs, then one
+/// that counts), and the next call of that size runs on the first device alone, so that the
+/// list knows both ways.
 #[test]
 fn a_measured_list_tries_a_device_then_measures_the_first_alone() {
     let devices = all_devices();
@@ -142,10 +143,12 @@ fn a_measured_list_tries_a_device_then_measures_the_first_alone() {
     };
     let first = hash();
     assert!(first.reasons[0].1.contains("to be measured"), "{first:?}");
+    let warm = hash();
+    assert!(warm.reasons[0].1.contains("took part, measured at"), "{warm:?}");
     let second = hash();
     assert!(second.reasons[0].1.contains("alone is being measured"), "{second:?}");
     assert_eq!(second.shares[1], (gpu, 0));
-    assert_eq!(second.call, first.call + 1);
+    assert_eq!(second.call, first.call + 2);
     for _ in 0..4 {
         let later = hash();
         assert_eq!(later.shares.iter().map(|s| s.1).sum::<u64>(), 4 << 20, "{later:?}");

@@ -254,6 +254,10 @@ struct Plan {
     /// The first device's expected rate at this size.
     front_rate: Option<f64>,
     reasons: Vec<(Device, Why)>,
+    /// Whether a device takes part that has not hashed a piece for this list before: its first
+    /// pieces pay one-time costs (staging buffers, its copy threads' start), so such a call's
+    /// time does not say how fast the next call of its size would be.
+    cold: bool,
 }
 
 impl std::fmt::Debug for Spread {
@@ -473,7 +477,7 @@ impl Spread {
         let record = history.sizes.get(&size_class(bytes)).copied().unwrap_or_default();
         let rate_of = |d: Device| history.rates.get(&d).copied().or_else(|| cached_rate(d, bytes).map(|r| r.0));
         let front_rate = record.alone.or_else(|| rate_of(members[0]));
-        let mut plan = Plan { members: Vec::new(), helpers: Vec::new(), front_rate, reasons: Vec::new() };
+        let mut plan = Plan { members: Vec::new(), helpers: Vec::new(), front_rate, reasons: Vec::new(), cold: false };
         for (k, &d) in members.iter().enumerate().skip(1) {
             if let Some(e) = open_failure(d) {
                 plan.reasons.push((d, Why::FailedToOpen(e)));
@@ -545,6 +549,7 @@ impl Spread {
                 }
             }
         }
+        plan.cold = plan.helpers.iter().any(|h| !history.rates.contains_key(&members[h.k]));
         plan.members = members;
         plan
     }
@@ -558,15 +563,21 @@ impl Spread {
     fn record_alone(&self, plan: Plan, bytes: u64, took: Duration) {
         let mut shares: Vec<(Device, u64)> = plan.members.iter().map(|&d| (d, 0)).collect();
         shares[0].1 = bytes;
-        self.record(bytes, took, false, Report { call: 0, shares, reasons: plan.reasons });
+        self.record(bytes, took, false, true, Report { call: 0, shares, reasons: plan.reasons });
     }
 
-    /// Records how a call of `bytes` bytes went, `together` or by the first device alone.
-    fn record(&self, bytes: u64, took: Duration, together: bool, report: Report) {
+    /// Records how a call of `bytes` bytes went, `together` or by the first device alone; the
+    /// call's rate counts only if it was `warm` (see [`Plan::cold`]).
+    fn record(&self, bytes: u64, took: Duration, together: bool, warm: bool, report: Report) {
         let rate = bytes as f64 / took.as_secs_f64().max(1e-9);
         let mut history = lock(&self.history);
         history.calls += 1;
         let call = history.calls;
+        if !warm {
+            drop(history);
+            *lock(&self.last) = Some(Report { call, ..report });
+            return;
+        }
         let record = history.sizes.entry(size_class(bytes)).or_default();
         let slower_way = match (record.alone, record.together) {
             (Some(a), Some(t)) => Some((t < a) == together),
@@ -889,15 +900,17 @@ fn plan_pieces(from: u64, n: u64, max_chunks: u64, devices: usize, big: u64, sma
     out
 }
 
-/// How many threads a GPU in a list with the CPU copies host memory with: an eighth of the
-/// machine's, 1 to 4. A GPU copying on the CPU backend's own pool took cores from the CPU's
-/// share of the input (docs/performance.md).
+/// How many threads a GPU in a list with the CPU copies host memory with, 1 to 4: the cores the
+/// CPU backend's pool leaves idle, or else an eighth of the pool's. A GPU copying on the CPU
+/// backend's own pool took cores from the CPU's share of the input (docs/performance.md).
 ///
 /// ```
 /// assert!((1..=4).contains(&b3accel::spread::copy_threads()));
 /// ```
 pub fn copy_threads() -> usize {
-    (rayon::current_num_threads() / 8).clamp(1, 4)
+    let pool = rayon::current_num_threads();
+    let idle = crate::core::platform::machine_threads().saturating_sub(pool);
+    idle.max(pool / 8).clamp(1, 4)
 }
 
 /// Every hardware device of this machine: the CPU, then each GPU that is not a software one,
@@ -967,8 +980,9 @@ impl Backend for Spread {
             self.record_alone(plan, bytes, t.elapsed());
             return Ok(());
         }
+        let warm = !plan.cold;
         let report = self.spread(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, plan)?;
-        self.record(bytes, t.elapsed(), true, report);
+        self.record(bytes, t.elapsed(), true, warm, report);
         Ok(())
     }
 
