@@ -1,7 +1,7 @@
 """b3accel.dask against single-process b3accel on one machine: one big file and a tree of small
 files, both already in the page cache. Prints throughput, the ratio, and Dask's per-task overhead.
 
-    python dask_bench.py B3ACCEL_BINARY WORKDIR [--file-gib 16] [--files 100000] [--workers 4] [--threads 4]
+    python dask_bench.py B3ACCEL_BINARY WORKDIR [--file-gib 16] [--files 100000] [--workers 4] [--threads 4] [--piece BYTES]...
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--piece", type=int, default=64 << 20)
+    parser.add_argument("--piece", type=int, action="append", help="piece bytes (repeat for several; default 64 MiB)")
     args = parser.parse_args()
+    pieces = args.piece or [64 << 20]
     args.workdir.mkdir(parents=True, exist_ok=True)
 
     big = args.workdir / "big.bin"
@@ -93,19 +94,25 @@ def main() -> None:
 
         t_single, want = best_of(2, single_file)
         print(f"file {args.file_gib} GiB, b3accel single process: {size / t_single / 1e9:.2f} GB/s ({t_single:.2f} s)")
-        tasks = len(bd.plan([size], args.piece))
-        for device in ("auto", "cpu"):
-            t, got = best_of(2, lambda: bd.hash_file(str(big), client=client, piece_bytes=args.piece, device=device))
-            assert got.hex() == want, f"dask ({device}) hash differs from b3accel's"
-            print(f"file, dask device={device}: {size / t / 1e9:.2f} GB/s ({t:.2f} s, {tasks} tasks of "
-                  f"{args.piece >> 20} MiB): {t_single / t:.2f}x single process")
+        for piece in pieces:
+            tasks = len(bd.plan([size], piece))
+            for device in ("auto", "cpu"):
+                t, got = best_of(2, lambda: bd.hash_file(str(big), client=client, piece_bytes=piece, device=device))
+                assert got.hex() == want, f"dask ({device}) hash differs from b3accel's"
+                print(f"file, dask device={device}: {size / t / 1e9:.2f} GB/s ({t:.2f} s, {tasks} tasks of "
+                      f"{piece >> 20} MiB): {t_single / t:.2f}x single process")
 
         tree_bytes = sum(os.path.getsize(p) for p in tree)
         t_single, want_lines = best_of(2, single_tree)
         print(f"tree {len(tree)} files ({tree_bytes / 1e6:.0f} MB), b3accel -r: {len(tree) / t_single:.0f} files/s "
               f"({t_single:.2f} s)")
-        tasks = len(bd.plan([os.path.getsize(p) for p in tree], args.piece))
-        t, outputs = best_of(2, lambda: bd.hash_files(tree, client=client, piece_bytes=args.piece))
+        start = time.perf_counter()
+        sizes = bd._sizes(tree, {})
+        t_stat = time.perf_counter() - start
+        tasks = len(bd.plan(sizes, pieces[0]))
+        t_plan = time.perf_counter() - start - t_stat
+        print(f"tree, on the client: sizes {t_stat:.2f} s, plan {t_plan:.2f} s")
+        t, outputs = best_of(2, lambda: bd.hash_files(tree, client=client, piece_bytes=pieces[0]))
         assert {bd.b3sum_line(o, p) for o, p in zip(outputs, tree)} == want_lines, "dask tree differs from b3accel -r"
         print(f"tree, dask: {len(tree) / t:.0f} files/s ({t:.2f} s, {tasks} tasks): {t_single / t:.2f}x b3accel -r")
     cluster.close()

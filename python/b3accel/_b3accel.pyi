@@ -77,6 +77,32 @@ def subtree(
     derive_key_context: str | None = ...,
     device: DeviceArg = ...,
 ) -> bytes: ...
+def hash_local_files(
+    paths: Sequence[str | PathLike[str]],
+    sizes: Sequence[int],
+    *,
+    key: Buffer | None = ...,
+    derive_key_context: str | None = ...,
+    length: int = ...,
+    seek: int = ...,
+    device: DeviceArg = ...,
+) -> list[bytes]:
+    """``length`` output bytes from ``seek`` of each file (each ``sizes[i]`` bytes long, as
+    planned), hashed on the calling thread without the GIL; a file missing, unreadable, a
+    directory or of another size raises its ``OSError`` naming the path and byte range."""
+def local_file_subtree(
+    path: str | PathLike[str],
+    offset: int,
+    length: int,
+    file_size: int,
+    *,
+    key: Buffer | None = ...,
+    derive_key_context: str | None = ...,
+    device: DeviceArg = ...,
+) -> bytes:
+    """The chaining value of bytes ``offset..offset + length`` of the file at ``path`` (which
+    must be ``file_size`` bytes long), hashed on the calling thread without the GIL; errors as
+    ``hash_local_files``."""
 def merge(
     pieces: Iterable[tuple[int, int, Buffer]],
     *,

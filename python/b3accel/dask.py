@@ -1,8 +1,9 @@
 """Hash huge objects, or many files, on a Dask cluster: exactly what ``b3sum`` prints.
 
-``hash_file(url)`` cuts one object into subtree-aligned pieces; each Dask task opens the object
-through fsspec on its worker, reads its byte range and returns the piece's chaining value
-(``b3accel.subtree``, on that worker's best device); the client merges them (``b3accel.merge``).
+``hash_file(url)`` cuts one object into subtree-aligned pieces; each Dask task reads its byte
+range on its worker (a local file in Rust, anything else through fsspec) and returns the piece's
+chaining value, hashed on the task's own thread (the worker's thread slots are the parallelism:
+one core each) or on the worker's GPU; the client merges them (``b3accel.merge``).
 ``hash_files(urls)`` does the same for many objects and batches small ones, several per task.
 A task that cannot read its whole range fails the hash with ``ObjectReadError`` naming the
 object and range: a changed or missing object never yields a hash. Needs ``dask``,
@@ -13,18 +14,19 @@ every worker. Command line: ``python -m b3accel.dask --help``; docs/dask.md in t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
-import mmap
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import fsspec  # type: ignore[import-untyped]
 
 import b3accel
+from b3accel import _b3accel
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -104,28 +106,6 @@ def _piece_len(piece_bytes: int) -> int:
     return b3accel.plan_pieces(2 * max(piece_bytes, b3accel.CHUNK_LEN), piece_bytes)[0][1]
 
 
-def _read_local(path: str, offset: int, length: int, whole_len: int) -> memoryview | bytes:
-    """Bytes ``offset..offset + length`` of a local file (memory-mapped where that is possible);
-    the file must be ``whole_len`` bytes long."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size != whole_len:
-            raise ObjectReadError(
-                f"{path}: bytes {offset}..{offset + length}: the object is {size} bytes, "
-                f"not the {whole_len} planned (it changed while being hashed)"
-            )
-        if length < mmap.ALLOCATIONGRANULARITY:
-            f.seek(offset)
-            data = f.read(length)
-        else:
-            start = offset - offset % mmap.ALLOCATIONGRANULARITY
-            mapped = mmap.mmap(f.fileno(), offset + length - start, offset=start, access=mmap.ACCESS_READ)
-            return memoryview(mapped)[offset - start :]
-    if len(data) != length:
-        raise ObjectReadError(f"{path}: bytes {offset}..{offset + length}: short read of {len(data)} bytes")
-    return data
-
-
 def _local_path(url: str) -> str | None:
     """The file system path of a local ``url`` (a plain path or ``file://``), else None: local
     objects skip fsspec, whose per-call cost would dominate small files."""
@@ -135,13 +115,10 @@ def _local_path(url: str) -> str | None:
 
 
 def _read(url: str, offset: int, length: int, whole_len: int, storage_options: dict[str, Any]) -> memoryview | bytes:
-    """Bytes ``offset..offset + length`` of object ``url`` (``whole_len`` bytes long), whole or an
-    ``ObjectReadError`` naming the object and range."""
+    """Bytes ``offset..offset + length`` of the fsspec object ``url`` (``whole_len`` bytes long),
+    whole or an ``ObjectReadError`` naming the object and range."""
     where = f"{url}: bytes {offset}..{offset + length}"
     try:
-        local = _local_path(url)
-        if local is not None:
-            return _read_local(local, offset, length, whole_len)
         fs, path = fsspec.core.url_to_fs(url, **storage_options)
         if offset == 0 and length == whole_len:
             data = fs.cat_file(path)
@@ -149,8 +126,6 @@ def _read(url: str, offset: int, length: int, whole_len: int, storage_options: d
             # One byte past the range where it ends the object: a longer object is caught.
             end = offset + length + (1 if offset + length == whole_len else 0)
             data = fs.cat_file(path, start=offset, end=end)
-    except ObjectReadError:
-        raise
     except Exception as exc:
         raise ObjectReadError(f"{where}: {type(exc).__name__}: {exc}") from exc
     if len(data) != length:
@@ -170,17 +145,43 @@ def _run_task(
     seek: int,
     device: DeviceArg,
     storage_options: dict[str, Any],
-) -> bytes | list[bytes]:
-    """On a worker: a ``Piece`` gives its chaining value, a ``Batch`` the output of each object."""
+) -> bytes:
+    """On a worker: a ``Piece`` gives its chaining value, a ``Batch`` the outputs of its objects
+    concatenated (one bytes object: Dask gathers a list of many small ones a hundred times slower).
+    Local files are read and hashed in Rust on the task's own thread (``_b3accel``'s
+    ``local_file_subtree`` / ``hash_local_files``): the worker's thread slots are the parallelism."""
+    mode: dict[str, Any] = {"key": key, "derive_key_context": derive_key_context, "device": device}
     if isinstance(task, Piece):
+        local = _local_path(urls[0])
+        if local is not None:
+            with _object_read_errors():
+                return _b3accel.local_file_subtree(local, task.offset, task.length, task.total, **mode)
         data = _read(urls[0], task.offset, task.length, task.total, storage_options)
-        return b3accel.subtree(data, task.offset, key=key, derive_key_context=derive_key_context, device=device)
-    outputs = []
-    for url, size in zip(urls, task.sizes):
-        data = _read(url, 0, size, size, storage_options)
-        hasher = b3accel.blake3(data, key=key, derive_key_context=derive_key_context, device=device)
-        outputs.append(hasher.digest(length, seek=seek))
-    return outputs
+        return b3accel.subtree(data, task.offset, **mode)
+    outputs: list[bytes] = [b""] * len(urls)
+    local_files = [(i, p) for i, p in enumerate(map(_local_path, urls)) if p is not None]
+    if local_files:
+        with _object_read_errors():
+            hashed = _b3accel.hash_local_files(
+                [p for _, p in local_files], [task.sizes[i] for i, _ in local_files], length=length, seek=seek, **mode
+            )
+        for (i, _), output in zip(local_files, hashed):
+            outputs[i] = output
+    for i, (url, size) in enumerate(zip(urls, task.sizes)):
+        if _local_path(url) is None:
+            data = _read(url, 0, size, size, storage_options)
+            outputs[i] = b3accel.blake3(data, max_threads=1, **mode).digest(length, seek=seek)
+    return b"".join(outputs)
+
+
+@contextlib.contextmanager
+def _object_read_errors() -> Iterator[None]:
+    """The ``OSError`` of a local read (its message names the file and range) as an
+    ``ObjectReadError``."""
+    try:
+        yield
+    except OSError as exc:
+        raise ObjectReadError(str(exc)) from exc
 
 
 def _distributed() -> Any:
@@ -296,8 +297,8 @@ def collect(
         if isinstance(task, Piece):
             pieces.setdefault(task.object_index, []).append((task.offset, task.length, result))
         else:
-            for index, output in zip(task.indices, result):
-                outputs[index] = output
+            for k, index in enumerate(task.indices):
+                outputs[index] = result[k * length : (k + 1) * length]
     for index, cvs in pieces.items():
         outputs[index] = b3accel.merge(
             cvs, key=key, derive_key_context=derive_key_context, length=length, seek=seek

@@ -3,6 +3,7 @@
 
 mod buffer;
 mod errors;
+mod files;
 mod hasher;
 mod mode;
 mod target;
@@ -74,6 +75,8 @@ fn _b3accel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tree::merkle_root, m)?)?;
     m.add_function(wrap_pyfunction!(tree::merkle_tree, m)?)?;
     m.add_function(wrap_pyfunction!(tree::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(files::hash_local_files, m)?)?;
+    m.add_function(wrap_pyfunction!(files::local_file_subtree, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
