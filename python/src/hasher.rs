@@ -188,8 +188,8 @@ impl Blake3 {
         if state.hasher.is_none() {
             let mut hasher = Box::new(Hasher::with_backend(self.backend.clone(), &self.mode));
             hasher.update(state.short_input())?;
-            // Without the GIL here, the held object's reference is let go later, when Python
-            // runs again.
+            // Here without the GIL, PyO3 lets the held object's reference go as the GIL is taken
+            // back.
             state.held = None;
             state.forget_pending();
             state.hasher = Some(hasher);
