@@ -315,6 +315,40 @@ fn hash_blocks_match_upstream() {
     }
 }
 
+/// A large update that ends on a chunk boundary goes to the backend whole (a complete subtree
+/// that is all the input so far as its two halves): finalized after it, after more such updates
+/// and after a partial chunk, and as a non-root subtree at an offset (`hazmat`), in every mode,
+/// against upstream.
+#[test]
+fn chunk_aligned_updates_match_upstream() {
+    use b3accel::hazmat::HasherExt;
+    for t in targets() {
+        for mode in modes() {
+            for chunks in [64usize, 96, 256] {
+                let piece = chunks * CHUNK_LEN;
+                let data = pattern(2 * piece + 5);
+                let mut h = Hasher::with_backend(t.backend.clone(), &mode);
+                for end in [piece, 2 * piece, 2 * piece + 5] {
+                    h.update(&data[h.count() as usize..end]).unwrap();
+                    let mut got = [0u8; 40];
+                    h.finalize_xof().unwrap().fill(&mut got);
+                    assert!(
+                        got[..] == upstream_xof(&mode, &data[..end], 0, 40)[..],
+                        "{}: {mode:?}, {end} bytes",
+                        t.name
+                    );
+                }
+            }
+        }
+        let data = pattern(128 * CHUNK_LEN);
+        let offset = 128 * CHUNK_LEN as u64;
+        let mut sub = Hasher::with_backend(t.backend.clone(), &Mode::Hash);
+        let cv = sub.set_input_offset(offset).unwrap().update(&data).unwrap().finalize_non_root().unwrap();
+        let expected = blake3::Hasher::new().set_input_offset(offset).update(&data).finalize_non_root();
+        assert_eq!(cv, expected, "{}: a complete subtree at chunk 128 in one update", t.name);
+    }
+}
+
 #[test]
 fn hasher_reset_and_write() {
     use std::io::Write;

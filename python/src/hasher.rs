@@ -17,12 +17,14 @@ use zeroize::Zeroize;
 /// taking it back would cost more than they do (the figure CPython's hashlib uses).
 pub const GIL_MIN_BYTES: usize = 2048;
 
-/// Input up to this length is gathered here and hashed whole at `digest` by the crate's one-shot
-/// functions (one chunk without any backend, more in one call to it, straight to the root hash);
-/// longer input goes to a `b3accel::Hasher`. One batch of the CPU backend
-/// (`Backend::batch_len`): below it that hasher, too, would only gather the input, after a
-/// set-up that costs small inputs more than hashing them.
-const PENDING_MAX: usize = 64 * CHUNK_LEN;
+/// Input up to this length is kept here and hashed whole at `digest` by the crate's one-shot
+/// functions (one chunk without any backend, more in one call to it, straight to the root hash):
+/// a `bytes` object that is all the input is held as it is (its bytes cannot change), other
+/// input is gathered (copied) while shorter than this. Longer input goes to a `b3accel::Hasher`.
+/// One batch of the CPU backend (`Backend::batch_len`): below it that hasher, too, would only
+/// gather the input, after a set-up that costs small inputs more than hashing them; from it on,
+/// it hashes the input where it lies, which costs less than a copy, but more than holding.
+const SHORT_MAX: usize = 64 * CHUNK_LEN;
 
 /// An incremental BLAKE3 hasher with blake3-py's interface, whose bulk work runs on `device`.
 ///
@@ -42,10 +44,11 @@ pub struct Blake3 {
     mode: Mode,
 }
 
-/// What has been added so far: short input in `pending`, or everything in `hasher` (boxed: a
-/// hasher that never needs one is a small object).
+/// What has been added so far: short input in `held` (one `bytes` object) or `pending`, or
+/// everything in `hasher` (boxed: a hasher that never needs one is a small object).
 #[derive(Clone)]
 struct State {
+    held: Option<Held>,
     pending: Vec<u8>,
     hasher: Option<Box<Hasher>>,
     /// Whether `pending` is key material (key derivation), wiped wherever it is freed, as the
@@ -57,7 +60,17 @@ struct State {
 impl State {
     /// Nothing added yet, in `mode`.
     fn new(mode: &Mode) -> State {
-        State { pending: Vec::new(), hasher: None, secret: matches!(mode, Mode::DeriveKey(_)) }
+        State { held: None, pending: Vec::new(), hasher: None, secret: matches!(mode, Mode::DeriveKey(_)) }
+    }
+
+    /// Whether nothing has been added.
+    fn is_empty(&self) -> bool {
+        self.held.is_none() && self.pending.is_empty() && self.hasher.is_none()
+    }
+
+    /// The short input kept here: the held `bytes` or the gathered bytes.
+    fn short_input(&self) -> &[u8] {
+        self.held.as_ref().map_or(&self.pending, Held::as_slice)
     }
 
     /// Forgets `pending`, wiping it if it is secret.
@@ -70,14 +83,19 @@ impl State {
 
     /// How many bytes have been added.
     fn count(&self) -> u64 {
-        self.hasher.as_ref().map_or(self.pending.len() as u64, |h| h.count())
+        self.hasher.as_ref().map_or(self.short_input().len() as u64, |h| h.count())
     }
 
-    /// Appends `data` to `pending`, wiping a secret buffer that it outgrows before it is freed.
+    /// Appends `data` to `pending` (after the held bytes, copied there first), wiping a secret
+    /// buffer that it outgrows before it is freed.
     fn gather(&mut self, data: &[u8]) {
+        if let Some(held) = self.held.take() {
+            self.pending.reserve_exact(held.as_slice().len() + data.len());
+            self.pending.extend_from_slice(held.as_slice());
+        }
         let needed = self.pending.len() + data.len();
         if needed > self.pending.capacity() {
-            let mut grown = Vec::with_capacity(needed.next_power_of_two().min(PENDING_MAX).max(needed));
+            let mut grown = Vec::with_capacity(needed.next_power_of_two().min(SHORT_MAX).max(needed));
             grown.extend_from_slice(&self.pending);
             self.forget_pending();
             self.pending = grown;
@@ -92,9 +110,55 @@ impl Drop for State {
     }
 }
 
+/// A `bytes` object held instead of copied, and where its bytes lie: they cannot change, and
+/// CPython never moves an object, so they can be read in place, also without the GIL, while the
+/// reference lives.
+struct Held {
+    object: Py<PyBytes>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the bytes are immutable and kept alive by `object`, which may be used from any thread.
+unsafe impl Send for Held {}
+// SAFETY: as above; nothing is written through `ptr`.
+unsafe impl Sync for Held {}
+
+impl Held {
+    fn new(bytes: &Bound<'_, PyBytes>) -> Held {
+        let slice = bytes.as_bytes();
+        Held { object: bytes.clone().unbind(), ptr: slice.as_ptr(), len: slice.len() }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: `object` keeps its `len` immutable bytes at `ptr` alive and in place.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Clone for Held {
+    /// Another reference (`copy()` runs with the GIL held).
+    fn clone(&self) -> Held {
+        Python::attach(|py| Held { object: self.object.clone_ref(py), ptr: self.ptr, len: self.len })
+    }
+}
+
 impl Blake3 {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds `data` (any object with the buffer protocol): a short `bytes` object that is the
+    /// first input is held, other short input gathered; see [`Blake3::add`].
+    fn add_object(&self, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(bytes) = data.cast_exact::<PyBytes>() {
+            let mut state = self.lock();
+            if state.is_empty() && bytes.as_bytes().len() <= SHORT_MAX {
+                state.held = Some(Held::new(bytes));
+                return Ok(());
+            }
+        }
+        with_bytes(data, |bytes| self.add(data.py(), bytes))
     }
 
     /// Adds `data`: gathered while the input is short (a copy, with the GIL held: cheaper than
@@ -108,7 +172,7 @@ impl Blake3 {
         };
         {
             let mut state = self.lock();
-            if state.hasher.is_none() && state.pending.len() + data.len() <= PENDING_MAX {
+            if state.hasher.is_none() && state.short_input().len() + data.len() < SHORT_MAX {
                 state.gather(data);
                 return Ok(());
             }
@@ -123,7 +187,10 @@ impl Blake3 {
     fn hasher<'a>(&self, state: &'a mut State) -> b3accel::Result<&'a mut Hasher> {
         if state.hasher.is_none() {
             let mut hasher = Box::new(Hasher::with_backend(self.backend.clone(), &self.mode));
-            hasher.update(&state.pending)?;
+            hasher.update(state.short_input())?;
+            // Here without the GIL, PyO3 lets the held object's reference go as the GIL is taken
+            // back.
+            state.held = None;
             state.forget_pending();
             state.hasher = Some(hasher);
         }
@@ -150,7 +217,7 @@ impl Blake3 {
             reader.fill(out);
             return Ok(());
         }
-        let data = &state.pending;
+        let data = state.short_input();
         match self.target {
             Target::One(device) if seek == 0 && out.len() == OUT_LEN => {
                 let hash = match &self.mode {
@@ -220,7 +287,7 @@ impl Blake3 {
         .py()?;
         let hasher = Blake3 { state: Mutex::new(State::new(&mode)), threads, target, backend, mode };
         if let Some(data) = data {
-            with_bytes(data, |bytes| hasher.add(py, bytes))?;
+            hasher.add_object(data)?;
         }
         Ok(hasher)
     }
@@ -229,7 +296,7 @@ impl Blake3 {
     /// read in place; returns the hasher.
     #[pyo3(signature = (data, /))]
     fn update<'py>(this: Bound<'py, Self>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        with_bytes(data, |bytes| this.get().add(this.py(), bytes))?;
+        this.get().add_object(data)?;
         Ok(this)
     }
 

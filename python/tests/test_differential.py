@@ -13,7 +13,7 @@ from conftest import SOFTWARE
 # Around every boundary of BLAKE3's tree: blocks, chunks, non-power-of-two chunk counts, and
 # inputs past the CPU backend's parallel split.
 SIZES = [0, 1, 63, 64, 65, 1023, 1024, 1025, 2048, 2049, 3072, 4097, 8193, 31 * 1024 + 7,
-         100 * 1024 + 1, 1 << 20, (3 << 20) + 1025]
+         (64 << 10) - 1, 64 << 10, 100 * 1024 + 1, 1 << 20, 3 << 20, (3 << 20) + 1025]
 KEY = bytes(range(32))
 CONTEXT = "b3accel python tests 2026-11-28 differential"
 MODES: list[dict[str, object]] = [{}, {"key": KEY}, {"derive_key_context": CONTEXT}]
@@ -43,7 +43,7 @@ def test_updates_in_pieces(device: str, n: int) -> None:
     """Any split of the input into update calls gives the one-call hash."""
     data = data_of(n)
     expected = upstream.blake3(data, key=KEY).digest()
-    for step in [1000, 1024, 65536 + 3]:
+    for step in [1000, 1024, 65536, 65536 + 3]:
         h = b3accel.blake3(key=KEY, device=device)
         for i in range(0, n, step):
             h.update(data[i : i + step])

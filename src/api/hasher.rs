@@ -253,7 +253,7 @@ impl Hasher {
 
     /// Adds input without telling the progress callback: `more_follows` says that more input is
     /// known to follow `data`, so that all of it can go to the device now (none of it can be the
-    /// end); otherwise the last bytes stay here until more input or the end shows what they are.
+    /// end); otherwise a partial last chunk stays here until more input or the end completes it.
     pub(crate) fn feed(&mut self, data: &[u8], more_follows: bool) -> Result<()> {
         self.check_usable()?;
         self.check_room(data.len() as u64)?;
@@ -271,15 +271,18 @@ impl Hasher {
 
     fn absorb(&mut self, mut data: &[u8], more_follows: bool) -> Result<()> {
         let backend = &*self.backend;
-        // What must stay here: the last byte, unless more input follows.
-        let keep = usize::from(!more_follows);
         while !data.is_empty() {
-            if self.buf.is_empty() && data.len() >= self.batch + keep {
-                // Every whole chunk straight from the caller's slice in one call, keeping the end
-                // back: the last chunk of the input must stay here until we know it is the last.
-                // Nothing of a large update is copied into the buffer but that chunk.
-                let n = (data.len() - keep) / CHUNK_LEN * CHUNK_LEN;
-                self.stack.commit_chunks(backend, &data[..n], MAX_SUBTREE, self.domain)?;
+            if self.buf.is_empty() && data.len() >= self.batch.max(2 * CHUNK_LEN) {
+                // Every whole chunk straight from the caller's slice in one call; only a partial
+                // last chunk is copied into the buffer. Chunks that would end the input as the
+                // one complete subtree that is all of it go as its two halves, as upstream's
+                // hasher keeps them: if nothing follows, the root is their parent, whose ROOT
+                // flag needs the two CVs.
+                let n = data.len() / CHUNK_LEN * CHUNK_LEN;
+                let chunks = (n / CHUNK_LEN) as u64;
+                let whole = !more_follows && n == data.len() && self.stack.is_empty();
+                let max = if whole && chunks.is_power_of_two() { chunks / 2 } else { MAX_SUBTREE };
+                self.stack.commit_chunks(backend, &data[..n], max, self.domain)?;
                 data = &data[n..];
                 continue;
             }

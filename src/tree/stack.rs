@@ -112,6 +112,11 @@ impl CvStack {
         self.chunks - self.start
     }
 
+    /// Whether nothing has been committed.
+    pub fn is_empty(&self) -> bool {
+        self.committed() == 0
+    }
+
     /// Merges the top of the stack until it holds one CV per set bit of `chunks - start`: what is
     /// left of the merged subtree once a subtree starting at chunk `chunks` follows.
     fn merge_to(&mut self, chunks: u64, domain: Domain) {
