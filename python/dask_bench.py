@@ -60,9 +60,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--piece", type=int, action="append", help="piece bytes (repeat for several; default 64 MiB)")
+    parser.add_argument("--piece", type=int, action="append", help="piece bytes (repeat for several; default: b3accel.dask's)")
     args = parser.parse_args()
-    pieces = args.piece or [64 << 20]
+    pieces = args.piece or [bd.DEFAULT_PIECE_BYTES]
     args.workdir.mkdir(parents=True, exist_ok=True)
 
     big = args.workdir / "big.bin"

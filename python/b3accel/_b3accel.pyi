@@ -103,6 +103,9 @@ def local_file_subtree(
     """The chaining value of bytes ``offset..offset + length`` of the file at ``path`` (which
     must be ``file_size`` bytes long), hashed on the calling thread without the GIL; errors as
     ``hash_local_files``."""
+def local_file_sizes(paths: Sequence[str | PathLike[str]]) -> list[int]:
+    """Each local file's size, looked up in parallel without the GIL: ``-1`` where the path is
+    missing, ``-2`` where it is a directory; any other failure raises its ``OSError``."""
 def merge(
     pieces: Iterable[tuple[int, int, Buffer]],
     *,

@@ -118,3 +118,24 @@ pub fn local_file_subtree<'py>(
     })?;
     Ok(PyBytes::new(py, &cv))
 }
+
+/// The size of each local file of `paths`, looked up in parallel on the rayon pool with the GIL
+/// released (a client plans a job over many files with them). A path that is missing or a
+/// directory gives `-1` or `-2` in its place, for the caller to name in its own error; any other
+/// failure to look one up is an `OSError` naming the first such path.
+#[pyfunction]
+pub fn local_file_sizes(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<i64>> {
+    use rayon::prelude::*;
+    let looked_up: Vec<io::Result<i64>> = py.detach(|| {
+        paths
+            .par_iter()
+            .map(|path| match std::fs::metadata(path) {
+                Ok(meta) if meta.is_dir() => Ok(-2),
+                Ok(meta) => i64::try_from(meta.len()).map_err(io::Error::other),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(-1),
+                Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+            })
+            .collect()
+    });
+    Ok(looked_up.into_iter().collect::<io::Result<Vec<i64>>>()?)
+}

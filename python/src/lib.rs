@@ -77,6 +77,7 @@ fn _b3accel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tree::verify, m)?)?;
     m.add_function(wrap_pyfunction!(files::hash_local_files, m)?)?;
     m.add_function(wrap_pyfunction!(files::local_file_subtree, m)?)?;
+    m.add_function(wrap_pyfunction!(files::local_file_sizes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

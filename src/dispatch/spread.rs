@@ -900,17 +900,15 @@ fn plan_pieces(from: u64, n: u64, max_chunks: u64, devices: usize, big: u64, sma
     out
 }
 
-/// How many threads a GPU in a list with the CPU copies host memory with, 1 to 4: the cores the
-/// CPU backend's pool leaves idle, or else an eighth of the pool's. A GPU copying on the CPU
-/// backend's own pool took cores from the CPU's share of the input (docs/performance.md).
+/// How many threads a GPU in a list with the CPU copies host memory with: an eighth of the
+/// machine's, 1 to 4. A GPU copying on the CPU backend's own pool took cores from the CPU's
+/// share of the input (docs/performance.md).
 ///
 /// ```
 /// assert!((1..=4).contains(&b3accel::spread::copy_threads()));
 /// ```
 pub fn copy_threads() -> usize {
-    let pool = rayon::current_num_threads();
-    let idle = crate::core::platform::machine_threads().saturating_sub(pool);
-    idle.max(pool / 8).clamp(1, 4)
+    (rayon::current_num_threads() / 8).clamp(1, 4)
 }
 
 /// Every hardware device of this machine: the CPU, then each GPU that is not a software one,
