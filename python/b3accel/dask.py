@@ -215,7 +215,12 @@ def _sizes(urls: Sequence[str], storage_options: dict[str, Any]) -> list[int]:
     """Each object's size, looked up on the client (a missing one is a FileNotFoundError): local
     files all at once in parallel (a stat each, which for 100,000 files one after the other
     took a third of a second), the others through fsspec."""
-    sizes: list[int] = [0] * len(urls)
+    if not any("://" in u or "::" in u for u in urls):
+        # Plain paths only (the common case of many files): one call, nothing per path here.
+        sizes = _b3accel.local_file_sizes(urls)
+        if min(sizes, default=0) >= 0:
+            return sizes
+    sizes = [0] * len(urls)
     local = [(i, path) for i, path in ((i, _local_path(u)) for i, u in enumerate(urls)) if path is not None]
     for (i, _), size in zip(local, _b3accel.local_file_sizes([path for _, path in local])):
         if size == -1:
