@@ -7,7 +7,7 @@
 //! the leaves after the last whole block) is reduced by the `merkle` module's level-by-level code,
 //! which alone knows the rule for an odd node.
 
-use super::lanes::{prefetch_for, Job};
+use super::lanes::{prefetch_for, Job, Prefetch};
 use super::{use_threads, CpuBackend, Kernel};
 use crate::core::compress::Cv;
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
@@ -39,7 +39,7 @@ const PAIR_JOB: Job<'static> = Job {
     last_block_len: BLOCK_LEN,
     // Every level: the leaves may come from beyond the caches (`prefetch_for` decides
     // elsewhere; the levels above, in L2, keep it for simplicity).
-    prefetch: true,
+    prefetch: Prefetch::NextGroup,
 };
 
 impl CpuBackend {
@@ -209,7 +209,7 @@ fn across(
     msg_len: usize,
     chunks: usize,
     domain: &Domain,
-    prefetch: bool,
+    prefetch: Prefetch,
     out: &mut [Cv],
     cvs: &mut Vec<Cv>,
 ) {

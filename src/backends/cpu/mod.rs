@@ -39,7 +39,7 @@ use crate::tree::{
 };
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 use lanes::{avx2, avx512, sse41};
-use lanes::{hash_groups, hash_rows, prefetch_for, Job};
+use lanes::{hash_groups, hash_rows, prefetch_for, Job, Prefetch};
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 use multi_rows::{groups, small_tree};
 use std::str::FromStr;
@@ -446,7 +446,15 @@ impl CpuBackend {
 
     /// CVs of consecutive full chunks, the first with index `first_chunk`; `prefetch` as in
     /// [`Job`].
-    fn chunk_cvs(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, prefetch: bool, out: &mut [Cv]) {
+    fn chunk_cvs(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        key: &[u32; 8],
+        flags: u32,
+        prefetch: Prefetch,
+        out: &mut [Cv],
+    ) {
         let job = Job::chunks(key, first_chunk, flags, prefetch);
         self.hash_lanes(input, CHUNK_LEN, CHUNK_LEN / BLOCK_LEN, &job, out);
     }
@@ -462,7 +470,7 @@ impl CpuBackend {
             flags_end: 0,
             last_block_len: BLOCK_LEN,
             // The children were just written: they are in the cache.
-            prefetch: false,
+            prefetch: Prefetch::None,
         };
         self.hash_lanes(children.as_flattened(), BLOCK_LEN, 1, &job, out);
     }
@@ -497,7 +505,7 @@ impl CpuBackend {
         first_chunk: u64,
         key: &[u32; 8],
         flags: u32,
-        prefetch: bool,
+        prefetch: Prefetch,
         f: impl for<'a> FnOnce(&'a mut [Cv], &'a mut [Cv]) -> R,
     ) -> R {
         let chunks = input.len() / CHUNK_LEN;
@@ -750,12 +758,12 @@ impl GroupKernel {
 
 /// How a run of chunks is split: the leaf size in chunks (a power of two, at least [`WIDE`], so
 /// that a subtree larger than a leaf splits into `WIDE` parts), whether the halves above the
-/// leaves go to the thread pool, and whether the chunk kernels prefetch ([`prefetch_for`]).
+/// leaves go to the thread pool, and how the chunk kernels prefetch ([`prefetch_for`]).
 #[derive(Clone, Copy, Debug)]
 struct Plan {
     leaf: usize,
     pool: bool,
-    prefetch: bool,
+    prefetch: Prefetch,
 }
 
 const _: () = assert!(POOL_LEAF_CHUNKS.is_power_of_two() && POOL_LEAF_CHUNKS >= WIDE);
@@ -875,10 +883,10 @@ impl Backend for CpuBackend {
 mod tests {
     use super::*;
 
-    /// Prefetching is only a hint: every SIMD level this CPU has gives the same CVs with it and
-    /// without it, for group counts around every kernel's width, chunks and one-block parents
-    /// alike, as the portable single lane does. (The differential tests reach the prefetching
-    /// kernels only through inputs of [`lanes::prefetch_min_bytes`] or more.)
+    /// Prefetching is only a hint: every SIMD level this CPU has gives the same CVs whichever
+    /// way it prefetches, for group counts around every kernel's width, chunks and one-block
+    /// parents alike, as the portable single lane does. (The differential tests reach
+    /// `Prefetch::NextGroup` only through inputs of [`lanes::prefetch_min_bytes`] or more.)
     #[test]
     fn prefetching_changes_no_cv() {
         let data: Vec<u8> = (0..40 * CHUNK_LEN).map(|i| (i * 7 + (i >> 9)) as u8).collect();
@@ -900,11 +908,11 @@ mod tests {
                         prefetch,
                     };
                     let mut want = vec![[0u8; 32]; count];
-                    portable.hash_lanes(&data, stride, blocks, &job(false), &mut want);
-                    for prefetch in [false, true] {
+                    portable.hash_lanes(&data, stride, blocks, &job(Prefetch::None), &mut want);
+                    for prefetch in [Prefetch::None, Prefetch::Near, Prefetch::NextGroup] {
                         let mut got = vec![[0u8; 32]; count];
                         cpu.hash_lanes(&data, stride, blocks, &job(prefetch), &mut got);
-                        assert_eq!(got, want, "{level:?}, {count} inputs of {blocks} blocks, prefetch {prefetch}");
+                        assert_eq!(got, want, "{level:?}, {count} inputs of {blocks} blocks, {prefetch:?}");
                     }
                 }
             }

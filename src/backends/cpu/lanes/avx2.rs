@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
+use super::{hash_groups, lane_ptr, prefetch_address, Job, Lanes, Prefetch};
 use crate::core::compress::{Cv, Word};
 
 /// The byte patterns of the two rotations done as byte shuffles, in each 128-bit lane: right by
@@ -146,7 +146,7 @@ impl Lanes for LanesAvx2 {
         unsafe { self.0.store(out) }
     }
     #[inline(always)]
-    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+    unsafe fn load_msg<const PREFETCH: u8>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
         // (`transmute` rather than `map`: the map's copy of the array cost the kernel 15-20%.)
         // SAFETY: `LanesAvx2` is a transparent wrapper around `__m256i`.
         unsafe {
@@ -284,15 +284,15 @@ impl Lanes for __m256i {
         unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, self) }
     }
     #[inline(always)]
-    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+    unsafe fn load_msg<const PREFETCH: u8>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
         // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
         // lanes past `valid` read the last valid lane's; prefetches never fault.
         unsafe {
             let mut ptrs = [input; 8];
             for (lane, p) in ptrs.iter_mut().enumerate() {
                 *p = lane_ptr(input, stride, valid, lane);
-                if PREFETCH {
-                    _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
+                if PREFETCH != Prefetch::None as u8 {
+                    _mm_prefetch::<_MM_HINT_T0>(prefetch_address::<PREFETCH>(*p, stride, Self::N));
                 }
             }
             // Quarter q of the blocks (words 4q..4q + 4): lanes 0-3's in the low 128-bit halves

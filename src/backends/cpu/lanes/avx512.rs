@@ -5,7 +5,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::{hash_groups, lane_ptr, prefetch_address, Job, Lanes};
+use super::{hash_groups, lane_ptr, prefetch_address, Job, Lanes, Prefetch};
 use crate::core::compress::{Cv, Word};
 
 impl Word for __m512i {
@@ -58,15 +58,15 @@ impl Lanes for __m512i {
         unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut __m512i, self) }
     }
     #[inline(always)]
-    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
+    unsafe fn load_msg<const PREFETCH: u8>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
         // SAFETY (whole body): the caller guarantees 64 readable bytes for each valid lane;
         // lanes past `valid` read the last valid lane's; prefetches never fault.
         unsafe {
             let mut ptrs = [input; 16];
             for (lane, p) in ptrs.iter_mut().enumerate() {
                 *p = lane_ptr(input, stride, valid, lane);
-                if PREFETCH {
-                    _mm_prefetch::<_MM_HINT_T0>(prefetch_address(*p, stride, Self::N));
+                if PREFETCH != Prefetch::None as u8 {
+                    _mm_prefetch::<_MM_HINT_T0>(prefetch_address::<PREFETCH>(*p, stride, Self::N));
                 }
             }
             let mut m = [_mm512_setzero_si512(); 16];

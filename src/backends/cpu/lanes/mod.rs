@@ -39,13 +39,13 @@ pub(crate) trait Lanes: Word {
     /// The 16 message words of the block at `input + lane * stride` for each lane, transposed so
     /// that vector `w` holds word `w` of every lane's block. Lanes from `valid` on repeat the
     /// last valid lane's block (their results are discarded), so a partial group reads nothing
-    /// past its inputs. With `PREFETCH`, each lane also prefetches its block of the next group
-    /// ([`prefetch_address`]).
+    /// past its inputs. Each lane also prefetches as `PREFETCH` says (a [`Prefetch`] as `u8`;
+    /// [`prefetch_address`]).
     ///
     /// # Safety
     /// As for `splat`, and `input + lane * stride .. + 64` must be readable for every lane below
     /// `valid` (1 to `N`).
-    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
+    unsafe fn load_msg<const PREFETCH: u8>(input: *const u8, stride: usize, valid: usize) -> [Self; 16];
     /// The seven rounds on state `v` with message `m`: by default [`rounds`].
     ///
     /// # Safety
@@ -82,7 +82,7 @@ impl Lanes for u32 {
         out[0] = self;
     }
     #[inline(always)]
-    unsafe fn load_msg<const PREFETCH: bool>(input: *const u8, _stride: usize, _valid: usize) -> [Self; 16] {
+    unsafe fn load_msg<const PREFETCH: u8>(input: *const u8, _stride: usize, _valid: usize) -> [Self; 16] {
         // SAFETY: the caller guarantees 64 readable bytes at `input`.
         let block = unsafe { &*(input as *const [u8; BLOCK_LEN]) };
         block_words(block)
@@ -92,7 +92,7 @@ impl Lanes for u32 {
 /// What a group hashes: the key words, the counter of lane 0 (and whether lane i adds i to it),
 /// the mode flags, the extra flags of the first and last block, how many bytes of the last
 /// block are input (`BLOCK_LEN` for inputs of full blocks; less, down to 0 for an empty message,
-/// when each input is a whole message whose last block is partial), and whether the kernels
+/// when each input is a whole message whose last block is partial), and how the kernels
 /// prefetch (see [`prefetch_for`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Job<'a> {
@@ -103,7 +103,7 @@ pub(crate) struct Job<'a> {
     pub flags_start: u32,
     pub flags_end: u32,
     pub last_block_len: usize,
-    pub prefetch: bool,
+    pub prefetch: Prefetch,
 }
 
 /// Everything but the key words, which may be secret.
@@ -131,7 +131,7 @@ impl<'a> Job<'a> {
     /// Consecutive whole chunks, the first with index `first_chunk`, under `key` with `flags`;
     /// `prefetch` as in [`Job`].
     #[inline(always)]
-    pub(crate) fn chunks(key: &'a [u32; 8], first_chunk: u64, flags: u32, prefetch: bool) -> Self {
+    pub(crate) fn chunks(key: &'a [u32; 8], first_chunk: u64, flags: u32, prefetch: Prefetch) -> Self {
         Job {
             key,
             counter: first_chunk,
@@ -171,17 +171,39 @@ pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usiz
     input.wrapping_add(lane.min(valid - 1) * stride)
 }
 
-/// Whether the kernels prefetch for a request of `len` bytes in all: only from
-/// [`prefetch_min_bytes`] on.
-#[inline(always)]
-pub(crate) fn prefetch_for(len: usize) -> bool {
-    len >= prefetch_min_bytes()
+/// Which blocks a kernel's lanes prefetch as they load each block (x86 only; elsewhere the
+/// hardware prefetchers alone). Passed to the kernels as a `u8` const parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Prefetch {
+    /// None: parents, whose children were just written.
+    None = 0,
+    /// Each lane two blocks ahead in its own input, as upstream does: data in L2 reaches L1
+    /// before it is hashed, where without it the message loads waited on L2 (docs/performance.md).
+    /// Inputs of two blocks or fewer have nothing ahead and prefetch nothing.
+    Near = 1,
+    /// Each lane the block that the same lane of the next group will hash, a whole group's time
+    /// ahead: data beyond the caches then arrives in time, where `Near` leaves large inputs well
+    /// behind (docs/performance.md).
+    NextGroup = 2,
 }
 
-/// The smallest request for which the kernels prefetch: this core's L2 cache where CPUID gives
-/// its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`]. Below
-/// L2's size the data of a repeated request sits in L2 and prefetching only costs; from it on,
-/// it gains on Intel and is even on Zen 3 (docs/performance.md).
+/// How the kernels prefetch for a request of `len` bytes: [`Prefetch::NextGroup`] from
+/// [`prefetch_min_bytes`] on, [`Prefetch::Near`] below.
+#[inline(always)]
+pub(crate) fn prefetch_for(len: usize) -> Prefetch {
+    if len >= prefetch_min_bytes() {
+        Prefetch::NextGroup
+    } else {
+        Prefetch::Near
+    }
+}
+
+/// The smallest request whose kernels prefetch the next group: this core's L2 cache where CPUID
+/// gives its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`].
+/// Below L2's size the data of a repeated request sits in L2, a group's time ahead only costs,
+/// and [`Prefetch::Near`] is enough; from it on, the next group gains on Intel and is even on
+/// Zen 3 (docs/performance.md).
 #[inline(always)]
 pub(crate) fn prefetch_min_bytes() -> usize {
     use core::sync::atomic::{AtomicUsize, Ordering};
@@ -196,23 +218,20 @@ pub(crate) fn prefetch_min_bytes() -> usize {
     }
 }
 
-/// The smallest request for which the kernels prefetch where the L2 cache's size is not known
-/// ([`prefetch_min_bytes`]): larger than a core's L2 cache (1 MiB on Zen 4, 2 MiB on Sapphire
-/// Rapids), so that data that may well sit in a cache already is not prefetched. There, the
-/// prefetches (one per lane and block) only cost: a 16 KiB input has no next group at all, and
-/// at 256 KiB every group's data is in L2 (docs/performance.md).
-///
-/// Large inputs keep the prefetch (see [`prefetch_address`]).
+/// The smallest request whose kernels prefetch the next group where the L2 cache's size is not
+/// known ([`prefetch_min_bytes`]): larger than a core's L2 cache (1 MiB on Zen 4, 2 MiB on
+/// Sapphire Rapids), so that data that may well sit in a cache already is not fetched a group
+/// ahead.
 pub(crate) const PREFETCH_MIN_BYTES: usize = 4 << 20;
 
-/// What each lane prefetches as it loads a block: the same block of the input that the same lane
-/// of the next group will hash (`lanes * stride` bytes on), one whole group's time ahead. Data
-/// beyond the caches then arrives in time, where prefetching two blocks ahead within the chunk,
-/// as upstream does, leaves large inputs well behind (docs/performance.md).
+/// The address that a lane whose block is at `lane_ptr` prefetches under `PREFETCH` (a
+/// [`Prefetch`] other than `None`): two blocks on, or `lanes * stride` bytes on (the next
+/// group's).
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 #[inline(always)]
-pub(crate) fn prefetch_address(lane_ptr: *const u8, stride: usize, lanes: usize) -> *const i8 {
-    lane_ptr.wrapping_add(stride * lanes) as *const i8
+pub(crate) fn prefetch_address<const PREFETCH: u8>(lane_ptr: *const u8, stride: usize, lanes: usize) -> *const i8 {
+    let ahead = if PREFETCH == Prefetch::NextGroup as u8 { stride * lanes } else { 2 * BLOCK_LEN };
+    lane_ptr.wrapping_add(ahead) as *const i8
 }
 
 /// Most lanes of any vector type: the size of the staging buffer for partial last blocks.
@@ -329,15 +348,24 @@ pub(crate) unsafe fn group_cvs<V: Lanes>(
         // about 200 scalar instructions a block in the 16-lane kernel, 28 this way
         // (docs/performance.md).
         let whole = valid == V::N && stride == CHUNK_LEN;
-        match (job.prefetch, whole) {
-            (true, true) => full_blocks::<V, true>(&mut h, &pre, input, CHUNK_LEN, V::N, full, flags_of),
-            (true, false) => full_blocks::<V, true>(&mut h, &pre, input, stride, valid, full, flags_of),
-            (false, true) => full_blocks::<V, false>(&mut h, &pre, input, CHUNK_LEN, V::N, full, flags_of),
-            (false, false) => full_blocks::<V, false>(&mut h, &pre, input, stride, valid, full, flags_of),
+        let prefetch = match job.prefetch {
+            Prefetch::Near if blocks <= 2 => Prefetch::None,
+            p => p,
+        };
+        const NONE: u8 = Prefetch::None as u8;
+        const NEAR: u8 = Prefetch::Near as u8;
+        const NEXT: u8 = Prefetch::NextGroup as u8;
+        match (prefetch, whole) {
+            (Prefetch::None, true) => full_blocks::<V, NONE>(&mut h, &pre, input, CHUNK_LEN, V::N, full, flags_of),
+            (Prefetch::None, false) => full_blocks::<V, NONE>(&mut h, &pre, input, stride, valid, full, flags_of),
+            (Prefetch::Near, true) => full_blocks::<V, NEAR>(&mut h, &pre, input, CHUNK_LEN, V::N, full, flags_of),
+            (Prefetch::Near, false) => full_blocks::<V, NEAR>(&mut h, &pre, input, stride, valid, full, flags_of),
+            (Prefetch::NextGroup, true) => full_blocks::<V, NEXT>(&mut h, &pre, input, CHUNK_LEN, V::N, full, flags_of),
+            (Prefetch::NextGroup, false) => full_blocks::<V, NEXT>(&mut h, &pre, input, stride, valid, full, flags_of),
         }
         if full < blocks {
             let staged = stage_last_blocks::<MAX_LANES>(input, stride, valid, full, job);
-            let m = V::load_msg::<false>(staged.0.as_ptr().cast(), BLOCK_LEN, valid);
+            let m = V::load_msg::<{ Prefetch::None as u8 }>(staged.0.as_ptr().cast(), BLOCK_LEN, valid);
             pre.0[6] = V::splat(job.last_block_len as u32);
             compress_lanes(&mut h, &m, &pre, flags_of(full));
         }
@@ -362,13 +390,13 @@ pub(crate) unsafe fn parents_transposed<V: Lanes>(m: &[V; 16], key: &[u32; 8], f
     }
 }
 
-/// The first `full` blocks of each lane, straight from the input: `hash_group`'s main loop, with
-/// or without prefetching (two loops, rather than a test per lane and block).
+/// The first `full` blocks of each lane, straight from the input: `hash_group`'s main loop, one
+/// per way of prefetching (rather than a test per lane and block).
 ///
 /// # Safety
 /// As for [`hash_group`].
 #[inline(always)]
-unsafe fn full_blocks<V: Lanes, const PREFETCH: bool>(
+unsafe fn full_blocks<V: Lanes, const PREFETCH: u8>(
     h: &mut [V; 8],
     pre: &Prelude<V>,
     input: *const u8,

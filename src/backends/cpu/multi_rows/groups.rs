@@ -99,6 +99,7 @@ unsafe fn in_fours<F: RowVector, T: RowVector>(input: &[u8], stride: usize, bloc
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backends::cpu::lanes::Prefetch;
     use crate::core::constants::BLOCK_LEN;
 
     #[test]
@@ -117,7 +118,7 @@ mod tests {
                         flags_start: 0x01,
                         flags_end: 0x02,
                         last_block_len,
-                        prefetch: false,
+                        prefetch: Prefetch::None,
                     };
                     let stride = blocks * BLOCK_LEN + 5;
                     let input = &data[..(count - 1) * stride + (blocks - 1) * BLOCK_LEN + last_block_len];

@@ -8,7 +8,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::super::lanes::avx2::{transpose_in_lanes, LanesAvx2};
-use super::super::lanes::{group_cvs, parents_transposed, Job, Lanes};
+use super::super::lanes::{group_cvs, parents_transposed, Job, Lanes, Prefetch};
 use super::{compress_multi, key_rows, multi_cvs, quarters, row3, RowVector, TwoChains, TwoRowsAvx2, FLAGS, MAX_N};
 use crate::core::compress::Cv;
 use crate::core::constants::flags::PARENT;
@@ -316,7 +316,7 @@ pub(crate) unsafe fn subtree_top_avx2(cvs: &[Cv], key: &[u32; 8], flags: u32, to
             4 => TwoRowsAvx2::top(quarters(ptrs), key, flags, top_flags, true),
             8 => TwoChains::<TwoRowsAvx2>::top(quarters(ptrs), key, flags, top_flags, true),
             _ => {
-                let m = LanesAvx2::load_msg::<false>(blocks, BLOCK_LEN, 8);
+                let m = LanesAvx2::load_msg::<{ Prefetch::None as u8 }>(blocks, BLOCK_LEN, 8);
                 above_eight_avx2(as_m256i(parents_transposed(&m, key, flags)), key, flags, top_flags)
             }
         }
@@ -366,7 +366,7 @@ fn small_tree_job<'a>(input: &[u8], first_chunk: u64, key: &'a [u32; 8], flags: 
         "a small tree of {} bytes",
         input.len()
     );
-    (n, Job::chunks(key, first_chunk, flags, false))
+    (n, Job::chunks(key, first_chunk, flags, Prefetch::None))
 }
 
 /// A CV from its two halves in registers, written with two 16-byte stores.
