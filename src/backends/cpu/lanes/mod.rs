@@ -176,7 +176,8 @@ pub(crate) fn lane_ptr(input: *const u8, stride: usize, valid: usize, lane: usiz
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Prefetch {
-    /// None: parents, whose children were just written.
+    /// None: parents, whose children were just written, and the small-tree kernels (up to 16
+    /// chunks, one group).
     None = 0,
     /// Each lane two blocks ahead in its own input, as upstream does: data in L2 reaches L1
     /// before it is hashed, where without it the message loads waited on L2 (docs/performance.md).
