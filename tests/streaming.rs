@@ -9,6 +9,7 @@ mod common;
 use common::cli::b3accel_command;
 use common::Scratch;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
@@ -69,7 +70,18 @@ fn a_stopped_process_keeps_its_finished_lines() {
         (libc::SIGKILL, "2"),
         (libc::SIGKILL, "4"),
     ] {
-        let mut child = b3accel_command()
+        let mut command = b3accel_command();
+        // SAFETY: `signal` is async-signal-safe, as code between fork and exec must be.
+        unsafe {
+            // The signals sent below end the child whatever its parent ignored: a test runner
+            // started in the background by a shell ignores SIGINT, and a child inherits that.
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = command
             .args(["--num-threads", threads])
             .args(&args)
             .current_dir(dir.path())
