@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Builds every ```rust snippet of README.md as a user would paste it: in a fresh application
 # (`cargo new`) that depends on this checkout by path, each snippet its own binary, one
-# `cargo build`. Offline: it runs after the main build, whose crates are in Cargo's cache, and it
-# takes this checkout's Cargo.lock so that no version is resolved anew.
-# The snippets use only items of the default build. B3ACCEL_SNIPPET_FEATURES (default: opencl,
-# which with the defaults is `.ci/run`'s --all-features set) and the crate's dev profile (kept equal
-# to Cargo.toml's) let the build reuse the main build's artifacts where Cargo finds them the same.
+# `cargo build`. The application takes the library as README.md's first `cargo add` line does,
+# without the command line (`--no-default-features --features wgpu`; B3ACCEL_SNIPPET_FEATURES
+# overrides the features), so this build is also the check that the library alone compiles
+# neither clap nor indicatif. Offline: it runs after the main build, whose crates are in Cargo's
+# cache, and it takes this checkout's Cargo.lock so that no version is resolved anew.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 app="$repo/target/readme-snippets"
-features=$(echo "${B3ACCEL_SNIPPET_FEATURES-opencl}" | sed -E 's/([^, ]+)/"\1"/g')
+features=$(echo "${B3ACCEL_SNIPPET_FEATURES-wgpu}" | sed -E 's/([^, ]+)/"\1"/g')
 rm -rf "$app"
 mkdir -p "$app/src/bin"
 cat > "$app/Cargo.toml" <<TOML
@@ -20,10 +20,11 @@ edition = "2021"
 publish = false
 
 [dependencies]
-b3accel = { path = "$repo", features = [$features] }
+b3accel = { path = "$repo", default-features = false, features = [$features] }
 
 [workspace]
 
+# The dev profile of this repository's Cargo.toml, so that b3accel builds as it does there.
 [profile.dev]
 debug = "line-tables-only"
 
@@ -49,3 +50,11 @@ if [ "$count" -eq 0 ]; then
 fi
 echo "readme-snippets: building $count snippet(s) of README.md in $app"
 CARGO_TARGET_DIR="$repo/target" cargo build --offline --quiet --manifest-path "$app/Cargo.toml" --bins
+
+# The library alone pulls none of the command line's crates.
+tree=$(cargo tree --offline -e normal --manifest-path "$app/Cargo.toml")
+if grep -qE '^[^a-z]*(clap|indicatif) v' <<<"$tree"; then
+    echo "readme-snippets: the library without its cli feature depends on the command line's crates:" >&2
+    grep -E '(clap|indicatif) v' <<<"$tree" >&2
+    exit 1
+fi
