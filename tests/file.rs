@@ -1,12 +1,12 @@
 //! Files and readers in the library against upstream `blake3` and the `b3accel` binary:
 //! `hash_file_on`, `Hasher::update_mmap`, `Hasher::update_reader` and `file::Input` at sizes
-//! around the mapping and read-whole thresholds, on every backend, in all modes, with and without
-//! mapping; byte ranges; progress callbacks that add up; clear errors for directories, missing
+//! around the mapping and read-whole thresholds, on every backend, in all modes, in every
+//! `ReadMode`; byte ranges; progress callbacks that add up; clear errors for directories, missing
 //! and unreadable files and short streams; and files hashed from many rayon tasks at once.
 
 mod common;
 
-use b3accel::file::{FileOptions, Input};
+use b3accel::file::{FileOptions, Input, ReadMode};
 use b3accel::{hash_file_on, Device, Error, Hasher, Mode, CHUNK_LEN};
 use common::cli::Dir;
 use common::{targets, upstream_hasher};
@@ -87,18 +87,12 @@ fn every_backend_and_mode_with_and_without_mapping() {
         for (path, bytes) in &paths {
             for mode in modes() {
                 let want = upstream_xof(&mode, bytes, 100);
-                for mmap in [true, false] {
-                    let options = FileOptions { mmap, progress: None };
+                for read in [ReadMode::Auto, ReadMode::Map, ReadMode::Stream] {
+                    let options = FileOptions { read, progress: None };
                     let (mut r, n) = Input::open(path).unwrap().hash_with(t.backend.clone(), &mode, &options).unwrap();
                     let mut got = vec![0u8; 100];
                     r.fill(&mut got);
-                    assert_eq!(
-                        (got, n),
-                        (want.clone(), bytes.len() as u64),
-                        "{}: {} mmap {mmap}",
-                        t.name,
-                        path.display()
-                    );
+                    assert_eq!((got, n), (want.clone(), bytes.len() as u64), "{}: {} {read:?}", t.name, path.display());
                 }
                 let mut h = Hasher::with_backend(t.backend.clone(), &mode);
                 h.update_reader(&bytes[..]).unwrap();
@@ -120,14 +114,14 @@ fn ranges_of_files_and_streams() {
     let k = CHUNK_LEN as u64;
     for (offset, len) in [(0u64, 0u64), (0, 1), (5, 100), (k, 20 * k), (4096, 5 << 20), (1 << 20, (5 << 20) + 77)] {
         let want = blake3::hash(&bytes[offset as usize..(offset + len) as usize]);
-        for mmap in [true, false] {
-            let options = FileOptions { mmap, progress: None };
+        for read in [ReadMode::Auto, ReadMode::Map, ReadMode::Stream] {
+            let options = FileOptions { read, progress: None };
             let input = Input::open(&path).unwrap().range(offset, len).unwrap();
             assert_eq!(input.size(), Some(len));
             let (mut r, n) = input.hash_with(cpu.clone(), &Mode::Hash, &options).unwrap();
             let mut got = [0u8; 32];
             r.fill(&mut got);
-            assert_eq!((got, n), (*want.as_bytes(), len), "file bytes {offset}..+{len}, mmap {mmap}");
+            assert_eq!((got, n), (*want.as_bytes(), len), "file bytes {offset}..+{len}, {read:?}");
         }
         let input = Input::from_reader(&bytes[..]).range(offset, len).unwrap();
         let (mut r, _) = input.hash_with(cpu.clone(), &Mode::Hash, &FileOptions::default()).unwrap();
@@ -188,7 +182,7 @@ fn progress_adds_up_and_moves() {
     let tell = |n| {
         sum.fetch_add(n, Ordering::Relaxed);
     };
-    let options = FileOptions { mmap: true, progress: Some(&tell) };
+    let options = FileOptions { read: ReadMode::Map, progress: Some(&tell) };
     let cpu = b3accel::backend(Device::Cpu).unwrap();
     let (mut r, _) = Input::open(&path).unwrap().hash_with(cpu, &Mode::Hash, &options).unwrap();
     let mut got = [0u8; 32];

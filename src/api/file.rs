@@ -1,17 +1,30 @@
 //! Files and readers: hashed whole ([`hash_file_on`], [`Input::hash_with`]) or fed to a
 //! [`Hasher`] ([`Hasher::update_mmap`], [`Hasher::update_reader`], [`Input::update`]).
 //!
-//! How an input is read:
-//! - a regular file of 16 KiB or more is memory-mapped and hashed from the map in one call to the
-//!   device; on Linux the pool's idle threads populate its pages while the hash runs and tear the
-//!   page tables down in parallel after it (`b3accel FILE` is about 1.5 times as fast as b3sum
-//!   on a 16-core machine that way: docs/performance.md);
-//! - a smaller regular file (or, without mapping, one of up to 4 MiB) is read whole into a
-//!   buffer that each thread keeps, and hashed in one call: many small files cost no allocation;
-//! - anything else (pipes, standard input, devices, larger files without mapping, any
-//!   [`Read`]) is read in large buffers, at least 4 MiB or the device's batch, two of them in
-//!   turn, so that all of each read goes to the device as soon as the next read shows that more
-//!   follows.
+//! How an input is read ([`ReadMode`]; by default, `Auto`):
+//! - a regular file whose pages are in the page cache (all but a few: [`storage`](self#storage)
+//!   says how that is asked) and that is 16 KiB or more is memory-mapped and hashed from the map
+//!   in one call to the device; on Linux the pool's idle threads populate its pages while the
+//!   hash runs and tear the page tables down in parallel after it (`b3accel FILE` is about 1.5
+//!   times as fast as b3sum on a 16-core machine that way: docs/performance.md);
+//! - a regular file that is not in memory is read from the front, in order: one read for a file
+//!   of up to 4 MiB, else blocks of 8 MiB with a few reads in flight (two on a spinning disk or a
+//!   network file system, more on an SSD: [`Storage`]), each block hashed on every core while
+//!   the next ones are read. Memory stays bounded whatever the file's size, and the disk is read
+//!   at its own speed instead of seeking for every page that many threads fault in a map;
+//! - a smaller regular file (under 16 KiB) is read whole into a buffer that each thread keeps,
+//!   and hashed in one call: many small files cost no allocation;
+//! - anything else (pipes, standard input, devices, any [`Read`]) is read in large buffers, at
+//!   least 4 MiB or the device's batch, two of them in turn, so that all of each read goes to the
+//!   device as soon as the next read shows that more follows.
+//!
+//! [`ReadMode::Map`] maps every regular file of 16 KiB or more (b3sum's default);
+//! [`ReadMode::Stream`] reads every one from the front (b3sum's `--no-mmap`).
+//!
+//! A file read from the front must keep its size and modification time until it has been read:
+//! one that is truncated, grows or is rewritten meanwhile is an error
+//! ([`io::ErrorKind::UnexpectedEof`] or [`Error::InvalidInput`], saying what changed), never the
+//! hash of bytes that were not the file's at any one time.
 //!
 //! A file that cannot be mapped (some file systems) is read instead. A directory is an error
 //! ([`Error::Io`] with the system's "Is a directory"); so is a file that cannot be opened or read
@@ -21,7 +34,11 @@
 //! With a progress callback ([`FileOptions::progress`], [`Hasher::on_progress`]) the work is told
 //! as it goes: every 32 MiB of a file in memory, every read buffer of a stream.
 
+use super::blocks::read_in_order;
 use super::mapped::with_pages;
+use super::storage::{advise_sequential, cached_fraction, Disk, IN_MEMORY};
+pub use super::storage::{ReadPlan, Storage};
+use super::truncated;
 use crate::api::hasher::Hasher;
 use crate::dispatch::backend;
 use crate::tree::{Backend, Device, Error, Mode, Output, OutputReader, Result};
@@ -63,14 +80,15 @@ pub fn hash_file_on(device: Device, path: impl AsRef<Path>) -> Result<Hash> {
 /// How an [`Input`] is read.
 ///
 /// ```
-/// let options = b3accel::file::FileOptions { mmap: false, ..Default::default() };
+/// use b3accel::file::{FileOptions, ReadMode};
+/// let options = FileOptions { read: ReadMode::Stream, ..Default::default() };
 /// assert!(options.progress.is_none());
 /// ```
 #[derive(Clone, Copy)]
 pub struct FileOptions<'a> {
-    /// Whether regular files may be memory-mapped (the default); without, they are read, as
-    /// b3sum's `--no-mmap` does.
-    pub mmap: bool,
+    /// How regular files are read: mapped where they are in memory and read from the front where
+    /// not (the default), or always one way.
+    pub read: ReadMode,
     /// Called with the number of bytes hashed each time more is done: every 32 MiB of a mapped
     /// file, every read buffer of a stream, once for a small file.
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
@@ -78,13 +96,45 @@ pub struct FileOptions<'a> {
 
 impl Default for FileOptions<'_> {
     fn default() -> Self {
-        FileOptions { mmap: true, progress: None }
+        FileOptions { read: ReadMode::Auto, progress: None }
     }
 }
 
 impl fmt::Debug for FileOptions<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FileOptions").field("mmap", &self.mmap).field("progress", &self.progress.is_some()).finish()
+        f.debug_struct("FileOptions").field("read", &self.read).field("progress", &self.progress.is_some()).finish()
+    }
+}
+
+/// How regular files are read (see the [module](self)).
+///
+/// ```
+/// use b3accel::file::ReadMode;
+/// assert_eq!("stream".parse::<ReadMode>(), Ok(ReadMode::Stream));
+/// assert_eq!(ReadMode::default(), ReadMode::Auto);
+/// assert!("seek".parse::<ReadMode>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Mapped where the file's pages are in memory, read from the front where they are not.
+    #[default]
+    Auto,
+    /// Mapped (16 KiB and more), as b3sum does by default.
+    Map,
+    /// Read from the front, as b3sum's `--no-mmap` does.
+    Stream,
+}
+
+impl std::str::FromStr for ReadMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<ReadMode, String> {
+        match s {
+            "auto" => Ok(ReadMode::Auto),
+            "map" => Ok(ReadMode::Map),
+            "stream" => Ok(ReadMode::Stream),
+            _ => Err(format!("'{s}' is not a way to read: auto, map or stream")),
+        }
     }
 }
 
@@ -112,8 +162,8 @@ pub struct Input<'a> {
 }
 
 enum Source<'a> {
-    /// A regular file, `len` bytes long when it was opened.
-    Regular { file: File, len: u64 },
+    /// A regular file, `len` bytes long when it was opened, and what it was then.
+    Regular { file: File, len: u64, opened: Identity },
     /// Anything else that reads.
     Stream(Box<dyn Read + 'a>),
 }
@@ -133,8 +183,12 @@ enum Content<'a> {
     /// A map of the whole input.
     Mapped(Mmap),
     /// A small part of a regular file, to read whole: `len` bytes from `start`; with `exact`,
-    /// exactly those (a range), else to the end of the file as it is then.
-    Small { file: File, start: u64, len: u64, exact: bool },
+    /// exactly those (a range), else to the end of the file as it is then. `from_disk`: not in
+    /// memory, so the read takes one of its device's permits.
+    Small { file: File, start: u64, len: u64, exact: bool, from_disk: bool },
+    /// A large part of a regular file, to read from the front: exactly `len` bytes from `start`,
+    /// of a file that must stay as it was `opened`.
+    Blocks { file: File, start: u64, len: u64, opened: Identity },
     /// A stream, at the input's first byte; with a limit, exactly that many bytes.
     Stream(Box<dyn Read + 'a>, Option<u64>),
 }
@@ -152,8 +206,10 @@ impl Input<'static> {
         if meta.is_dir() {
             return Err(Error::Io(is_a_directory()));
         }
-        let source =
-            if meta.is_file() { Source::Regular { file, len: meta.len() } } else { Source::Stream(Box::new(file)) };
+        let source = match meta.is_file() {
+            true => Source::Regular { file, len: meta.len(), opened: Identity::of_meta(&meta) },
+            false => Source::Stream(Box::new(file)),
+        };
         Ok(Input { source, range: None })
     }
 }
@@ -191,6 +247,26 @@ impl<'a> Input<'a> {
             (Source::Regular { len, .. }, None) => Some(*len),
             (Source::Stream(_), None) => None,
         }
+    }
+
+    /// Whether hashing the input with `read` reads it from its disk rather than from memory: a
+    /// regular file of 16 KiB or more whose pages are not (nearly all) in the page cache, unless
+    /// `read` maps it anyway. A caller can choose its device by it: one disk is read more slowly
+    /// than the CPU hashes.
+    ///
+    /// ```
+    /// use b3accel::file::{Input, ReadMode};
+    /// let path = std::env::temp_dir().join(format!("b3accel-doc-from-disk-{}", std::process::id()));
+    /// std::fs::write(&path, vec![0u8; 100_000])?; // just written: in the page cache
+    /// assert!(!Input::open(&path)?.from_disk(ReadMode::Auto));
+    /// assert!(!Input::from_reader(&b"abc"[..]).from_disk(ReadMode::Stream));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_disk(&self, read: ReadMode) -> bool {
+        let Source::Regular { file, len, .. } = &self.source else { return false };
+        let (start, len) = self.range.unwrap_or((0, *len));
+        len >= MMAP_MIN && read != ReadMode::Map && !in_memory(file, start, len)
     }
 
     /// Only bytes `offset..offset + len` of the input (of the range it already is, if any). For a
@@ -287,9 +363,21 @@ impl<'a> Input<'a> {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn with_bytes<R: Send>(self, f: impl FnOnce(&[u8]) -> R + Send) -> Result<R> {
-        match self.content(true)? {
-            Content::Mapped(map) => Ok(with_pages(&map, f)),
-            Content::Small { file, start, len, exact } => read_whole(file, start, len, exact, |bytes| Ok(f(bytes))),
+        match self.content(ReadMode::Auto)? {
+            Content::Mapped(map) => Ok(truncated::guard(&map, || with_pages(&map, f))?),
+            Content::Small { file, start, len, exact, from_disk } => {
+                read_whole(file, start, len, exact, from_disk, |bytes| Ok(f(bytes)))
+            }
+            Content::Blocks { file, start, len, opened } => {
+                let mut bytes = Vec::new();
+                let want = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+                bytes.try_reserve_exact(want).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+                from_the_front(&file, start, len, &opened, |block, _| {
+                    bytes.extend_from_slice(block);
+                    Ok(())
+                })?;
+                Ok(f(&bytes))
+            }
             Content::Stream(reader, limit) => {
                 let mut bytes = Vec::new();
                 reader.take(limit.unwrap_or(u64::MAX)).read_to_end(&mut bytes)?;
@@ -301,25 +389,27 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// Where the input's bytes are to be had: mapped (with `mmap`, where that works), read whole,
-    /// or streamed.
-    fn content(self, mmap: bool) -> Result<Content<'a>> {
+    /// Where the input's bytes are to be had: mapped (as `read` says, where that works), read
+    /// whole, read from the front, or streamed.
+    fn content(self, read: ReadMode) -> Result<Content<'a>> {
         match self.source {
-            Source::Regular { mut file, len } => {
+            Source::Regular { file, len, opened } => {
                 let (start, len, exact) = match self.range {
                     Some((start, len)) => (start, len, true),
                     None => (0, len, false),
                 };
-                if mmap && len >= MMAP_MIN {
+                // Whether the file's pages are in memory matters from the size on at which a
+                // map pays; smaller files are one read either way.
+                let cached = len < MMAP_MIN || read == ReadMode::Map || in_memory(&file, start, len);
+                if len >= MMAP_MIN && cached && read != ReadMode::Stream {
                     if let Some(map) = map(&file, start, len, exact) {
                         return Ok(Content::Mapped(map));
                     }
                 }
                 if len <= READ_WHOLE_MAX {
-                    return Ok(Content::Small { file, start, len, exact });
+                    return Ok(Content::Small { file, start, len, exact, from_disk: !cached });
                 }
-                file.seek(SeekFrom::Start(start))?;
-                Ok(Content::Stream(Box::new(file), exact.then_some(len)))
+                Ok(Content::Blocks { file, start, len, opened })
             }
             Source::Stream(mut reader) => {
                 let Some((start, len)) = self.range else {
@@ -346,10 +436,32 @@ impl<'a> Input<'a> {
         last: impl FnOnce(&mut Hasher, &[u8]) -> Result<T> + Send,
     ) -> Result<T> {
         let progress = options.progress;
-        match self.content(options.mmap)? {
-            Content::Mapped(map) => with_pages(&map, |bytes| in_pieces(hasher, bytes, progress, last)),
-            Content::Small { file, start, len, exact } => {
-                read_whole(file, start, len, exact, |bytes| in_pieces(hasher, bytes, progress, last))
+        match self.content(options.read)? {
+            Content::Mapped(map) => {
+                match truncated::guard(&map, || with_pages(&map, |bytes| in_pieces(hasher, bytes, progress, last))) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        hasher.fail();
+                        Err(Error::Io(e))
+                    }
+                }
+            }
+            Content::Small { file, start, len, exact, from_disk } => {
+                read_whole(file, start, len, exact, from_disk, |bytes| in_pieces(hasher, bytes, progress, last))
+            }
+            Content::Blocks { file, start, len, opened } => {
+                let mut last = Some(last);
+                let mut out = None;
+                from_the_front(&file, start, len, &opened, |block, is_last| {
+                    if !is_last {
+                        hasher.feed(block, true)?;
+                    } else if let Some(last) = last.take() {
+                        out = Some(last(hasher, block)?);
+                    }
+                    tell(progress, block.len());
+                    Ok(())
+                })?;
+                out.ok_or_else(|| Error::InvalidInput("the file had no last block".into()))
             }
             Content::Stream(reader, limit) => stream(hasher, reader, limit, progress, last),
         }
@@ -374,7 +486,8 @@ impl Hasher {
     /// ```
     pub fn update_mmap(&mut self, path: impl AsRef<Path>) -> Result<&mut Self> {
         let progress = self.progress();
-        let options = FileOptions { mmap: true, progress: progress.as_deref().map(|p| p as &(dyn Fn(u64) + Sync)) };
+        let options =
+            FileOptions { read: ReadMode::Auto, progress: progress.as_deref().map(|p| p as &(dyn Fn(u64) + Sync)) };
         Input::open(path)?.update(self, &options)?;
         Ok(self)
     }
@@ -418,10 +531,60 @@ fn map(file: &File, start: u64, len: u64, exact: bool) -> Option<Mmap> {
     if exact {
         options.offset(start).len(usize::try_from(len).ok()?);
     }
-    // SAFETY: the map is only read, and only as bytes to hash. Like every tool that maps files
-    // (b3sum included), a file truncated by another process while we read it may end the process
-    // with SIGBUS; it cannot corrupt memory.
+    // SAFETY: the map is only read, and only as bytes to hash. A file truncated by another
+    // process while it is read raises SIGBUS, which `truncated::guard` turns into an error.
     unsafe { options.map(file) }.ok()
+}
+
+/// Whether (nearly) all of bytes `start..start + len` of `file` are in the page cache; where the
+/// system cannot tell, as before there was a choice: yes.
+fn in_memory(file: &File, start: u64, len: u64) -> bool {
+    cached_fraction(file, start, len).is_none_or(|f| f >= IN_MEMORY)
+}
+
+/// What a file's contents were, as far as a reader can cheaply see: compared before and after
+/// reading it from the front.
+#[derive(PartialEq, Eq)]
+struct Identity {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    changed: (i64, i64),
+}
+
+impl Identity {
+    fn of_meta(meta: &std::fs::Metadata) -> Identity {
+        Identity {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            #[cfg(unix)]
+            changed: {
+                use std::os::unix::fs::MetadataExt;
+                (meta.ctime(), meta.ctime_nsec())
+            },
+        }
+    }
+}
+
+/// Reads bytes `start..start + len` of `file` from the front, as the device it lives on wants
+/// (see the `blocks` module), calling `each(block, last)` on each block in order; then checks
+/// that the file is still as it was when `opened`.
+fn from_the_front(
+    file: &File,
+    start: u64,
+    len: u64,
+    opened: &Identity,
+    each: impl FnMut(&[u8], bool) -> Result<()>,
+) -> Result<()> {
+    let disk = Disk::of(file);
+    advise_sequential(file, start, len);
+    read_in_order(file, start, len, disk.plan, &disk.permits, each)?;
+    if Identity::of_meta(&file.metadata()?) != *opened {
+        return Err(Error::InvalidInput(
+            "the file changed while it was being read (its size or modification time is not what it was)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Tells the progress callback, if any, of `n` more bytes.
@@ -460,20 +623,30 @@ thread_local! {
 
 /// Reads `len` bytes of `file` from `start` into this thread's buffer (with `exact`: exactly
 /// those, an early end being an error; else up to the end of the file, however long it is by
-/// now) and runs `f` over them.
-fn read_whole<T>(mut file: File, start: u64, len: u64, exact: bool, f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
+/// now) and runs `f` over them. With `from_disk`, the read holds one of its device's permits.
+fn read_whole<T>(
+    mut file: File,
+    start: u64,
+    len: u64,
+    exact: bool,
+    from_disk: bool,
+    f: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<T> {
     // The buffer is taken out while in use: a nested call on this thread (rayon may run another
     // task here while the hash waits) finds none and makes its own.
     let mut buf = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
     if start > 0 {
         file.seek(SeekFrom::Start(start))?;
     }
+    let disk = from_disk.then(|| Disk::of(&file));
+    let permit = disk.as_ref().map(|disk| disk.permits.take());
     // Without `exact`, room for one byte more than the size, so that a single short read shows
     // the end: read, read (0), as b3sum does, with no size probing.
     let want = len as usize + usize::from(!exact);
     buf.clear();
     buf.resize(want, 0);
     let filled = read_full(&mut file, &mut buf)?;
+    drop(permit);
     buf.truncate(filled);
     if exact {
         check_ended(filled as u64, len)?;

@@ -2,8 +2,11 @@
 //! incremental [`Hasher`](hasher::Hasher), files and readers, BLAKE3's tree as a tool (`hazmat`)
 //! and the Merkle API.
 
+mod blocks;
 pub mod file;
 pub(crate) mod hasher;
 pub mod hazmat;
 mod mapped;
 pub mod merkle;
+mod storage;
+mod truncated;

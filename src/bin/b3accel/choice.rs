@@ -207,6 +207,25 @@ impl Devices {
     }
 }
 
+impl Devices {
+    /// [`pick`](Self::pick) for an input read from its disk: `auto` takes the CPU, which hashes
+    /// faster than one disk reads, so a GPU could only add its start-up and copies; a device or
+    /// list the user named is kept.
+    pub fn pick_from_disk(&self, len: Option<u64>) -> Picked {
+        match &self.how {
+            How::Auto { cpu, .. } => Picked {
+                backend: cpu.clone(),
+                name: Device::Cpu.to_string(),
+                why: Some("read from its disk, which is slower than the CPU hashes".to_string()),
+                explain: self.explain,
+                tally: None,
+                auto_gpu: None,
+            },
+            _ => self.pick(len),
+        }
+    }
+}
+
 /// Opens what `--backend` names (an error when a device is not there), saying with `-v` what it
 /// is and why.
 pub fn open(global: &Global) -> Result<Devices, Fatal> {

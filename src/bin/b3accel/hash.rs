@@ -7,7 +7,7 @@ use crate::ordered::{self, Emit};
 use crate::output::{self, display_name, Out};
 use crate::progress::Progress;
 use crate::{Fatal, Global, Outcome};
-use b3accel::file::{self, FileOptions};
+use b3accel::file::{self, FileOptions, ReadMode};
 use b3accel::{Device, Mode, OutputReader, KEY_LEN};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -45,9 +45,18 @@ pub struct HashArgs {
 
     /// Disable memory mapping
     ///
-    /// Files are read in large buffers instead.
-    #[arg(long)]
+    /// Files are read from the front in large blocks instead (as --read stream).
+    #[arg(long, conflicts_with = "read")]
     pub no_mmap: bool,
+
+    /// How to read files: auto, map or stream
+    ///
+    /// auto (the default): files whose pages are in memory are mapped and hashed on every core;
+    /// files that are not are read from the front in large blocks (a few reads in flight, as
+    /// their disk wants), each block hashed on every core while the next ones are read. map:
+    /// always map (b3sum's default). stream: always read from the front (b3sum's --no-mmap).
+    #[arg(long, value_name = "HOW", default_value = "auto")]
+    pub read: ReadMode,
 
     /// Omit filenames in the output
     #[arg(long, conflicts_with = "json")]
@@ -122,7 +131,7 @@ pub struct HashArgs {
 pub struct Spec {
     pub devices: Devices,
     pub mode: Mode,
-    pub mmap: bool,
+    pub read: ReadMode,
     pub seek: u64,
     /// With `--keyed`, standard input holds the key and cannot be hashed.
     pub keyed: bool,
@@ -169,10 +178,13 @@ pub fn hash_input(input: &Input, spec: &Spec, progress: &Progress) -> io::Result
         Input::Stdin => file::Input::from_reader(io::stdin().lock()),
         Input::Path(path) => file::Input::open(path)?,
     };
-    let picked = spec.devices.pick(source.size());
+    let picked = match source.from_disk(spec.read) {
+        true => spec.devices.pick_from_disk(source.size()),
+        false => spec.devices.pick(source.size()),
+    };
     let tell = |n| progress.inc(n);
     let options =
-        FileOptions { mmap: spec.mmap, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
+        FileOptions { read: spec.read, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
     let (mut reader, bytes) = source.hash_with(picked.backend.clone(), &spec.mode, &options)?;
     reader.set_position(spec.seek);
     let seconds = start.elapsed().as_secs_f64();
@@ -326,7 +338,8 @@ pub fn run(args: HashArgs, global: &Global) -> Outcome {
         return Err(Fatal("Only one filename can be provided when using --raw".into()));
     }
     let mode = mode_of(args.keyed, args.derive_key.as_deref())?;
-    let spec = Spec { devices, mode, mmap: !args.no_mmap, seek: args.seek, keyed: args.keyed };
+    let read = if args.no_mmap { ReadMode::Stream } else { args.read };
+    let spec = Spec { devices, mode, read, seek: args.seek, keyed: args.keyed };
     if args.check {
         return crate::check::run(&args, global, &spec, &inputs);
     }

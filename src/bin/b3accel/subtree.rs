@@ -6,7 +6,7 @@ use crate::hash::{finish, ModeArgs};
 use crate::output::{display_name, push_hex, Out};
 use crate::progress::Progress;
 use crate::{usage_error, Fatal, Global, Outcome};
-use b3accel::file::{FileOptions, Input};
+use b3accel::file::{FileOptions, Input, ReadMode};
 use b3accel::hazmat::{check_subtree, HasherExt};
 use b3accel::Hasher;
 use serde::Serialize;
@@ -73,7 +73,7 @@ pub fn run(args: Args, global: &Global) -> Outcome {
     let picked = devices.pick(Some(args.length));
     let progress = Progress::new(global.progress, args.length);
     let tell = |n| progress.inc(n);
-    let options = FileOptions { mmap: true, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
+    let options = FileOptions { read: ReadMode::Auto, progress: progress.active().then_some(&tell as &(dyn Fn(u64) + Sync)) };
     let mut hasher = Hasher::with_backend(picked.backend.clone(), &mode);
     hasher.set_input_offset(args.offset)?;
     let fed = input.update(&mut hasher, &options);

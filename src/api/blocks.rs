@@ -1,0 +1,271 @@
+//! Reading a file from the front: blocks read in order by a few reader threads while the caller
+//! hashes the blocks before them, in a bounded number of buffers.
+//!
+//! A disk serves a file fastest in order and in large reads; BLAKE3's tree lets each block be
+//! hashed on every core as soon as it is in. So [`read_in_order`] keeps `depth` reads in flight
+//! (each reader claims the next block, reads it whole with `pread`, and hands it over), and the
+//! caller takes the blocks in file order, hashing one while the next ones are read. At most
+//! `depth + 2` blocks are held, whatever the file's size. Every read also holds one of its
+//! device's [`Permits`], so that files read side by side share the device's depth.
+
+use super::storage::{Permits, ReadPlan};
+use crate::tree::{Error, Result};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// The readers' and the caller's shared state.
+struct State {
+    /// The next block to claim for reading.
+    next: u64,
+    /// Buffers free for a reader to fill.
+    free: Vec<Vec<u8>>,
+    /// Buffers that may still be made.
+    unmade: usize,
+    /// Blocks read (or failed), by index, waiting for the caller.
+    ready: BTreeMap<u64, io::Result<Vec<u8>>>,
+    /// Set when the caller stops early: the readers stop too.
+    stop: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Stops the readers when the caller leaves, early or not.
+struct StopOnDrop<'a>(&'a Shared);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.lock().stop = true;
+        self.0.changed.notify_all();
+    }
+}
+
+/// Calls `each(bytes, last)` on bytes `start..start + len` of `file`, in order, one block of
+/// `plan.block` bytes at a time (`last` on the final one), while up to `plan.depth` reader
+/// threads read the blocks after it. Every read holds one of `permits`. A file that ends before
+/// `start + len` is an error ([`io::ErrorKind::UnexpectedEof`], saying where it ended); so is a
+/// read error, or an error that `each` returns, which stops the reading.
+pub(crate) fn read_in_order(
+    file: &File,
+    start: u64,
+    len: u64,
+    plan: ReadPlan,
+    permits: &Permits,
+    mut each: impl FnMut(&[u8], bool) -> Result<()>,
+) -> Result<()> {
+    let block = plan.block as u64;
+    let blocks = len.div_ceil(block);
+    if blocks == 0 {
+        return each(&[], true);
+    }
+    let readers = (plan.depth as u64).clamp(1, blocks) as usize;
+    let shared = Shared {
+        state: Mutex::new(State {
+            next: 0,
+            free: Vec::new(),
+            unmade: (readers + 2).min(blocks as usize),
+            ready: BTreeMap::new(),
+            stop: false,
+        }),
+        changed: Condvar::new(),
+    };
+    let job = Job { file, start, len, block, blocks };
+    std::thread::scope(|s| {
+        for _ in 0..readers {
+            s.spawn(|| job.read_blocks(permits, &shared));
+        }
+        let _stop = StopOnDrop(&shared);
+        for i in 0..blocks {
+            let mut state = shared.lock();
+            let bytes = loop {
+                if let Some(bytes) = state.ready.remove(&i) {
+                    break bytes;
+                }
+                state = shared.wait(state);
+            };
+            drop(state);
+            let bytes = bytes.map_err(Error::Io)?;
+            each(&bytes, i + 1 == blocks)?;
+            shared.lock().free.push(bytes);
+            shared.changed.notify_all();
+        }
+        Ok(())
+    })
+}
+
+/// What the readers read: `blocks` blocks of `block` bytes (the last one shorter) covering bytes
+/// `start..start + len` of `file`.
+struct Job<'a> {
+    file: &'a File,
+    start: u64,
+    len: u64,
+    block: u64,
+    blocks: u64,
+}
+
+impl Job<'_> {
+    /// One reader: claims the next block while there is a buffer for it, reads it whole, hands it
+    /// over; until every block is claimed or the caller stops.
+    fn read_blocks(&self, permits: &Permits, shared: &Shared) {
+        loop {
+            let (i, buffer) = {
+                let mut state = shared.lock();
+                let buffer = loop {
+                    if state.stop || state.next == self.blocks {
+                        return;
+                    }
+                    if let Some(buffer) = state.free.pop() {
+                        break Some(buffer);
+                    }
+                    if state.unmade > 0 {
+                        state.unmade -= 1;
+                        break None;
+                    }
+                    state = shared.wait(state);
+                };
+                state.next += 1;
+                (state.next - 1, buffer)
+            };
+            let read = self.read_block(i, buffer, permits);
+            shared.lock().ready.insert(i, read);
+            shared.changed.notify_all();
+        }
+    }
+
+    /// Block `i`, read into `buffer` (or a new one) while holding a permit.
+    fn read_block(&self, i: u64, buffer: Option<Vec<u8>>, permits: &Permits) -> io::Result<Vec<u8>> {
+        let offset = i * self.block;
+        let want = self.block.min(self.len - offset) as usize;
+        let mut buffer = buffer_of(buffer, want)?;
+        let _permit = permits.take();
+        let got = read_full_at(self.file, &mut buffer, self.start + offset)?;
+        if got < want {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the file ended at byte {}, before byte {} (it changed while being read)",
+                    self.start + offset + got as u64,
+                    self.start + self.len
+                ),
+            ));
+        }
+        Ok(buffer)
+    }
+}
+
+/// `buffer` (or a new one, where there is none) holding `len` bytes.
+fn buffer_of(buffer: Option<Vec<u8>>, len: usize) -> io::Result<Vec<u8>> {
+    let mut buffer = buffer.unwrap_or_default();
+    if buffer.capacity() < len {
+        buffer.try_reserve_exact(len - buffer.len()).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+    }
+    buffer.resize(len, 0);
+    Ok(buffer)
+}
+
+/// Reads into all of `buf` from `offset`, or up to the file's end; returns the bytes read.
+/// Interrupted and short reads are retried.
+pub(crate) fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match read_at(file, &mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn temp_file(name: &str, data: &[u8]) -> (std::path::PathBuf, File) {
+        let path = std::env::temp_dir().join(format!("b3accel-blocks-{name}-{}", std::process::id()));
+        std::fs::File::create(&path).unwrap().write_all(data).unwrap();
+        let file = File::open(&path).unwrap();
+        (path, file)
+    }
+
+    fn collect(file: &File, start: u64, len: u64, block: usize, depth: usize) -> Result<(Vec<u8>, Vec<bool>)> {
+        let permits = Permits::new(depth.max(1));
+        let mut got = Vec::new();
+        let mut lasts = Vec::new();
+        read_in_order(file, start, len, ReadPlan { block, depth }, &permits, |bytes, last| {
+            got.extend_from_slice(bytes);
+            lasts.push(last);
+            Ok(())
+        })?;
+        Ok((got, lasts))
+    }
+
+    #[test]
+    fn every_byte_in_order_at_any_depth_block_and_offset() {
+        let data: Vec<u8> = (0..300_001u32).map(|i| (i * 7 + (i >> 9)) as u8).collect();
+        let (path, file) = temp_file("order", &data);
+        for (start, len) in [(0, 300_001), (1, 300_000), (4096, 100_000), (299_999, 2), (7, 0)] {
+            for block in [1024, 4096, 65_536, 1 << 20] {
+                for depth in [1, 2, 5] {
+                    let (got, lasts) = collect(&file, start, len, block, depth).unwrap();
+                    assert!(got == data[start as usize..(start + len) as usize], "{start}+{len} {block} {depth}");
+                    assert_eq!(lasts.iter().filter(|&&l| l).count(), 1);
+                    assert_eq!(lasts.last(), Some(&true));
+                }
+            }
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_file_shorter_than_asked_is_an_error_saying_where_it_ended() {
+        let (path, file) = temp_file("short", &[1u8; 10_000]);
+        let err = collect(&file, 0, 20_000, 4096, 2).unwrap_err();
+        assert!(err.to_string().contains("ended at byte 10000"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn an_error_from_the_caller_stops_the_readers() {
+        let (path, file) = temp_file("stop", &[2u8; 100_000]);
+        let permits = Permits::new(3);
+        let mut calls = 0;
+        let err = read_in_order(&file, 0, 100_000, ReadPlan { block: 1024, depth: 3 }, &permits, |_, _| {
+            calls += 1;
+            if calls == 3 {
+                return Err(Error::InvalidInput("enough".into()));
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("enough"));
+        assert_eq!(calls, 3);
+        std::fs::remove_file(&path).unwrap();
+    }
+}

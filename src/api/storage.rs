@@ -1,0 +1,413 @@
+//! Where a file's bytes come from, and how to read them: from memory (its pages are in the page
+//! cache) or from a disk, and what kind of disk. The `file` module asks this before it reads.
+//!
+//! - [`cached_fraction`]: how much of a byte range is in the page cache (Linux's `cachestat`, or
+//!   `mincore` on a map where the kernel predates it). A file in memory is mapped and hashed on
+//!   every core; one that is not is read from the front (`blocks`), since many threads faulting
+//!   a cold map at scattered offsets make a disk seek for every fault.
+//! - [`Storage::of`]: the kind of storage a file lives on (sysfs `queue/rotational` of its disk,
+//!   through partitions, device-mapper and md to the disks below; the file system's type for
+//!   network, FUSE and memory file systems), and [`Storage::plan`], how deep to read it: a
+//!   spinning disk or a network file system wants its reads in order, few at a time; an SSD
+//!   keeps more of them busy.
+//! - [`Permits`]: the reads in flight on one device, shared by every file read in this process,
+//!   so that many files hashed in parallel never make more reads at once than the device wants.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+
+/// The share of a range's pages that must be in memory for a file to count as in memory. Faulting
+/// in the few pages left is cheaper than reading the whole range again (docs/performance.md).
+pub(crate) const IN_MEMORY: f64 = 31.0 / 32.0;
+
+/// Blocks read from the front are this large: whole subtrees (8192 chunks) of the file, large
+/// enough that a disk reads each one at its full speed.
+pub(crate) const BLOCK: usize = 8 << 20;
+
+/// What a file is stored on, as far as reading it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// A spinning disk (or a device that says it is one): every seek costs milliseconds.
+    Rotational,
+    /// An SSD or NVMe drive: no seek to pay, deep queues.
+    Solid,
+    /// A network or FUSE file system: each request pays a round trip; reads in order.
+    Network,
+    /// A memory file system (tmpfs, ramfs): every page is in memory.
+    Memory,
+    /// Nothing said which: a middle course.
+    Unknown,
+}
+
+/// How a file that is not in memory is read: blocks of `block` bytes from the front, with at most
+/// `depth` reads in flight on its device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadPlan {
+    /// Bytes per read.
+    pub block: usize,
+    /// Reads in flight at once on the device.
+    pub depth: usize,
+}
+
+impl Storage {
+    /// The kind of storage `file` is on; [`Storage::Unknown`] where nothing tells (other systems,
+    /// file systems whose device sysfs does not know, such as btrfs's anonymous devices).
+    ///
+    /// ```
+    /// let file = std::fs::File::open(std::env::current_exe()?)?;
+    /// let storage = b3accel::file::Storage::of(&file);
+    /// assert!(storage.plan().depth >= 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn of(file: &File) -> Storage {
+        #[cfg(target_os = "linux")]
+        {
+            linux::storage_of(file)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = file;
+            Storage::Unknown
+        }
+    }
+
+    /// How to read a file on this storage: blocks of [`BLOCK`] bytes, two reads in flight on a
+    /// spinning disk or a network file system (one being read while the next is asked for, in
+    /// order), eight on an SSD, four where the kind is unknown.
+    ///
+    /// ```
+    /// use b3accel::file::Storage;
+    /// assert_eq!(Storage::Rotational.plan().depth, 2);
+    /// assert!(Storage::Solid.plan().depth > Storage::Rotational.plan().depth);
+    /// ```
+    pub fn plan(self) -> ReadPlan {
+        let depth = match self {
+            Storage::Rotational | Storage::Network => 2,
+            Storage::Solid => 8,
+            Storage::Memory | Storage::Unknown => 4,
+        };
+        ReadPlan { block: BLOCK, depth }
+    }
+}
+
+/// The share (0 to 1) of bytes `start..start + len` of `file` whose pages are in the page cache,
+/// or `None` where the system cannot tell (then the file is taken as not in memory only if
+/// the caller has another reason to think so).
+pub(crate) fn cached_fraction(file: &File, start: u64, len: u64) -> Option<f64> {
+    if len == 0 {
+        return Some(1.0);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        linux::cached_pages(file, start, len).map(|(cached, total)| cached as f64 / total.max(1) as f64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, start);
+        None
+    }
+}
+
+/// The device a file lives on, as this process reads it: its kind, the plan for reading it,
+/// and the permits that bound the reads in flight on it.
+pub(crate) struct Disk {
+    pub(crate) plan: ReadPlan,
+    pub(crate) permits: Permits,
+}
+
+impl Disk {
+    /// The device `file` lives on, looked up at its first file and kept for the process.
+    pub(crate) fn of(file: &File) -> Arc<Disk> {
+        static DISKS: OnceLock<Mutex<HashMap<u64, Arc<Disk>>>> = OnceLock::new();
+        let id = device_id(file);
+        let mut disks = DISKS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        disks
+            .entry(id)
+            .or_insert_with(|| {
+                let plan = Storage::of(file).plan();
+                Arc::new(Disk { plan, permits: Permits::new(plan.depth) })
+            })
+            .clone()
+    }
+}
+
+/// Reads in flight on one device: a counting semaphore shared by every read of this process.
+pub(crate) struct Permits {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// One read's permit, given back when dropped.
+pub(crate) struct Permit<'a>(&'a Permits);
+
+impl Permits {
+    pub(crate) fn new(count: usize) -> Permits {
+        Permits { free: Mutex::new(count), freed: Condvar::new() }
+    }
+
+    /// Waits for a permit.
+    pub(crate) fn take(&self) -> Permit<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Permit(self)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// The device a file lives on (`st_dev`), or 0 where the system does not say.
+fn device_id(file: &File) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().map(|m| m.dev()).unwrap_or(0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        0
+    }
+}
+
+/// Asks the kernel to read `file` ahead in order (the readahead window doubled), where it can.
+pub(crate) fn advise_sequential(file: &File, start: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(start), Ok(len)) = (i64::try_from(start), i64::try_from(len)) else { return };
+        // SAFETY: advice on an open file descriptor; no memory is passed.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), start, len, libc::POSIX_FADV_SEQUENTIAL) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, start, len);
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::Storage;
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+
+    /// File system magic numbers (`statfs.f_type`) of network and FUSE file systems.
+    const NETWORK: [u32; 10] = [
+        0x6969,      // NFS
+        0x517B,      // SMB
+        0xFF53_4D42, // CIFS
+        0xFE53_4D42, // SMB2
+        0x6573_5546, // FUSE
+        0x00C3_6400, // Ceph
+        0x5346_414F, // AFS
+        0x0102_1997, // 9p
+        0x0BD0_0BD0, // Lustre
+        0x0116_1970, // GFS2
+    ];
+    /// Memory file systems: tmpfs, ramfs.
+    const MEMORY: [u32; 2] = [0x0102_1994, 0x8584_58F6];
+
+    pub(super) fn storage_of(file: &File) -> Storage {
+        // SAFETY: statfs is plain data that fstatfs fills in.
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: an open descriptor and a pointer to a statfs of the right type.
+        if unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } == 0 {
+            let kind = fs.f_type as u32;
+            if NETWORK.contains(&kind) {
+                return Storage::Network;
+            }
+            if MEMORY.contains(&kind) {
+                return Storage::Memory;
+            }
+        }
+        let Ok(meta) = file.metadata() else { return Storage::Unknown };
+        let dev = meta.dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let Ok(node) = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) else {
+            return Storage::Unknown;
+        };
+        match rotational(&node, 0) {
+            Some(true) => Storage::Rotational,
+            Some(false) => Storage::Solid,
+            None => Storage::Unknown,
+        }
+    }
+
+    /// Whether the block device at sysfs `node` spins: a partition asks its disk, a device-mapper
+    /// or md device the devices below it (spinning if any of them does).
+    pub(super) fn rotational(node: &Path, depth: u32) -> Option<bool> {
+        if depth > 8 {
+            return None;
+        }
+        let disk: PathBuf = if node.join("partition").exists() { node.parent()?.to_path_buf() } else { node.into() };
+        let below: Vec<PathBuf> = std::fs::read_dir(disk.join("slaves"))
+            .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        if !below.is_empty() {
+            let kinds: Vec<bool> = below
+                .iter()
+                .filter_map(|p| std::fs::canonicalize(p).ok())
+                .filter_map(|p| rotational(&p, depth + 1))
+                .collect();
+            return if kinds.is_empty() { None } else { Some(kinds.contains(&true)) };
+        }
+        match std::fs::read_to_string(disk.join("queue/rotational")).ok()?.trim() {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// `cachestat(2)`'s system call number (the same on every architecture; Linux 6.5 and later).
+    const SYS_CACHESTAT: libc::c_long = 451;
+
+    #[repr(C)]
+    struct CachestatRange {
+        off: u64,
+        len: u64,
+    }
+
+    #[repr(C)]
+    #[derive(Default)]
+    struct Cachestat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+
+    /// Pages of bytes `start..start + len` of `file` in the page cache, and pages in all.
+    pub(super) fn cached_pages(file: &File, start: u64, len: u64) -> Option<(u64, u64)> {
+        // SAFETY: sysconf has no preconditions.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|&p| p > 0)?;
+        let first = start / page;
+        let total = (start + len).div_ceil(page) - first;
+        let range = CachestatRange { off: first * page, len: total * page };
+        let mut stat = Cachestat::default();
+        // SAFETY: an open descriptor, a range and a result struct of the layout the kernel
+        // expects, flags 0.
+        let rc = unsafe {
+            libc::syscall(SYS_CACHESTAT, file.as_raw_fd() as libc::c_uint, &range, &mut stat, 0 as libc::c_uint)
+        };
+        if rc == 0 {
+            return Some((stat.nr_cache.min(total), total));
+        }
+        mincore_pages(file, first * page, total, page)
+    }
+
+    /// [`cached_pages`] through `mincore` on a map of the range, a window at a time.
+    pub(super) fn mincore_pages(file: &File, start: u64, pages: u64, page: u64) -> Option<(u64, u64)> {
+        const WINDOW: u64 = 1 << 18; // pages per map: 1 GiB of 4 KiB pages, a 256 KiB vector
+        let mut cached = 0;
+        let mut vec = Vec::new();
+        let mut done = 0;
+        while done < pages {
+            let n = WINDOW.min(pages - done);
+            let offset = start + done * page;
+            // SAFETY: the map is never read from here; mincore only asks which of its pages are
+            // resident.
+            let map =
+                unsafe { memmap2::MmapOptions::new().offset(offset).len(usize::try_from(n * page).ok()?).map(file) }
+                    .ok()?;
+            vec.resize(n as usize, 0u8);
+            // SAFETY: the map is `n` pages long and `vec` holds one byte per page.
+            let rc = unsafe { libc::mincore(map.as_ptr() as *mut libc::c_void, map.len(), vec.as_mut_ptr()) };
+            if rc != 0 {
+                return None;
+            }
+            cached += vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
+            done += n;
+        }
+        Some((cached, pages))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spinning_disks_and_network_read_in_order_solid_state_deeper() {
+        assert_eq!(Storage::Rotational.plan(), ReadPlan { block: BLOCK, depth: 2 });
+        assert_eq!(Storage::Network.plan(), ReadPlan { block: BLOCK, depth: 2 });
+        assert_eq!(Storage::Solid.plan(), ReadPlan { block: BLOCK, depth: 8 });
+        assert_eq!(Storage::Unknown.plan().depth, 4);
+        // Blocks are whole subtrees of the file.
+        assert!(BLOCK.is_power_of_two() && BLOCK >= crate::core::constants::CHUNK_LEN);
+    }
+
+    #[test]
+    fn permits_bound_the_reads_in_flight() {
+        let permits = Arc::new(Permits::new(2));
+        let in_flight = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                let (permits, in_flight, most) = (permits.clone(), in_flight.clone(), most.clone());
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        let _permit = permits.take();
+                        let now = in_flight.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+                        std::thread::yield_now();
+                        in_flight.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        let most = most.load(std::sync::atomic::Ordering::SeqCst);
+        assert!((1..=2).contains(&most), "{most} reads in flight");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_just_written_is_in_memory_and_its_storage_is_known_or_unknown() {
+        let path = std::env::temp_dir().join(format!("b3accel-storage-{}", std::process::id()));
+        std::fs::write(&path, vec![5u8; 1 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        // Written through the page cache: every page is there (nothing evicts 1 MiB this soon).
+        assert_eq!(cached_fraction(&file, 0, 1 << 20), Some(1.0));
+        assert_eq!(cached_fraction(&file, 12345, 0), Some(1.0));
+        // Whatever the test machine's disk is, asking never fails.
+        let _ = Storage::of(&file);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn pages_dropped_from_the_cache_are_counted_out() {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join(format!("b3accel-storage-cold-{}", std::process::id()));
+        std::fs::write(&path, vec![6u8; 4 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: advice on an open descriptor.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let fraction = cached_fraction(&file, 0, 4 << 20).unwrap();
+        // tmpfs keeps its pages whatever the advice; a disk-backed file drops them.
+        if Storage::of(&file) != Storage::Memory {
+            assert!(fraction < IN_MEMORY, "{fraction} of the pages still cached");
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn mincore_agrees_with_cachestat() {
+        let path = std::env::temp_dir().join(format!("b3accel-storage-mincore-{}", std::process::id()));
+        std::fs::write(&path, vec![7u8; 3 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        assert_eq!(linux::cached_pages(&file, 0, 3 << 20), Some((768, 768)));
+        assert_eq!(linux::mincore_pages(&file, 0, 768, 4096), Some((768, 768)));
+        std::fs::remove_file(&path).unwrap();
+    }
+}

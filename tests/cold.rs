@@ -1,0 +1,190 @@
+//! Files read from the front (`ReadMode::Stream`, and `Auto` for files not in the page cache):
+//! bit-exact with upstream at awkward sizes around the block size, on every backend, in every
+//! mode, with extended output and seeking; byte ranges; files that change while they are read
+//! (shrink, grow, rewritten at the same size) are errors, never a hash; a mapped file truncated
+//! while hashed is an error too, not a SIGBUS; a file of several GiB is streamed by the binary in
+//! bounded memory.
+
+mod common;
+
+use b3accel::file::{FileOptions, Input, ReadMode};
+use b3accel::{Device, Error, Hasher, Mode, CHUNK_LEN};
+use common::cli::Dir;
+use common::{targets, upstream_hasher};
+use std::io::Write;
+use std::path::Path;
+
+/// The size of a block read from the front (`storage::BLOCK`).
+const BLOCK: usize = 8 << 20;
+
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8 ^ (i >> 13) as u8 ^ seed).collect()
+}
+
+fn hash_xof(input: Input, backend: std::sync::Arc<dyn b3accel::Backend>, mode: &Mode, seek: u64) -> (Vec<u8>, u64) {
+    let options = FileOptions { read: ReadMode::Stream, progress: None };
+    let (mut reader, n) = input.hash_with(backend, mode, &options).unwrap();
+    reader.set_position(seek);
+    let mut out = vec![0u8; 131];
+    reader.fill(&mut out);
+    (out, n)
+}
+
+fn upstream_xof(mode: &Mode, bytes: &[u8], seek: u64) -> Vec<u8> {
+    let mut h = upstream_hasher(mode);
+    h.update(bytes);
+    let mut reader = h.finalize_xof();
+    reader.set_position(seek);
+    let mut out = vec![0u8; 131];
+    reader.fill(&mut out);
+    out
+}
+
+#[test]
+fn streamed_files_match_upstream_at_awkward_sizes_on_every_backend() {
+    let dir = Dir::new("cold-sizes");
+    let k = CHUNK_LEN;
+    let sizes = [(4 << 20) + 1, BLOCK - 1, BLOCK, BLOCK + 1, BLOCK + k - 1, 2 * BLOCK + 3 * k + 5, 3 * BLOCK];
+    let files: Vec<_> = sizes.iter().map(|&len| (dir.write(format!("f{len}"), &data(len, len as u8)), len)).collect();
+    for t in targets() {
+        for (path, len) in &files {
+            let bytes = data(*len, *len as u8);
+            for mode in [Mode::Hash, Mode::Keyed([7; 32]), Mode::DeriveKey("b3accel cold tests".into())] {
+                for seek in [0u64, 1, 1 << 40] {
+                    let (got, n) = hash_xof(Input::open(path).unwrap(), t.backend.clone(), &mode, seek);
+                    assert_eq!(n, *len as u64);
+                    assert!(got == upstream_xof(&mode, &bytes, seek), "{}: {len} bytes, {mode:?}, seek {seek}", t.name);
+                }
+            }
+        }
+        eprintln!("cold: {} ok", t.name);
+    }
+}
+
+#[test]
+fn ranges_and_subtrees_streamed() {
+    let dir = Dir::new("cold-ranges");
+    let bytes = data(3 * BLOCK + 12_345, 1);
+    let path = dir.write("big", &bytes);
+    let cpu = b3accel::backend(Device::Cpu).unwrap();
+    for (offset, len) in
+        [(0, 5 << 20), (1, BLOCK), (4096, 2 * BLOCK + 1), (BLOCK - 7, BLOCK + 14), (bytes.len() - (5 << 20), 5 << 20)]
+    {
+        let (got, n) = hash_xof(
+            Input::open(&path).unwrap().range(offset as u64, len as u64).unwrap(),
+            cpu.clone(),
+            &Mode::Hash,
+            0,
+        );
+        assert_eq!(n, len as u64);
+        assert!(got == upstream_xof(&Mode::Hash, &bytes[offset..offset + len], 0), "bytes {offset}..+{len}");
+    }
+    // A subtree (a whole 16 MiB of chunks at a 16 MiB offset), as `b3accel subtree` hashes it.
+    let (offset, len) = (2 * BLOCK as u64, 2 * BLOCK as u64);
+    let mut h = Hasher::new_on(Device::Cpu).unwrap();
+    b3accel::hazmat::HasherExt::set_input_offset(&mut h, offset).unwrap();
+    let options = FileOptions { read: ReadMode::Stream, progress: None };
+    Input::open(&path).unwrap().range(offset, len).unwrap().update(&mut h, &options).unwrap();
+    let mut upstream = blake3::Hasher::new();
+    blake3::hazmat::HasherExt::set_input_offset(&mut upstream, offset);
+    upstream.update(&bytes[offset as usize..(offset + len) as usize]);
+    assert_eq!(
+        b3accel::hazmat::HasherExt::finalize_non_root(&h).unwrap(),
+        blake3::hazmat::HasherExt::finalize_non_root(&upstream)
+    );
+}
+
+/// Opens `path`, lets `change` alter the file, then hashes what was opened, read from the front.
+fn hash_after(path: &Path, change: impl FnOnce()) -> b3accel::Result<(b3accel::OutputReader, u64)> {
+    let input = Input::open(path).unwrap();
+    change();
+    let cpu = b3accel::backend(Device::Cpu).unwrap();
+    input.hash_with(cpu, &Mode::Hash, &FileOptions { read: ReadMode::Stream, progress: None })
+}
+
+#[test]
+fn a_file_that_changes_while_read_is_an_error() {
+    let dir = Dir::new("cold-changes");
+    let len = 2 * BLOCK + 100;
+    let path = dir.write("f", &data(len, 2));
+    // Shrunk: the read ends early.
+    match hash_after(&path, || {
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(BLOCK as u64).unwrap()
+    }) {
+        Err(Error::Io(e)) => {
+            assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof, "{e}");
+            assert!(e.to_string().contains("changed while being read"), "{e}");
+        }
+        other => panic!("a shrunk file: {:?}", other.map(|(_, n)| n)),
+    }
+    // Grown.
+    std::fs::write(&path, data(len, 2)).unwrap();
+    let grown =
+        hash_after(&path, || std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"more").unwrap());
+    assert!(matches!(&grown, Err(Error::InvalidInput(m)) if m.contains("changed")), "{:?}", grown.map(|(_, n)| n));
+    // Rewritten at the same size, a second later.
+    std::fs::write(&path, data(len, 2)).unwrap();
+    let rewritten = hash_after(&path, || {
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::os::unix::fs::FileExt::write_at(&file, b"X", 5).unwrap();
+        file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(1)).unwrap();
+    });
+    assert!(
+        matches!(&rewritten, Err(Error::InvalidInput(m)) if m.contains("changed")),
+        "{:?}",
+        rewritten.map(|(_, n)| n)
+    );
+    // Unchanged: the hash.
+    std::fs::write(&path, data(len, 2)).unwrap();
+    let (mut r, _) = hash_after(&path, || {}).unwrap();
+    let mut got = [0u8; 32];
+    r.fill(&mut got);
+    assert_eq!(got, *blake3::hash(&data(len, 2)).as_bytes());
+}
+
+#[test]
+fn a_mapped_file_truncated_while_hashed_is_an_error_and_spoils_the_hasher() {
+    let dir = Dir::new("cold-truncated");
+    let len = 64 << 20;
+    let path = dir.write("f", &data(len, 3));
+    let mut h = Hasher::new_on(Device::Cpu).unwrap();
+    let count = std::sync::atomic::AtomicU64::new(0);
+    let path2 = path.clone();
+    // The progress callback truncates the file after the first 32 MiB piece of the map.
+    h.on_progress(move |_| {
+        if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            std::fs::OpenOptions::new().write(true).open(&path2).unwrap().set_len(4096).unwrap();
+        }
+    });
+    let err = h.update_mmap(&path).err().expect("a truncated map is an error");
+    assert!(err.to_string().contains("truncated"), "{err}");
+    assert!(h.finalize().is_err(), "a hasher that absorbed a truncated map refuses to finish");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn several_gib_stream_in_bounded_memory() {
+    let dir = Dir::new("cold-big");
+    let path = dir.path().join("sparse");
+    let len: u64 = 3 << 30;
+    std::fs::File::create(&path).unwrap().set_len(len).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_b3accel"))
+        .args(["--backend", "cpu", "--read", "stream", "--no-names"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(child.wait().unwrap().success());
+    // SAFETY: getrusage fills in the struct it is given.
+    let peak_kib = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage.ru_maxrss
+    };
+    let mut upstream = blake3::Hasher::new();
+    std::io::copy(&mut std::io::Read::take(std::io::repeat(0), len), &mut upstream).unwrap();
+    assert_eq!(out.trim(), upstream.finalize().to_hex().as_str());
+    assert!(peak_kib < 256 << 10, "peak resident memory {peak_kib} KiB for a 3 GiB file");
+}
