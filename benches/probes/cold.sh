@@ -376,7 +376,7 @@ echo "- work dir: $dir ($(stat -f -c %T -- "$dir")), device ${fs_dev:-unknown} $
 echo "- disk: $(disk_desc); readahead: $ra_now"
 echo "- b3accel: $b3accel, $("$b3accel" --version 2>/dev/null | head -1)${commit:+, commit $commit}"
 echo "- b3sum: $b3sum, $("$b3sum" --version 2>/dev/null | head -1)"
-echo "- inputs:${inputs%,} in $dir; $rounds rounds, $([ "$warm" = 1 ] &&
+echo "- inputs:${inputs%,} in $dir; rounds: $rounds, $([ "$warm" = 1 ] &&
     echo "page cache kept" || echo "page cache dropped before every run")"
 [ "$has_read" = 1 ] || echo "- this b3accel has no --read option: its --read rows are left out"
 echo
@@ -451,7 +451,7 @@ table() {
             {v[NR] = $1}
             END {
                 m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                printf "| `%s` | %.2f | %.2f-%.2f | %.0f | %.2f | %.2f |\n", c, m, v[1], v[NR], b / 1e6 / m, r / m, s / m
+                printf "| `%s` | %.3f | %.3f-%.3f | %.0f | %.2f | %.2f |\n", c, m, v[1], v[NR], b / 1e6 / m, r / m, s / m
             }'
     done
     echo
