@@ -3,7 +3,7 @@
 import sys
 from collections.abc import Iterable, Sequence
 from os import PathLike
-from typing import TypedDict, Union
+from typing import Literal, TypedDict, Union, overload
 
 if sys.version_info >= (3, 12):
     from collections.abc import Buffer
@@ -13,6 +13,8 @@ else:
 __version__: str
 
 DeviceArg = Union[str, Sequence[str], None]
+#: A local file's modification time (s, ns), change time (s, ns) and inode.
+FileIdentity = tuple[int, int, int, int, int]
 
 class DeviceError(RuntimeError):
     """A device that is not there, not built in, or that failed."""
@@ -86,10 +88,13 @@ def hash_local_files(
     length: int = ...,
     seek: int = ...,
     device: DeviceArg = ...,
+    identities: Sequence[FileIdentity] | None = ...,
 ) -> list[bytes]:
     """``length`` output bytes from ``seek`` of each file (each ``sizes[i]`` bytes long, as
     planned), hashed on the calling thread without the GIL; a file missing, unreadable, a
-    directory or of another size raises its ``OSError`` naming the path and byte range."""
+    directory, of another size or (where ``identities`` are given) of another identity once read
+    raises its ``OSError`` naming the path and byte range; outputs that do not fit in memory
+    raise ``MemoryError``."""
 def local_file_subtree(
     path: str | PathLike[str],
     offset: int,
@@ -99,13 +104,20 @@ def local_file_subtree(
     key: Buffer | None = ...,
     derive_key_context: str | None = ...,
     device: DeviceArg = ...,
+    identity: FileIdentity | None = ...,
 ) -> bytes:
     """The chaining value of bytes ``offset..offset + length`` of the file at ``path`` (which
-    must be ``file_size`` bytes long), hashed on the calling thread without the GIL; errors as
-    ``hash_local_files``."""
-def local_file_sizes(paths: Sequence[str | PathLike[str]]) -> list[int]:
+    must be ``file_size`` bytes long, and of ``identity`` where given), hashed on the calling
+    thread without the GIL; errors as ``hash_local_files``."""
+@overload
+def local_file_sizes(paths: Sequence[str | PathLike[str]], *, identities: Literal[False] = ...) -> list[int]:
     """Each local file's size, looked up in parallel without the GIL: ``-1`` where the path is
     missing, ``-2`` where it is a directory; any other failure raises its ``OSError``."""
+@overload
+def local_file_sizes(
+    paths: Sequence[str | PathLike[str]], *, identities: Literal[True]
+) -> tuple[list[int], list[FileIdentity | None]]:
+    """The sizes, as above, and each file's identity (None where the size is negative)."""
 def merge(
     pieces: Iterable[tuple[int, int, Buffer]],
     *,

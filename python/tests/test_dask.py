@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email.utils
+import functools
 import json
 import os
 import shutil
@@ -11,17 +13,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import blake3 as upstream
+import fsspec  # type: ignore[import-untyped]
 import pytest
 from distributed import Client, LocalCluster
 
 import b3accel
 import b3accel.dask as bd
+from b3accel import _b3accel
 from conftest import ci
 
 PIECE = 64 << 10
@@ -134,7 +138,7 @@ def test_changed_size_fails_naming_object_and_range(
     # The plan sees a size the workers then do not find: the object changed between the two.
     for size in (3 * PIECE + 5, 100):
         (path,) = write_files(tmp_path, [size])
-        monkeypatch.setattr(bd, "_sizes", lambda urls, options: [size - change])
+        monkeypatch.setattr(bd, "_look_up", lambda urls, options: ([size - change], [None]))
         with pytest.raises(bd.ObjectReadError, match=rf"{path.name}: bytes \d+\.\.\d+"):
             bd.hash_file(str(path), client=client, piece_bytes=PIECE)
 
@@ -156,6 +160,7 @@ class RangeHandler(BaseHTTPRequestHandler):
     """Serves the files of ``server.root`` with HEAD and single byte-range GETs."""
 
     server: RangeServer
+    file_stat: os.stat_result
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -165,7 +170,15 @@ class RangeHandler(BaseHTTPRequestHandler):
         if not path.is_file():
             self.send_error(404)
             return None
+        self.file_stat = path.stat()
         return path.read_bytes()
+
+    def _identity(self) -> None:
+        """An ETag from the file's inode, size and modification time, as web servers make
+        theirs, and its Last-Modified."""
+        st = self.file_stat
+        self.send_header("ETag", f'"{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"')
+        self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
 
     def do_HEAD(self) -> None:
         data = self._file()
@@ -173,6 +186,7 @@ class RangeHandler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Accept-Ranges", "bytes")
+            self._identity()
             self.end_headers()
 
     def do_GET(self) -> None:
@@ -192,6 +206,7 @@ class RangeHandler(BaseHTTPRequestHandler):
             body = data[start:end]
             self.send_response(206)
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        self._identity()
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -221,14 +236,14 @@ def test_http_range_reads(client: Client, http_root: tuple[Path, str], monkeypat
         assert outputs == [expected(p.read_bytes(), mode, 40, 3) for p in paths]
     with pytest.raises(FileNotFoundError, match="missing-object"):
         bd.hash_file(f"{base}/missing-object", client=client)
-    monkeypatch.setattr(bd, "_sizes", lambda urls, options: [9 * PIECE + 4])
+    monkeypatch.setattr(bd, "_look_up", lambda urls, options: ([9 * PIECE + 4], [{}]))
     with pytest.raises(bd.ObjectReadError, match=rf"{urls[3]}: bytes \d+\.\.\d+"):
         bd.hash_file(urls[3], client=client, piece_bytes=PIECE)
 
 
-def run_cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def run_cli(*args: str, stdin: bytes = b"", cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "b3accel.dask", *args], input=stdin, capture_output=True, timeout=120
+        [sys.executable, "-m", "b3accel.dask", *args], input=stdin, capture_output=True, timeout=120, cwd=cwd
     )
 
 
@@ -272,3 +287,261 @@ def test_file_url_and_pathlike_inputs(client: Client, tmp_path: Path) -> None:
     (path,) = write_files(tmp_path, [3 * PIECE + 9])
     want = expected(path.read_bytes(), {})
     assert bd.hash_files([path.as_uri(), str(path)], client=client, piece_bytes=PIECE) == [want, want]
+
+
+def test_relative_paths_are_the_clients_files(client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The workers run in another directory, where the same relative names lead to other files.
+    for side in ("client", "workers"):
+        (tmp_path / side / "sub").mkdir(parents=True)
+    paths = write_files(tmp_path / "client", [100, 3 * PIECE + 5])
+    decoys = write_files(tmp_path / "workers", [100, 3 * PIECE + 5])
+    assert [p.name for p in decoys] == [p.name for p in paths]
+    worker_dirs: dict[str, str] = client.run(os.getcwd)
+    client.run(os.chdir, str(tmp_path / "workers" / "sub"))
+    try:
+        monkeypatch.chdir(tmp_path / "client" / "sub")
+        names = [f"../{p.name}" for p in paths]
+        want = [expected(p.read_bytes(), {}) for p in paths]
+        assert bd.hash_files(names, client=client, piece_bytes=PIECE) == want
+        assert bd.hash_files([f"file://{n}" for n in names], client=client, piece_bytes=PIECE) == want
+        cli = run_cli("--scheduler", client.scheduler_info()["address"], "--piece", "64K", *names,
+                      cwd=tmp_path / "client" / "sub")
+        assert cli.returncode == 0, cli.stderr.decode()
+        assert cli.stdout.decode() == "".join(f"{w.hex()}  {n}\n" for w, n in zip(want, names))
+    finally:
+        for address, directory in worker_dirs.items():
+            client.run(os.chdir, directory, workers=[address])
+
+
+def flip_first_byte(path: Path) -> None:
+    """Rewrites ``path`` in place at the same size (same inode): its first byte inverted."""
+    with open(path, "r+b") as f:
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 0xFF]))
+
+
+def replace_keeping_times(path: Path) -> None:
+    """Replaces ``path`` by another file of the same size and modification time (a new inode)."""
+    st = path.stat()
+    new = path.with_name(path.name + ".new")
+    new.write_bytes(bytes(reversed(path.read_bytes())))
+    os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(new, path)
+
+
+def rewrite_after_look_up(monkeypatch: pytest.MonkeyPatch, rewrite: Callable[[], None]) -> None:
+    """Runs ``rewrite`` once the client has looked its objects up, before any task runs."""
+    look_up = bd._look_up
+
+    def hooked(urls: list[str], options: dict[str, Any]) -> tuple[list[int], list[bd.Identity]]:
+        found = look_up(urls, options)
+        rewrite()
+        return found
+
+    monkeypatch.setattr(bd, "_look_up", hooked)
+
+
+@pytest.mark.parametrize("size", [100, 3 * PIECE + 5], ids=["batch", "pieces"])
+@pytest.mark.parametrize(
+    ("rewrite", "what"),
+    [(flip_first_byte, "modification time"), (replace_keeping_times, "inode")],
+    ids=["in-place", "replaced"],
+)
+def test_local_file_rewritten_at_same_size_fails(
+    client: Client,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    size: int,
+    rewrite: Callable[[Path], None],
+    what: str,
+) -> None:
+    # Written just now: the client's look-up must still see a rewrite a moment later.
+    (path,) = write_files(tmp_path, [size])
+    rewrite_after_look_up(monkeypatch, lambda: rewrite(path))
+    with pytest.raises(bd.ObjectReadError, match=rf"{path.name}: bytes \d+\.\.\d+: .*changed.*{what}"):
+        bd.hash_file(str(path), client=client, piece_bytes=PIECE)
+    assert path.stat().st_size == size
+    monkeypatch.undo()
+    assert bd.hash_file(str(path), client=client, piece_bytes=PIECE) == expected(path.read_bytes(), {})
+
+
+@pytest.mark.parametrize("size", [100, 3 * PIECE + 5], ids=["batch", "pieces"])
+def test_http_object_rewritten_at_same_size_fails(
+    client: Client, http_root: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    root, base = http_root
+    (path,) = write_files(root, [size])
+    os.utime(path, (1_000_000_000, 1_000_000_000))  # an old time: the rewrite changes the ETag
+    url = f"{base}/{path.name}"
+    rewrite_after_look_up(monkeypatch, lambda: flip_first_byte(path))
+    with pytest.raises(bd.ObjectReadError, match=rf"{url}: bytes \d+\.\.\d+: the object changed .*ETag"):
+        bd.hash_file(url, client=client, piece_bytes=PIECE)
+    monkeypatch.undo()
+    assert bd.hash_file(url, client=client, piece_bytes=PIECE) == expected(path.read_bytes(), {})
+
+
+@pytest.fixture(scope="module")
+def thread_client() -> Iterator[Client]:
+    """A cluster of threads in this process: they share its memory:// store."""
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    )
+    with Client(cluster, set_as_default=False) as c:  # type: ignore[no-untyped-call]
+        yield c
+    cluster.close()
+
+
+def test_memory_store_object_rewritten_fails(thread_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    fs = fsspec.filesystem("memory")
+    blobs = {"/b3accel-dask-test/small": os.urandom(100), "/b3accel-dask-test/big": os.urandom(3 * PIECE + 5)}
+    fs.pipe(blobs)
+    try:
+        urls = [f"memory://{name}" for name in blobs]
+        want = [expected(data, {}) for data in blobs.values()]
+        assert bd.hash_files(urls, client=thread_client, piece_bytes=PIECE) == want
+        for (name, data), url in zip(blobs.items(), urls):
+            rewrite_after_look_up(monkeypatch, lambda: fs.pipe_file(name, bytes(reversed(data))))
+            with pytest.raises(bd.ObjectReadError, match=rf"{url}: bytes \d+\.\.\d+: the object changed .*created"):
+                bd.hash_file(url, client=thread_client, piece_bytes=PIECE)
+            monkeypatch.undo()
+    finally:
+        fs.rm(list(blobs))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"length": 2**40},
+        {"length": bd.MAX_LENGTH + 1},
+        {"length": 2**62},
+        {"seek": 2**64},
+        {"seek": 2**64 - 10, "length": 11},
+        {"piece_bytes": 0},
+        {"piece_bytes": -PIECE},
+        {"piece_bytes": 2**64},
+    ],
+    ids=str,
+)
+def test_bounds_fail_on_the_client(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: dict[str, int]
+) -> None:
+    # Two objects: a batch (outputs made on a worker) and pieces (merged on the client).
+    paths = [str(p) for p in write_files(tmp_path, [10, 3 * PIECE])]
+    submitted: list[Any] = []
+    real_map = client.map
+
+    def recorded_map(*args: Any, **kwargs: Any) -> Any:
+        submitted.append(args)
+        return real_map(*args, **kwargs)
+
+    monkeypatch.setattr(client, "map", recorded_map)
+    with pytest.raises(ValueError, match="length|seek|piece_bytes"):
+        bd.hash_files(paths, client=client, **{"piece_bytes": PIECE, **bad})  # type: ignore[arg-type]
+    assert submitted == [], "no task was submitted"
+
+
+def test_largest_seek(client: Client, tmp_path: Path) -> None:
+    paths = write_files(tmp_path, [10, 3 * PIECE])
+    outputs = bd.hash_files([str(p) for p in paths], client=client, piece_bytes=PIECE, seek=2**64 - 32)
+    assert outputs == [expected(p.read_bytes(), {}, 32, 2**64 - 32) for p in paths]
+
+
+def test_batches_bound_their_outputs() -> None:
+    tasks = bd.plan([10] * 10, PIECE, length=PIECE // 4)
+    assert [t.indices for t in tasks if isinstance(t, bd.Batch)] == [(0, 1, 2, 3), (4, 5, 6, 7), (8, 9)]
+    assert [len(t.indices) for t in bd.plan([10] * 3, PIECE, length=bd.MAX_LENGTH) if isinstance(t, bd.Batch)] == [
+        1, 1, 1
+    ]
+
+
+def test_worker_refuses_unbounded_outputs(tmp_path: Path) -> None:
+    # A task called with arguments no client checked allocates nothing unbounded.
+    paths = write_files(tmp_path, [10, 10])
+    run = functools.partial(
+        bd._run_task, key=None, derive_key_context=None, seek=0, device="cpu", storage_options={}
+    )
+    batch = bd.Batch((0, 1), (10, 10))
+    urls = tuple(str(p) for p in paths)
+    for length in (2**40, 2**62):
+        with pytest.raises(ValueError, match="length|too large"):
+            run(batch, urls, (None, None), length=length)
+    with pytest.raises(ValueError, match="too large"):
+        run(batch, urls, (None, None), length=bd.MAX_LENGTH)
+
+
+def test_a_rust_panic_is_a_task_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyo3's PanicException derives from BaseException, which Dask's workers do not report as a
+    # task's error: gathering would wait forever.
+    class PanicException(BaseException):
+        pass
+
+    def panics(*args: Any, **kwargs: Any) -> list[bytes]:
+        raise PanicException("index out of bounds")
+
+    (path,) = write_files(tmp_path, [10])
+    monkeypatch.setattr(_b3accel, "hash_local_files", panics)
+    with pytest.raises(RuntimeError, match="PanicException: index out of bounds"):
+        bd._run_task(
+            bd.Batch((0,), (10,)), (str(path),), (None,), key=None, derive_key_context=None, length=32, seek=0,
+            device="cpu", storage_options={},
+        )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--local", "0"], b"at least 1"),
+        (["--local", "-1"], b"at least 1"),
+        (["--local", "two"], b"not a whole number"),
+        (["--local", "1", "--threads", "0"], b"at least 1"),
+        (["--local", "1", "-l", str(2**40)], b"length"),
+        (["--local", "1", "--seek", str(2**64)], b"seek"),
+        (["--local", "1", "--piece", "0"], b"piece_bytes"),
+    ],
+    ids=str,
+)
+def test_cli_rejects_bad_numbers(tmp_path: Path, args: list[str], message: bytes) -> None:
+    (path,) = write_files(tmp_path, [10])
+    ours = subprocess.run(
+        [sys.executable, "-m", "b3accel.dask", *args, str(path)], capture_output=True, timeout=30
+    )
+    assert ours.returncode == 2 and ours.stdout == b""
+    assert b"usage:" in ours.stderr and message in ours.stderr
+
+
+NAMES = [
+    b"carriage\rreturn",
+    b"back\\slash",
+    b"new\nline",
+    b"all\\\r\n\\three",
+    b"caf\xc3\xa9",
+    b"bad\xffbyte",
+    b"truncated\xe2\x82",
+    b"surrogate\xed\xa0\x80x",
+    b"overlong\xc0\xafx",
+    b"\xf0\x9f\x98\xe2\x82\xacmixed\xfe\r",
+]
+
+
+def test_b3sum_line_escaping() -> None:
+    output = bytes(32)
+    assert bd.b3sum_line(output, "plain") == "00" * 32 + "  plain"
+    assert bd.b3sum_line(output, "a\rb\\c\nd") == "\\" + "00" * 32 + "  a\\rb\\\\c\\nd"
+    assert bd.b3sum_line(output, os.fsdecode(b"x\xff\xfey")) == "00" * 32 + "  x\ufffd\ufffdy"
+    assert bd.b3sum_line(output, b"x\xe2\x82\r") == "\\" + "00" * 32 + "  x\ufffd\\r"
+
+
+def test_cli_escapes_names_as_b3sum(client: Client, tmp_path: Path) -> None:
+    b3sum_path = b3sum()
+    paths = []
+    for i, name in enumerate(NAMES):
+        path = os.fsencode(tmp_path) + b"/" + name
+        with open(path, "wb") as f:
+            f.write(os.urandom(100 + i * PIECE // 2))
+        paths.append(path)
+    ours = run_cli("--scheduler", client.scheduler_info()["address"], "--piece", "64K", *map(os.fsdecode, paths))
+    assert ours.returncode == 0, ours.stderr.decode(errors="replace")
+    theirs = subprocess.run([b3sum_path, *paths], capture_output=True, check=True)
+    assert ours.stdout == theirs.stdout
+    assert ours.stdout.count(b"\n") == len(NAMES)

@@ -76,3 +76,43 @@ def test_errors_name_the_file_and_range(tmp_path: Path) -> None:
         _b3accel.local_file_subtree(path, 4096, 1024, 5000)
     with pytest.raises(ValueError, match="multiple of the chunk length"):
         _b3accel.local_file_subtree(path, 100, 1024, 5000)
+
+
+def test_identity_catches_a_file_rewritten_at_its_size(tmp_path: Path) -> None:
+    data = os.urandom(100_000)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    os.utime(path, ns=(10**18, 10**18))  # a modification time the rewrite below cannot keep
+    sizes, ids = _b3accel.local_file_sizes([path, tmp_path, tmp_path / "missing"], identities=True)
+    assert sizes == [100_000, -2, -1] and ids[1:] == [None, None]
+    identity = ids[0]
+    assert identity is not None and identity[0] == 10**9 and identity[4] == path.stat().st_ino
+    assert _b3accel.local_file_sizes([path]) == [100_000]
+    digest = upstream.blake3(data).digest()
+    assert _b3accel.hash_local_files([path], [100_000], identities=[identity]) == [digest]
+    cv = _b3accel.local_file_subtree(path, 65536, 100_000 - 65536, 100_000, identity=identity)
+    assert cv == b3accel.subtree(data[65536:], 65536)
+
+    with open(path, "r+b") as f:  # in place: same inode, same size, other bytes
+        f.write(b"x")
+    changed = rf"{path}: bytes {{}}: the object changed while the job ran: its modification time differs"
+    with pytest.raises(OSError, match=changed.format(r"0\.\.100000")):
+        _b3accel.hash_local_files([path], [100_000], identities=[identity])
+    with pytest.raises(OSError, match=changed.format(r"65536\.\.100000")):
+        _b3accel.local_file_subtree(path, 65536, 100_000 - 65536, 100_000, identity=identity)
+    # Without an identity only the size is checked, as before.
+    assert _b3accel.hash_local_files([path], [100_000]) == [upstream.blake3(path.read_bytes()).digest()]
+    with pytest.raises(ValueError, match="1 paths but 1 sizes and 2 identities"):
+        _b3accel.hash_local_files([path], [100_000], identities=[identity, identity])
+
+
+def test_output_lengths_beyond_memory_are_memory_errors(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"abc")
+    with pytest.raises(MemoryError, match=f"2 outputs of {2**62} bytes"):
+        _b3accel.hash_local_files([path, path], [3, 3], length=2**62)
+    with pytest.raises(MemoryError, match=f"1 outputs of {2**40} bytes"):
+        _b3accel.hash_local_files([path], [3], length=2**40)
+    with pytest.raises(OverflowError):
+        _b3accel.hash_local_files([path], [3], length=2**64)
+    assert _b3accel.hash_local_files([path], [3], length=100) == [upstream.blake3(b"abc").digest(100)]
