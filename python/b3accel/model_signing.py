@@ -53,7 +53,17 @@ from b3accel import _b3accel
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["AUTO", "Config", "FileHasher", "Serializer", "hashing_config", "main"]
+__all__ = [
+    "AUTO",
+    "Config",
+    "FileHasher",
+    "Serializer",
+    "config_for",
+    "hash_paths",
+    "hashing_config",
+    "main",
+    "signed_serialization",
+]
 
 #: ``max_threads=AUTO``: every core (rayon's global pool), as blake3-py's ``blake3.AUTO``.
 AUTO: int = b3accel.blake3.AUTO
