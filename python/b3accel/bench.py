@@ -9,6 +9,7 @@ alone is timed.
 
     python -m b3accel.bench                                 # 64 B .. 1 GiB, a 1 GiB file
     python -m b3accel.bench --sizes 64,1K,16K,1M --file-size 64M --samples 5   # a small machine
+    python -m b3accel.bench --model-dir DIR [...]   # sigstore model_signing: b3accel.model_signing_bench
 
 (python/bench.py in the repository runs the same.)
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -196,6 +198,11 @@ def bench_threads(size: int, count: int, device: str, samples: int) -> None:
 
 
 def main() -> None:
+    if any(arg == "--model-dir" or arg.startswith("--model-dir=") for arg in sys.argv[1:]):
+        from b3accel.model_signing_bench import main as model_signing_main
+
+        model_signing_main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="64,1K,16K,1M,64M,1G", help="one-call input sizes (default %(default)s)")
     parser.add_argument("--file-size", default="1G", help="update_mmap's file size (default %(default)s; 0: skip)")
@@ -204,6 +211,7 @@ def main() -> None:
     parser.add_argument("--device", default="auto", help="b3accel's device= (default %(default)s)")
     parser.add_argument("--samples", type=int, default=9, help="samples per row (default %(default)s)")
     parser.add_argument("--min-sample", type=float, default=0.02, help="seconds a sample lasts at least")
+    parser.add_argument("--model-dir", help="time model_signing's hashing of a model there instead (see b3accel.model_signing_bench)")
     args = parser.parse_args()
 
     print(f"b3accel {b3accel.__version__} on device={args.device}; devices: "
