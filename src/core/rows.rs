@@ -694,8 +694,8 @@ unsafe fn blocks_in_registers<R: Row1>(
 }
 
 /// The one-block compressions of `compress.rs` on one instruction set's rows, as a module of
-/// functions with the same names for every instruction set (`compress.rs` picks the module the
-/// platform chose): `$features` enabled, rows of type `$row`, a short block read by `$short`.
+/// functions with the same names for every instruction set (`platform.rs` picks the module the
+/// process chose): `$features` enabled, rows of type `$row`, a short block read by `$short`.
 macro_rules! row_forms {
     ($(#[$doc:meta])* $isa:ident, $features:literal, $row:ty, $short:ident) => {
         $(#[$doc])*
@@ -765,7 +765,7 @@ macro_rules! row_forms {
                 }
             }
 
-            /// The end of one chunk, as `compress::compress_chunk_end` describes it: the CV in
+            /// The end of one chunk, as `platform::compress_chunk_end` describes it: the CV in
             /// registers from the first block to the last, and only the 8 output words written.
             /// One call for a whole small input, where a call for the blocks and one for the
             /// last block made a CV round trip through memory (about 3% of a 64-byte input's

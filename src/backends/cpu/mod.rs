@@ -29,9 +29,9 @@ mod model;
 mod multi_rows;
 mod upstream;
 
-use crate::core::compress::{parent_cv, Cv};
+use crate::core::compress::Cv;
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
-use crate::core::platform;
+use crate::core::platform::{self, parent_cv};
 pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 use crate::tree::{
     check_blocks_args, check_subtree_args, check_subtree_top_args, top_by_subtrees, Backend, BackendKind, Device,

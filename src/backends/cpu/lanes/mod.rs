@@ -14,8 +14,9 @@ pub(super) mod avx512;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 pub(super) mod sse41;
 
-use crate::core::compress::{block_words, compress_blocks, compress_bytes, rounds, words_to_cv, Cv, Word};
+use crate::core::compress::{block_words, rounds, words_to_cv, Cv, Word};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
+use crate::core::platform::{compress_blocks, compress_bytes};
 
 /// A vector of `N` 32-bit lanes that the compression runs on, one input per lane.
 pub(crate) trait Lanes: Word {
