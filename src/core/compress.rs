@@ -3,7 +3,7 @@
 //! The quarter-round `g`, the round and the message schedule are written once, generically over
 //! [`Word`]. The scalar compression below instantiates them with `u32`; the CPU backend's SIMD
 //! kernels instantiate the same code with vectors whose lanes are independent inputs, and the row
-//! form (`rows.rs`) with one block's four rows. Which form a compression runs on is chosen above
+//! form (`rows/`) with one block's four rows. Which form a compression runs on is chosen above
 //! both, in `platform.rs` (as upstream's `platform.rs` does). The constants live in
 //! `constants.rs`, which `build.rs` also reads to write the GPU kernels' preludes, so the shaders
 //! in `shaders/` never carry a copy of their own.
@@ -34,7 +34,7 @@ pub(crate) trait Word: Copy {
     /// [`Word::rotr12`] as two parts whose exclusive or (and sum, and or: no bit is set in
     /// both) is the rotation, for `g` to join later ([`g_carry`]). By default the rotation
     /// and zero, which the compiler folds away; a word type whose rotation is two shifts and an
-    /// `or`, and whose use is latency-bound, returns the two shifts (see `A2` in `rows.rs`).
+    /// `or`, and whose use is latency-bound, returns the two shifts (see `A2` in `rows/row.rs`).
     #[inline(always)]
     fn rotr12_parts(self) -> (Self, Self) {
         (self.rotr12(), self.xor(self))
