@@ -93,9 +93,8 @@ pub(crate) fn g<W: Word, const N: usize, const K: usize>(v: &mut [W; N], q: [[us
 /// [`g`] with b's rotations left in two parts ([`Word::rotr12_parts`]): quadruple i's b is
 /// `v[b] ^ parts[i]`, on the way in and on the way out. Each half adds the two parts into a one
 /// after the other and joins them off the dependency chain, which runs from b's rotation into
-/// a's addition: with the parts two shifts, that saves the `or` between them, and on Zen 3 the
-/// cycle lost when both shifts become ready at once and issue one after the other (measured by
-/// `benches/probes/rotation_latency.rs`; docs/performance.md).
+/// a's addition: with the parts two shifts, that saves the `or` between them and the cycle lost
+/// where both shifts become ready at once (docs/performance.md).
 /// The row form carries the parts from G to G (its b row is never turned).
 #[inline(always)]
 pub(crate) fn g_carry<W: Word, const N: usize, const K: usize>(

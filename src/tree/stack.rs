@@ -18,8 +18,7 @@ use zeroize::Zeroize;
 /// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
 /// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
 /// flags it is to be compressed with (ROOT aside). Always inlined: as a call of its own (registers
-/// saved, the result returned through memory) it costs a 64-byte input about 3% of its time
-/// (docs/performance.md).
+/// saved, the result returned through memory) it slows small inputs (docs/performance.md).
 #[inline(always)]
 fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
     let (body, last, last_flags) = chunk_split(chunk, domain);
@@ -353,8 +352,8 @@ const RUN_CVS_ON_STACK: usize = 8;
 /// all that is wanted ([`Top::whole_run`]); else, for a whole input of 2^k chunks (one complete
 /// subtree, whose CV would be the top node), for its two halves.
 ///
-/// No stack of 64 pieces is zeroed for each call: that `memset` was about 3% of a 2 KiB input's
-/// time.
+/// No stack of 64 pieces is zeroed for each call: that `memset` slows small inputs
+/// (docs/performance.md).
 fn top_of_run<B: Bulk + ?Sized, T: Top>(backend: &B, input: &[u8], first_chunk: u64, domain: Domain) -> Result<T> {
     if input.len() <= CHUNK_LEN {
         return Ok(T::chunk(chunk_output(input, first_chunk, domain)));

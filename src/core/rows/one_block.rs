@@ -172,7 +172,7 @@ pub(super) unsafe fn masked_quarters(block: &[u8]) -> [__m128i; 4] {
 /// The whole blocks `blocks` compressed in turn into the CV at `cv` on rows of type `R` (the
 /// first with `first_flags` added), the CV kept in registers from block to block: its two halves.
 /// One call per chunk instead of one per block: no CV round trip through memory and no
-/// instruction-set check per block (about 9% of a 1 KiB input's time).
+/// instruction-set check per block (docs/performance.md).
 ///
 /// # Safety
 /// `R`'s instruction set.
@@ -274,8 +274,7 @@ macro_rules! row_forms {
             /// The end of one chunk, as `platform::compress_chunk_end` describes it: the CV in
             /// registers from the first block to the last, and only the 8 output words written.
             /// One call for a whole small input, where a call for the blocks and one for the
-            /// last block made a CV round trip through memory (about 3% of a 64-byte input's
-            /// time).
+            /// last block made a CV round trip through memory (docs/performance.md).
             ///
             /// # Safety
             /// As for [`compress`].

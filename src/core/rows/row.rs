@@ -247,9 +247,8 @@ pub(crate) use {delegate_add_xor, delegate_rotations, delegate_word};
 
 /// AVX2's rows: SSE4.1's arithmetic, with the 12- and 7-bit rotations in two parts, the two
 /// shifts (see `compress::g_carry`). The right shift goes through [`opaque128`], so that LLVM
-/// does not join the parts back into a rotation: a 1 KiB input about 7% faster on Zen 3
-/// (docs/performance.md). Not for `__m128i` itself: the
-/// SSE4.1 lane kernel, which is bound by its instruction count and not by latency, would pay an
+/// does not join the parts back into a rotation (faster: docs/performance.md). Not for `__m128i`
+/// itself: the SSE4.1 lane kernel, which is bound by its instruction count and not by latency, would pay an
 /// addition more per G.
 impl Word for A2 {
     #[inline(always)]
@@ -259,8 +258,8 @@ impl Word for A2 {
     /// Through [`opaque128`]: LLVM may not reassociate these rows' `xor`s. Left free, it could
     /// turn the join of b's two parts and the `xor` with c that follows, `(shl ^ shr) ^ c`,
     /// into `(c ^ shr) ^ shl`, two `xor`s on the chain from c to b instead of one; whether it
-    /// did depended on code elsewhere in the crate, and one chunk on these rows was 7% slower
-    /// when it did. The fence is here rather than on the join in the generic `g`, which would
+    /// did depended on code elsewhere in the crate, and these rows were slower when it did
+    /// (docs/performance.md). The fence is here rather than on the join in the generic `g`, which would
     /// change the 8-lane kernel's code too.
     #[inline(always)]
     fn xor(self, o: Self) -> Self {

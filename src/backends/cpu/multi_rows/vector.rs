@@ -340,9 +340,8 @@ impl<V: RowVector> RowVector for TwoChains<V> {
 /// one cycle each, and five blends, which need not take the shuffle port).
 ///
 /// Moving the message in place beats gathering each round's rows from the quarters with
-/// `vpermt2d` (three cycles each, on port 5 on Intel) at every size from 2 to 16 KiB; the
-/// transposed 4-lane kernel, with 112 instructions a round against these rows' 41, is slower
-/// still (docs/performance.md).
+/// two-source permutes (`vpermt2d`), and the transposed 4-lane kernel is slower still
+/// (docs/performance.md).
 #[derive(Clone, Copy)]
 pub(super) struct MultiRow<V>(pub(super) V);
 
