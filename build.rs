@@ -107,7 +107,7 @@ fn wgsl_prelude() -> String {
 ///   G has used word 8 (`b ^= c`), word 8 goes to memory at `{spill}` and `ymm8` holds the
 ///   shifted copies; the next half adds word 8 back from there (`c += d`, the load part of the
 ///   addition), and the end of the rounds loads it back.
-/// - AVX-512 (`avx512_rounds.s`, `src/backends/cpu/avx512.rs`): message word w in `zmm<16 + w>`,
+/// - AVX-512 (`avx512_rounds.s`, `src/backends/cpu/lanes/avx512.rs`): message word w in `zmm<16 + w>`,
 ///   every rotation one `vprord`.
 fn lane_rounds(avx512: bool) -> String {
     const LENT: usize = 8;
@@ -172,7 +172,7 @@ fn lane_rounds(avx512: bool) -> String {
 }
 
 /// The seven rounds of the row form on `chains` (1 or 2) chains of 256-bit rows (two inputs to
-/// a register, `TwoRowsAvx2` and `TwoChains<TwoRowsAvx2>` in `src/backends/cpu/multi_rows/mod.rs`)
+/// a register, `TwoRowsAvx2` and `TwoChains<TwoRowsAvx2>` in `src/backends/cpu/multi_rows/`)
 /// as an `asm!` template for AVX2, as a loop over rounds 0-5 and round 6 after it.
 ///
 /// - Chain h's rows a, b, c, d stay in `ymm<4h>` to `ymm<4h + 3>` throughout. The diagonals as

@@ -17,8 +17,8 @@
 // of its group) reduces those. The host picks L per call: the fewest dispatches, and among those
 // the fewest levels down to the last one that keeps 32 work-items busy. The sparse top levels of
 // a group (16, 8, 4, 2, 1 busy work-items, each costing a whole SIMD instruction stream) are
-// then left to the parent kernel, where they are a small share of the work (3% faster at 1 GiB
-// than reducing all levels here: docs/performance.md). Only the last group of a dispatch can be
+// then left to the parent kernel, where they are a small share of the work (faster than reducing
+// all levels here: docs/performance.md). Only the last group of a dispatch can be
 // ragged: it holds `valid < W` nodes,
 // which form one complete subtree per set bit of `valid` (BLAKE3's tree is left-heavy). Such a
 // group writes the CV of the subtree of 2^l nodes to `pieces[piece_level + l]`, where piece_level
@@ -32,7 +32,8 @@
 #error "the host defines CHUNK_WG, PARENT_WG, STAGED and MERKLE_WG"
 #endif
 
-// Tuning knobs a caller may set through the build options (benches/probes/opencl_bench.rs tries them):
+// Tuning knobs a caller may set through the build options (benches/probes/opencl_bench.rs tries
+// them):
 //   PREFETCH       with direct loads, load block b+1 while block b is compressed. Default 1: it
 //                  pays most at 64 MiB, where fewer work-items must hide the latency.
 //   UNROLL_BLOCKS  1: unroll the 16 blocks of a chunk; N >= 2: unroll by N (with PREFETCH, the
@@ -53,53 +54,18 @@
 #else
 #define BLOCK_LOOP
 #endif
-//   IMAD_ADDS      write G's two-input additions `c + d` as `d * one + c`, with `one` a value the
-//                  compiler cannot know (get_work_dim() of a 1-D launch): NVIDIA's compiler then
-//                  emits a multiply-add, which runs on the FMA pipe instead of the integer pipe
-//                  that every other operation of G needs. Default 0: it makes every kernel about
-//                  3% slower on an H200 (docs/performance.md).
-//   NV_PRMT        rotate by 16 and 8 with NVIDIA's byte permute (inline PTX; NVIDIA only).
-//                  Default 0: no faster than the funnel shift on an H200.
-#ifndef IMAD_ADDS
-#define IMAD_ADDS 0
-#endif
-#ifndef NV_PRMT
-#define NV_PRMT 0
-#endif
 
 // Rotate right; OpenCL's rotate() turns left.
 #define ROTR(x, n) rotate((x), (uint)(32u - (n)))
-#if NV_PRMT
-inline uint rotr16(uint x) {
-    uint r;
-    asm("prmt.b32 %0, %1, %1, 0x1032;" : "=r"(r) : "r"(x));
-    return r;
-}
-inline uint rotr8(uint x) {
-    uint r;
-    asm("prmt.b32 %0, %1, %1, 0x0321;" : "=r"(r) : "r"(x));
-    return r;
-}
-#define ROTR16(x) rotr16(x)
-#define ROTR8(x) rotr8(x)
-#else
-#define ROTR16(x) ROTR(x, 16u)
-#define ROTR8(x) ROTR(x, 8u)
-#endif
-#if IMAD_ADDS
-#define ADD_CD(c, d) ((d) * one + (c))
-#else
-#define ADD_CD(c, d) ((c) + (d))
-#endif
 
 #define G(a, b, c, d, x, y)       \
     a = a + b + (x);              \
-    d = ROTR16(d ^ a);            \
-    c = ADD_CD(c, d);             \
+    d = ROTR(d ^ a, 16u);         \
+    c = c + d;                    \
     b = ROTR(b ^ c, 12u);         \
     a = a + b + (y);              \
-    d = ROTR8(d ^ a);             \
-    c = ADD_CD(c, d);             \
+    d = ROTR(d ^ a, 8u);          \
+    c = c + d;                    \
     b = ROTR(b ^ c, 7u);
 
 // Round r with the schedule macros from the prelude: every message index is a constant, so `m`
@@ -118,9 +84,6 @@ inline uint rotr8(uint x) {
 // The compression function, keeping only the first half of the output: cv = compress(cv, m,
 // counter, block_len, flags)[0..8].
 inline void compress_cv(uint cv[8], const uint m[16], ulong counter, uint block_len, uint flags) {
-#if IMAD_ADDS
-    const uint one = get_work_dim();
-#endif
     uint v0 = cv[0], v1 = cv[1], v2 = cv[2], v3 = cv[3];
     uint v4 = cv[4], v5 = cv[5], v6 = cv[6], v7 = cv[7];
     uint v8 = IV0, v9 = IV1, v10 = IV2, v11 = IV3;

@@ -67,7 +67,7 @@ struct Params {
 // The chaining values of the workgroup's items as two halves: wlo[i] and whi[i] are words 0-3 and
 // 4-7 of item i (16-byte accesses: a quarter of the instructions, and of wgpu's bounds clamps,
 // of word-major u32 slots; consecutive invocations storing their own item touch consecutive 16
-// bytes, conflict-free). Merkle roots are about 2% faster so than with word-major u32 slots
+// bytes, conflict-free). Merkle roots are faster so than with word-major u32 slots
 // (docs/performance.md).
 var<workgroup> wlo: array<vec4<u32>, 256>; // WG
 var<workgroup> whi: array<vec4<u32>, 256>; // WG
@@ -272,8 +272,8 @@ fn copy_last_chunk(wg: u32, lid: u32) {
 
 // Chunk CVs with direct loads: each invocation reads its own chunk, 16 bytes at a time, the
 // next block's four loads issued before this block's rounds so that their latency hides behind
-// the compression (8% faster passes at 64 MiB resident: docs/performance.md). In bounds: the host binds exactly n_items * 1024 bytes, and only invocations
-// with chunk < n_items load.
+// the compression (faster passes: docs/performance.md). In bounds: the host binds exactly
+// n_items * 1024 bytes, and only invocations with chunk < n_items load.
 @compute @workgroup_size(256)
 fn chunk_pass(@builtin(local_invocation_index) lid: u32,
               @builtin(workgroup_id) wid: vec3<u32>) {

@@ -1,26 +1,48 @@
 //! Comments say what the code does and why; measurements live in docs/performance.md and
-//! history in git. This test fails on a comment under `src/`, `shaders/` or `build.rs` that names
-//! a work session (`session 12`), a numbered run (`run 30`, `runs 36 and 37`) or a host
-//! (`h17`), naming file and line.
+//! history in git. This test fails on a comment under `src/`, `shaders/`, `python/` or `build.rs`
+//! that names a work session (`session 12`), a numbered run (`run 30`, `runs 36 and 37`) or a
+//! host (`h17`), naming file and line.
 
 use std::path::{Path, PathBuf};
 
-/// The Rust, WGSL and OpenCL C sources to check.
+/// The sources to check: Rust, WGSL and OpenCL C, and the Python package's Python and shell
+/// scripts (build output, virtual environments and caches left out).
 fn sources(root: &Path) -> Vec<PathBuf> {
     let mut files = vec![root.join("build.rs")];
-    let mut dirs = vec![root.join("src"), root.join("shaders")];
+    let mut dirs = vec![root.join("src"), root.join("shaders"), root.join("python")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.unwrap().path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
-                dirs.push(path);
-            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "wgsl" | "cl")) {
+                let skip = name.starts_with('.') || name == "target" || name == "__pycache__";
+                if !skip {
+                    dirs.push(path);
+                }
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("rs" | "wgsl" | "cl" | "py" | "pyi" | "sh")
+            ) {
                 files.push(path);
             }
         }
     }
     files.sort();
     files
+}
+
+/// Whether `file`'s comments start with `#` (Python, shell) rather than `//`.
+fn hash_comments(file: &Path) -> bool {
+    matches!(file.extension().and_then(|e| e.to_str()), Some("py" | "pyi" | "sh"))
+}
+
+/// The comment text of each line of a Python or shell source: what follows a `#` (one inside a
+/// string literal counts too, which can only make the check stricter).
+fn hash_comment_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, line)| line.find('#').map(|at| (i + 1, line[at + 1..].to_string())))
+        .collect()
 }
 
 /// The comment text of each line (1-based line numbers): what follows `//`, and the lines of
@@ -86,6 +108,10 @@ fn the_patterns_catch_lab_notes_and_nothing_else() {
     let text = "let a = 1; // run 4 here\n/* session\n 5 */ let b = 2;\nlet url = \"x\";";
     let found: Vec<_> = comments(text).into_iter().filter_map(|(n, c)| lab_note(&c).map(|_| n)).collect();
     assert_eq!(found, [1]);
+    let python = "x = 1  # measured in session 9\ny = 'run 4'\n# h12 again\n";
+    let found: Vec<_> = hash_comment_lines(python).into_iter().filter_map(|(n, c)| lab_note(&c).map(|_| n)).collect();
+    assert_eq!(found, [1, 3]);
+    assert!(hash_comments(Path::new("python/b3accel/dask.py")) && !hash_comments(Path::new("src/lib.rs")));
 }
 
 #[test]
@@ -94,7 +120,8 @@ fn no_comment_names_a_session_a_run_or_a_host() {
     let mut found = Vec::new();
     for file in sources(root) {
         let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        for (line, comment) in comments(&text) {
+        let lines = if hash_comments(&file) { hash_comment_lines(&text) } else { comments(&text) };
+        for (line, comment) in lines {
             if let Some(note) = lab_note(&comment) {
                 let rel = file.strip_prefix(root).unwrap_or(&file).display();
                 found.push(format!("{rel}:{line}: '{note}' in: {}", comment.trim()));

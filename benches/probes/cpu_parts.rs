@@ -4,7 +4,7 @@
 //! between), and upstream's subtree CV (`hazmat::HasherExt::finalize_non_root`) and
 //! `blake3::hash`. Each round times a batch of each in turn.
 //!
-//! `cargo run --release --example cpu_parts -- [ROUNDS] [CHUNKS...]`
+//! `cargo run --release -p b3accel-probes --bin cpu_parts -- [ROUNDS] [CHUNKS...]`
 
 use b3accel::cpu::CpuBackend;
 use b3accel::{hash_on, Backend, Device, CHUNK_LEN, IV};

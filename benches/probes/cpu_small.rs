@@ -3,7 +3,7 @@
 //! the machine's speed falls on both alike; prints the median ratio of throughputs (ours over
 //! upstream's) per size, with the spread over rounds.
 //!
-//! `cargo run --release --no-default-features --example cpu_small -- [--single] [ROUNDS] [SIZE...]`
+//! `cargo run --release -p b3accel-probes --no-default-features --bin cpu_small -- [--single] [ROUNDS] [SIZE...]`
 //! (sizes in bytes; default 64 B, 1, 2, 3, 4, 8, 16, 256 KiB and 1 MiB). With `B3_OFFSET=N`, each
 //! input starts N bytes past a page boundary (`b3accel bench`'s inputs start 16 bytes past one),
 //! instead of wherever the allocator puts a vector of its size.

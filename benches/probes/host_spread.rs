@@ -4,7 +4,7 @@
 //! `$B3ACCEL_OPENCL_UPLOAD` (`host` or `staging`) picks how OpenCL reads host memory.
 //!
 //! ```text
-//! cargo run --release --features opencl --example host_spread -- opencl:1 [ROUNDS] [SIZE_MIB...]
+//! cargo run --release -p b3accel-probes --features opencl --bin host_spread -- opencl:1 [ROUNDS] [SIZE_MIB...]
 //! ```
 
 use b3accel::spread::Spread;

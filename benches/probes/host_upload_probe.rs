@@ -8,7 +8,7 @@
 //! Each is timed alone and while all CPU threads hash another buffer (`update_rayon`).
 //!
 //! ```text
-//! cargo run --release --all-features --example host_upload_probe -- [GiB] [piece MiB]
+//! cargo run --release -p b3accel-probes --all-features --bin host_upload_probe -- [GiB] [piece MiB]
 //! ```
 
 use std::ffi::c_void;

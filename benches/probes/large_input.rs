@@ -2,7 +2,7 @@
 //! against upstream `blake3` (what the GPU backends' segment streaming must get right).
 //!
 //! ```text
-//! cargo run --release --all-features --example large_input -- [GIB]   # default 5
+//! cargo run --release -p b3accel-probes --all-features --bin large_input -- [GIB]   # default 5
 //! ```
 //! It needs GIB GiB of free memory. Software GPUs are skipped (they would take many minutes).
 

@@ -4,7 +4,7 @@
 //! how many of the list's calls gave a GPU bytes.
 //!
 //! ```text
-//! cargo run --release --all-features --example list_overhead -- ROUNDS GPU... [-- SIZE_MIB...]
+//! cargo run --release -p b3accel-probes --all-features --bin list_overhead -- ROUNDS GPU... [-- SIZE_MIB...]
 //! ```
 
 use b3accel::spread::Spread;

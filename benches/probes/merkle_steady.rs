@@ -4,8 +4,8 @@
 //! included; each call's wall time and device time are printed, then the spread.
 //!
 //! ```text
-//! cargo run --release --features opencl --example merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K] [--merkle-levels N] [--plain] [--trusted]
-//! cargo run --release --features opencl --example merkle_steady -- opencl:0 --leaves-log2 20
+//! cargo run --release -p b3accel-probes --features opencl --bin merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K] [--merkle-levels N] [--plain] [--trusted]
+//! cargo run --release -p b3accel-probes --features opencl --bin merkle_steady -- opencl:0 --leaves-log2 20
 //! ```
 
 // Built without a GPU backend, main can only refuse the device: the helpers below go unused.

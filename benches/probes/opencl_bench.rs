@@ -1,7 +1,7 @@
 //! Throughput of the OpenCL backend, checked against upstream `blake3` at every size it times.
 //!
 //! ```text
-//! cargo run --release --features opencl --example opencl_bench -- [OPTIONS]
+//! cargo run --release -p b3accel-probes --features opencl --bin opencl_bench -- [OPTIONS]
 //!   --device N        OpenCL device index (default: the first that is not a CPU, else 0)
 //!   --resident SIZES  device-resident sizes, e.g. 1M,64M,1G (default 1M,64M,1G)
 //!   --host SIZE       host-memory end-to-end size (default 1G; 0 skips)
@@ -761,5 +761,5 @@ fn main() {
     #[cfg(feature = "opencl")]
     bench::main();
     #[cfg(not(feature = "opencl"))]
-    eprintln!("opencl_bench needs the OpenCL backend: cargo run --release --features opencl --example opencl_bench");
+    eprintln!("opencl_bench needs the OpenCL backend: cargo run --release -p b3accel-probes --features opencl --bin opencl_bench");
 }

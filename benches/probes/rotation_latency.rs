@@ -7,7 +7,7 @@
 //! a step where 3 are the ideal (the two shifts, ready in the same cycle, issue one after the
 //! other), the split form 3.0-3.25.
 //!
-//! `cargo run --release --no-default-features --example rotation_latency` (x86-64 with AVX2).
+//! `cargo run --release -p b3accel-probes --no-default-features --bin rotation_latency` (x86-64 with AVX2).
 
 #[cfg(target_arch = "x86_64")]
 fn main() {

@@ -28,7 +28,7 @@
 //!   device-to-host rate of the same 512 MiB (copy into a mapped buffer, and that plus a memcpy).
 //!
 //! ```text
-//! cargo run --release --example wgpu_probe -- merkle --extra 6 --warm-first
+//! cargo run --release -p b3accel-probes --bin wgpu_probe -- merkle --extra 6 --warm-first
 //! ```
 
 use b3accel::wgpu::{ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};

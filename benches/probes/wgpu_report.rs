@@ -4,7 +4,7 @@
 //! checked against upstream `blake3::Hasher::update_rayon`. Every hash is checked.
 //!
 //! ```text
-//! cargo run --release --example wgpu_report [ADAPTER_INDEX] [--quick]
+//! cargo run --release -p b3accel-probes --bin wgpu_report [ADAPTER_INDEX] [--quick]
 //!     [--merkle] [--leaves-log2 20,25] [--many-log2 24] [--merkle-levels 3,4,9]
 //!     [--no-variants] [--no-big] [--resident]
 //! ```
@@ -22,7 +22,7 @@
 //! (`hash_many_into`). `--merkle-levels` also measures the largest tree with each number of levels
 //! per Merkle dispatch. `--leaves-log2` and `--many-log2` set the sizes (`--quick`: 14,16 and
 //! 14), `--merkle` runs only this section. On a software adapter:
-//! `cargo run --release --example wgpu_report -- 0 --merkle --leaves-log2 12,16 --many-log2 14`.
+//! `cargo run --release -p b3accel-probes --bin wgpu_report -- 0 --merkle --leaves-log2 12,16 --many-log2 14`.
 
 use b3accel::wgpu::{Loads, ResidentBreakdown, ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
 use b3accel::{Backend, BackendKind, Mode, Timings};

@@ -3,16 +3,14 @@
 //! The quarter-round `g`, the round and the message schedule are written once, generically over
 //! [`Word`]. The scalar compression below instantiates them with `u32`; the CPU backend's SIMD
 //! kernels instantiate the same code with vectors whose lanes are independent inputs, and the row
-//! form (`rows.rs`) with one block's four rows. The constants live in `constants.rs`, which
-//! `build.rs` also reads to write the GPU kernels' preludes, so the shaders in `shaders/` never
-//! carry a copy of their own.
+//! form (`rows/`) with one block's four rows. Which form a compression runs on is chosen above
+//! both, in `platform.rs` (as upstream's `platform.rs` does). The constants live in
+//! `constants.rs`, which `build.rs` also reads to write the GPU kernels' preludes, so the shaders
+//! in `shaders/` never carry a copy of their own.
 
-use super::constants::{flags, BLOCK_LEN, CHUNK_LEN, G_COLUMNS, G_DIAGONALS, IV, MSG_SCHEDULE};
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-use super::{
-    platform::{rows, Rows},
-    rows as simd_rows,
-};
+#[cfg(test)]
+use super::constants::flags;
+use super::constants::{BLOCK_LEN, G_COLUMNS, G_DIAGONALS, IV, MSG_SCHEDULE};
 
 /// A chaining value: the 32-byte output of a chunk or a parent node, as little-endian bytes.
 pub type Cv = [u8; 32];
@@ -36,7 +34,7 @@ pub(crate) trait Word: Copy {
     /// [`Word::rotr12`] as two parts whose exclusive or (and sum, and or: no bit is set in
     /// both) is the rotation, for `g` to join later ([`g_carry`]). By default the rotation
     /// and zero, which the compiler folds away; a word type whose rotation is two shifts and an
-    /// `or`, and whose use is latency-bound, returns the two shifts (see `A2` in `rows.rs`).
+    /// `or`, and whose use is latency-bound, returns the two shifts (see `A2` in `rows/row.rs`).
     #[inline(always)]
     fn rotr12_parts(self) -> (Self, Self) {
         (self.rotr12(), self.xor(self))
@@ -95,9 +93,8 @@ pub(crate) fn g<W: Word, const N: usize, const K: usize>(v: &mut [W; N], q: [[us
 /// [`g`] with b's rotations left in two parts ([`Word::rotr12_parts`]): quadruple i's b is
 /// `v[b] ^ parts[i]`, on the way in and on the way out. Each half adds the two parts into a one
 /// after the other and joins them off the dependency chain, which runs from b's rotation into
-/// a's addition: with the parts two shifts, that saves the `or` between them, and on Zen 3 the
-/// cycle lost when both shifts become ready at once and issue one after the other (measured by
-/// `benches/probes/rotation_latency.rs`; docs/performance.md).
+/// a's addition: with the parts two shifts, that saves the `or` between them and the cycle lost
+/// where both shifts become ready at once (docs/performance.md).
 /// The row form carries the parts from G to G (its b row is never turned).
 #[inline(always)]
 pub(crate) fn g_carry<W: Word, const N: usize, const K: usize>(
@@ -215,127 +212,6 @@ pub(crate) fn words_to_cv(w: &[u32; 8]) -> Cv {
     out
 }
 
-/// `Some(f(args))` of the row form the process chose (`core::rows`: module `sse41`, `avx2` or
-/// `avx512`; see [`platform`](super::platform)), `None` where that is the portable code. `f`'s
-/// result type `T` is written out (`on_rows!(f(args) -> T)`): off x86 the `None` has nothing
-/// else to take it from.
-macro_rules! on_rows {
-    ($f:ident($($arg:expr),*) -> $t:ty) => {{
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        // SAFETY: the platform module chose each form only where the CPU has its instruction
-        // sets.
-        let done: Option<$t> = unsafe {
-            match rows() {
-                Rows::Avx512 => Some(simd_rows::avx512::$f($($arg),*)),
-                Rows::Avx2 => Some(simd_rows::avx2::$f($($arg),*)),
-                Rows::Sse41 => Some(simd_rows::sse41::$f($($arg),*)),
-                Rows::Portable => None,
-            }
-        };
-        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-        let done: Option<$t> = None;
-        done
-    }};
-}
-
-/// The full compression: the 16-word state after the rounds and the feed-forward. Words 0..8 are
-/// the output chaining value; all 16 are one block of root (XOF) output.
-///
-/// Uses the row-parallel form the process chose (AVX-512VL, AVX2 or SSE4.1; see
-/// [`platform`](super::platform)): the tree's few compressions and every input of one chunk or
-/// less go through here; the portable form otherwise.
-#[inline]
-pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
-    if let Some(out) = on_rows!(compress(cv, block, block_len, counter, flags) -> [u32; 16]) {
-        return out;
-    }
-    compress_portable(cv, block, block_len, counter, flags)
-}
-
-/// Compresses consecutive full blocks (`blocks.len()` a multiple of 64) into `cv`, all with
-/// `counter` and `flags`, the first also with `first_flags`: a chunk's blocks but its last. On
-/// SIMD rows the CV stays in registers from block to block.
-#[inline]
-pub(crate) fn compress_blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, flags: u32, first_flags: u32) {
-    debug_assert!(blocks.len().is_multiple_of(BLOCK_LEN));
-    if blocks.is_empty() || on_rows!(blocks(cv, blocks, counter, flags, first_flags) -> ()).is_some() {
-        return;
-    }
-    let mut f = flags | first_flags;
-    for block in blocks.chunks_exact(BLOCK_LEN) {
-        let out = compress_bytes(cv, block, counter, f);
-        *cv = core::array::from_fn(|i| out[i]);
-        f = flags;
-    }
-}
-
-/// The end of one chunk: the whole blocks `body` compressed into `cv` in turn (the first with
-/// `first_flags` added, as in [`compress_blocks`]), then the last block `last` (0 to 64 bytes,
-/// zero-padded) with `last_flags`, all its flags; its first 8 output words (a CV, or with ROOT
-/// the root hash). On SIMD rows one call keeps the CV in registers throughout.
-#[inline]
-pub(crate) fn compress_chunk_end(
-    cv: &[u32; 8],
-    body: &[u8],
-    counter: u64,
-    flags: u32,
-    first_flags: u32,
-    last: &[u8],
-    last_flags: u32,
-) -> [u32; 8] {
-    if let Some(out) = on_rows!(chunk_end(cv, body, counter, flags, first_flags, last, last_flags) -> [u32; 8]) {
-        return out;
-    }
-    let mut cv = *cv;
-    compress_blocks(&mut cv, body, counter, flags, first_flags);
-    let out = compress_bytes(&cv, last, counter, last_flags);
-    core::array::from_fn(|i| out[i])
-}
-
-/// The chaining values of the last two chunks of an input of 1025 to 2047 bytes, or of a
-/// subtree that ends the same way: the whole chunk `chunk` (index `counter`) and the partial one
-/// after it, `tail` (1 to 1023 bytes), as `[chunk's CV, tail's CV]`, hashed side by side on
-/// two-input rows where the process's row form has them (AVX-512VL or AVX2); `None` elsewhere
-/// (SSE4.1, portable), where the caller hashes them apart.
-#[inline]
-pub(crate) fn chunk_and_tail_cvs(
-    key: &[u32; 8],
-    chunk: &[u8; CHUNK_LEN],
-    tail: &[u8],
-    counter: u64,
-    flags: u32,
-) -> Option<[Cv; 2]> {
-    assert!((1..CHUNK_LEN).contains(&tail.len()), "a partial chunk of {} bytes", tail.len());
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    {
-        // SAFETY: the platform module chose each form only where the CPU has its instruction
-        // sets; the lengths are as asserted.
-        match rows() {
-            Rows::Avx512 => return Some(unsafe { simd_rows::chunk_and_tail_avx512(key, chunk, tail, counter, flags) }),
-            Rows::Avx2 => return Some(unsafe { simd_rows::chunk_and_tail_avx2(key, chunk, tail, counter, flags) }),
-            Rows::Sse41 | Rows::Portable => {}
-        }
-    }
-    // Off x86 there are no two-input rows.
-    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-    let _ = (key, chunk, counter, flags);
-    None
-}
-
-/// The compression of a block given as bytes: `block.len()` (at most 64) is the block length
-/// and the block is zero-padded. Reads the bytes where they lie when the CPU can (AVX-512), and
-/// otherwise pads a copy.
-#[inline]
-pub(crate) fn compress_bytes(cv: &[u32; 8], block: &[u8], counter: u64, flags: u32) -> [u32; 16] {
-    debug_assert!(block.len() <= BLOCK_LEN);
-    if let Some(out) = on_rows!(bytes(cv, block, counter, flags) -> [u32; 16]) {
-        return out;
-    }
-    let mut padded = [0u8; BLOCK_LEN];
-    padded[..block.len()].copy_from_slice(block);
-    compress_portable(cv, &block_words(&padded), block.len() as u32, counter, flags)
-}
-
 /// The compression in plain Rust, one word at a time.
 #[inline]
 pub(crate) fn compress_portable(
@@ -371,26 +247,6 @@ pub(crate) fn compress_portable(
     v
 }
 
-/// The compression reduced to the chaining value it produces (the first 8 output words).
-#[inline]
-pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 8] {
-    let v = compress(cv, block, block_len, counter, flags);
-    core::array::from_fn(|i| v[i])
-}
-
-/// The chaining value of a parent node whose children have chaining values `left` and `right`.
-#[inline]
-pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv {
-    let flags = flags | flags::PARENT;
-    if let Some(out) = on_rows!(parent(key, left, right, flags) -> [u32; 16]) {
-        return words_to_cv(&core::array::from_fn(|i| out[i]));
-    }
-    let mut block = [0u8; BLOCK_LEN];
-    block[..32].copy_from_slice(left);
-    block[32..].copy_from_slice(right);
-    words_to_cv(&compress_cv(key, &block_words(&block), BLOCK_LEN as u32, 0, flags))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,6 +262,7 @@ mod tests {
 
     #[test]
     fn one_block_root_matches_upstream() {
+        use crate::core::platform::compress_cv;
         // "abc" as a single chunk: CHUNK_START | CHUNK_END | ROOT.
         let mut block = [0u8; 64];
         block[..3].copy_from_slice(b"abc");

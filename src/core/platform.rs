@@ -13,6 +13,10 @@
 //! An unknown value changes nothing here; `CpuBackend::from_env` reports it, as the command line
 //! does.
 
+use super::compress::{block_words, compress_portable, words_to_cv, Cv};
+use super::constants::{flags, BLOCK_LEN, CHUNK_LEN};
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+use super::rows as simd_rows;
 #[cfg(target_arch = "x86")]
 use std::arch::x86::{__cpuid, CpuidResult};
 #[cfg(target_arch = "x86_64")]
@@ -393,6 +397,147 @@ fn cpuid(leaf: u32) -> CpuidResult {
 pub(crate) fn machine_threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// `Some(f(args))` of the row form the process chose (`core::rows`: module `sse41`, `avx2` or
+/// `avx512`; see [`rows`]), `None` where that is the portable code. `f`'s
+/// result type `T` is written out (`on_rows!(f(args) -> T)`): off x86 the `None` has nothing
+/// else to take it from.
+macro_rules! on_rows {
+    ($f:ident($($arg:expr),*) -> $t:ty) => {{
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `rows` chose each form only where the CPU has its instruction
+        // sets.
+        let done: Option<$t> = unsafe {
+            match rows() {
+                Rows::Avx512 => Some(simd_rows::avx512::$f($($arg),*)),
+                Rows::Avx2 => Some(simd_rows::avx2::$f($($arg),*)),
+                Rows::Sse41 => Some(simd_rows::sse41::$f($($arg),*)),
+                Rows::Portable => None,
+            }
+        };
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        let done: Option<$t> = None;
+        done
+    }};
+}
+
+/// The full compression: the 16-word state after the rounds and the feed-forward. Words 0..8 are
+/// the output chaining value; all 16 are one block of root (XOF) output.
+///
+/// Uses the row-parallel form the process chose (AVX-512VL, AVX2 or SSE4.1; see
+/// [`Rows`]): the tree's few compressions and every input of one chunk or
+/// less go through here; the portable form otherwise.
+#[inline]
+pub(crate) fn compress(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 16] {
+    if let Some(out) = on_rows!(compress(cv, block, block_len, counter, flags) -> [u32; 16]) {
+        return out;
+    }
+    compress_portable(cv, block, block_len, counter, flags)
+}
+
+/// Compresses consecutive full blocks (`blocks.len()` a multiple of 64) into `cv`, all with
+/// `counter` and `flags`, the first also with `first_flags`: a chunk's blocks but its last. On
+/// SIMD rows the CV stays in registers from block to block.
+#[inline]
+pub(crate) fn compress_blocks(cv: &mut [u32; 8], blocks: &[u8], counter: u64, flags: u32, first_flags: u32) {
+    debug_assert!(blocks.len().is_multiple_of(BLOCK_LEN));
+    if blocks.is_empty() || on_rows!(blocks(cv, blocks, counter, flags, first_flags) -> ()).is_some() {
+        return;
+    }
+    let mut f = flags | first_flags;
+    for block in blocks.chunks_exact(BLOCK_LEN) {
+        let out = compress_bytes(cv, block, counter, f);
+        *cv = core::array::from_fn(|i| out[i]);
+        f = flags;
+    }
+}
+
+/// The end of one chunk: the whole blocks `body` compressed into `cv` in turn (the first with
+/// `first_flags` added, as in [`compress_blocks`]), then the last block `last` (0 to 64 bytes,
+/// zero-padded) with `last_flags`, all its flags; its first 8 output words (a CV, or with ROOT
+/// the root hash). On SIMD rows one call keeps the CV in registers throughout.
+#[inline]
+pub(crate) fn compress_chunk_end(
+    cv: &[u32; 8],
+    body: &[u8],
+    counter: u64,
+    flags: u32,
+    first_flags: u32,
+    last: &[u8],
+    last_flags: u32,
+) -> [u32; 8] {
+    if let Some(out) = on_rows!(chunk_end(cv, body, counter, flags, first_flags, last, last_flags) -> [u32; 8]) {
+        return out;
+    }
+    let mut cv = *cv;
+    compress_blocks(&mut cv, body, counter, flags, first_flags);
+    let out = compress_bytes(&cv, last, counter, last_flags);
+    core::array::from_fn(|i| out[i])
+}
+
+/// The chaining values of the last two chunks of an input of 1025 to 2047 bytes, or of a
+/// subtree that ends the same way: the whole chunk `chunk` (index `counter`) and the partial one
+/// after it, `tail` (1 to 1023 bytes), as `[chunk's CV, tail's CV]`, hashed side by side on
+/// two-input rows where the process's row form has them (AVX-512VL or AVX2); `None` elsewhere
+/// (SSE4.1, portable), where the caller hashes them apart.
+#[inline]
+pub(crate) fn chunk_and_tail_cvs(
+    key: &[u32; 8],
+    chunk: &[u8; CHUNK_LEN],
+    tail: &[u8],
+    counter: u64,
+    flags: u32,
+) -> Option<[Cv; 2]> {
+    assert!((1..CHUNK_LEN).contains(&tail.len()), "a partial chunk of {} bytes", tail.len());
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        // SAFETY: `rows` chose each form only where the CPU has its instruction
+        // sets; the lengths are as asserted.
+        match rows() {
+            Rows::Avx512 => return Some(unsafe { simd_rows::chunk_and_tail_avx512(key, chunk, tail, counter, flags) }),
+            Rows::Avx2 => return Some(unsafe { simd_rows::chunk_and_tail_avx2(key, chunk, tail, counter, flags) }),
+            Rows::Sse41 | Rows::Portable => {}
+        }
+    }
+    // Off x86 there are no two-input rows.
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    let _ = (key, chunk, counter, flags);
+    None
+}
+
+/// The compression of a block given as bytes: `block.len()` (at most 64) is the block length
+/// and the block is zero-padded. Reads the bytes where they lie when the CPU can (AVX-512), and
+/// otherwise pads a copy.
+#[inline]
+pub(crate) fn compress_bytes(cv: &[u32; 8], block: &[u8], counter: u64, flags: u32) -> [u32; 16] {
+    debug_assert!(block.len() <= BLOCK_LEN);
+    if let Some(out) = on_rows!(bytes(cv, block, counter, flags) -> [u32; 16]) {
+        return out;
+    }
+    let mut padded = [0u8; BLOCK_LEN];
+    padded[..block.len()].copy_from_slice(block);
+    compress_portable(cv, &block_words(&padded), block.len() as u32, counter, flags)
+}
+
+/// The compression reduced to the chaining value it produces (the first 8 output words).
+#[inline]
+pub(crate) fn compress_cv(cv: &[u32; 8], block: &[u32; 16], block_len: u32, counter: u64, flags: u32) -> [u32; 8] {
+    let v = compress(cv, block, block_len, counter, flags);
+    core::array::from_fn(|i| v[i])
+}
+
+/// The chaining value of a parent node whose children have chaining values `left` and `right`.
+#[inline]
+pub(crate) fn parent_cv(left: &Cv, right: &Cv, key: &[u32; 8], flags: u32) -> Cv {
+    let flags = flags | flags::PARENT;
+    if let Some(out) = on_rows!(parent(key, left, right, flags) -> [u32; 16]) {
+        return words_to_cv(&core::array::from_fn(|i| out[i]));
+    }
+    let mut block = [0u8; BLOCK_LEN];
+    block[..32].copy_from_slice(left);
+    block[32..].copy_from_slice(right);
+    words_to_cv(&compress_cv(key, &block_words(&block), BLOCK_LEN as u32, 0, flags))
 }
 
 #[cfg(test)]

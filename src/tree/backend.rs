@@ -6,6 +6,7 @@
 //! asked to compress the top node of a run of full chunks itself, with the flags the tree module
 //! gives.
 
+use super::bulk::{subtree_count, MAX_SUBTREE};
 use super::device::{DeviceInfo, FeaturePath};
 use super::error::{Error, Result};
 use super::merkle;
@@ -288,28 +289,28 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// The largest subtree a backend is ever asked for: no cap at all.
-pub(crate) const MAX_SUBTREE: u64 = 1 << 63;
+/// The tree's algorithms (`stack.rs`, `merkle.rs`) reach every backend through
+/// [`Bulk`](super::bulk::Bulk): its methods are these.
+impl<B: Backend + ?Sized> super::bulk::Bulk for B {
+    fn chunk_subtrees_capped(
+        &self,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        key: &[u32; 8],
+        flags: u32,
+        out: &mut [Cv],
+    ) -> Result<()> {
+        Backend::chunk_subtrees_capped(self, input, first_chunk, max_chunks, key, flags, out)
+    }
 
-/// How many subtrees `n` full chunks form when none may be larger than `max_chunks` (a power of
-/// two): `n / max_chunks` of that size, then one per set bit of the rest.
-///
-/// ```
-/// use b3accel::subtree_count;
-/// assert_eq!(subtree_count(6, 1 << 20), 2); // 4 + 2
-/// assert_eq!(subtree_count(16, 8), 2); // 8 + 8
-/// assert_eq!(subtree_count(21, 8), 4); // 8 + 8 + 4 + 1
-/// ```
-pub fn subtree_count(n: u64, max_chunks: u64) -> usize {
-    (n / max_chunks) as usize + (n % max_chunks).count_ones() as usize
-}
+    fn subtree_top(&self, input: &[u8], first_chunk: u64, key: &[u32; 8], flags: u32, top_flags: u32) -> Result<Cv> {
+        Backend::subtree_top(self, input, first_chunk, key, flags, top_flags)
+    }
 
-/// The sizes in chunks of the subtrees that `n` full chunks form when none may be larger than
-/// `max_chunks` (a power of two), in order: [`subtree_count`] of them, as
-/// [`Backend::chunk_subtrees_capped`] returns their CVs.
-pub(crate) fn subtree_sizes(n: u64, max_chunks: u64) -> impl Iterator<Item = u64> {
-    std::iter::repeat_n(max_chunks, (n / max_chunks) as usize)
-        .chain((0..64).rev().map(|b| 1u64 << b).filter(move |b| (n % max_chunks) & b != 0))
+    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
+        Backend::hash_blocks(self, blocks, out)
+    }
 }
 
 /// [`Backend::chunk_subtrees_capped`] as one uncapped call per piece of at most

@@ -1,10 +1,9 @@
 //! Device identity: naming a device (`Device`), and what is known of one (`DeviceInfo`,
 //! `DeviceKind`, `BackendKind`, and `FeaturePath`: which way an open device goes where an
-//! optional feature decides). Opening them is the dispatch layer's job.
+//! optional feature decides). Reading a device's name from text is `device_name.rs`'s job (its
+//! errors name devices too); opening them is the dispatch layer's.
 
-use super::error::{Error, Result};
 use std::fmt;
-use std::str::FromStr;
 
 /// Where hashing runs.
 ///
@@ -52,30 +51,6 @@ impl fmt::Display for Device {
         match self {
             Device::Auto | Device::Cpu => f.write_str(self.backend_name()),
             Device::OpenCl(i) | Device::Wgpu(i) => write!(f, "{}:{i}", self.backend_name()),
-        }
-    }
-}
-
-impl FromStr for Device {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        let lower = s.trim().to_ascii_lowercase();
-        let (name, index) = match lower.split_once(':') {
-            Some((name, idx)) => {
-                let i = idx
-                    .parse::<usize>()
-                    .map_err(|_| Error::InvalidInput(format!("invalid device '{s}': '{idx}' is not a device index")))?;
-                (name, Some(i))
-            }
-            None => (lower.as_str(), None),
-        };
-        match (name, index) {
-            ("auto", None) => Ok(Device::Auto),
-            ("cpu", None) => Ok(Device::Cpu),
-            ("opencl", i) => Ok(Device::OpenCl(i.unwrap_or(0))),
-            ("wgpu", i) => Ok(Device::Wgpu(i.unwrap_or(0))),
-            _ => Err(Error::InvalidInput(format!("invalid device '{s}': expected auto, cpu, opencl[:N] or wgpu[:N]"))),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! 32-byte leaves (which levels carry an odd node up), the level-by-level reduction that alone
 //! knows that rule, and the argument checks of `Backend::merkle` and `Backend::hash_many`.
 
-use super::backend::Backend;
+use super::bulk::Bulk;
 use super::error::{Error, Result};
 use super::mode::Domain;
 use super::stack::root_hash_all;
@@ -150,14 +150,14 @@ pub(crate) fn reduce(
 }
 
 /// [`Backend::merkle`]'s default: the reduction above with the backend's `hash_blocks`.
-pub(crate) fn reduce_on<B: Backend + ?Sized>(backend: &B, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
+pub(crate) fn reduce_on<B: Bulk + ?Sized>(backend: &B, leaves: &[Cv], inner: Option<&mut [Cv]>) -> Result<Cv> {
     check_merkle_args(leaves, inner.as_deref())?;
     let levels = inner.map(|inner| split_levels(inner, leaves.len()));
     reduce(leaves, None, levels, &mut |blocks, out| backend.hash_blocks(blocks, out))
 }
 
 /// [`Backend::hash_many`]'s default: one message at a time through the tree code.
-pub(crate) fn hash_many_on<B: Backend + ?Sized>(
+pub(crate) fn hash_many_on<B: Bulk + ?Sized>(
     backend: &B,
     data: &[u8],
     msg_len: usize,

@@ -5,7 +5,10 @@
 //! the device identity types. It imports only from `core`.
 
 mod backend;
+mod bulk;
+mod context;
 mod device;
+mod device_name;
 mod error;
 pub(crate) mod merkle;
 mod mode;
@@ -17,8 +20,10 @@ pub(crate) mod subtree;
 pub(crate) use backend::capped_by_pieces;
 #[cfg(feature = "wgpu")]
 pub(crate) use backend::timed;
-pub(crate) use backend::{check_blocks_args, check_subtree_args, check_subtree_top_args, subtree_sizes, MAX_SUBTREE};
-pub use backend::{subtree_count, Backend, Timed, Timings};
+pub(crate) use backend::{check_blocks_args, check_subtree_args, check_subtree_top_args};
+pub use backend::{Backend, Timed, Timings};
+pub use bulk::subtree_count;
+pub(crate) use bulk::{subtree_sizes, MAX_SUBTREE};
 pub use device::{BackendKind, Device, DeviceInfo, DeviceKind, FeaturePath};
 pub use error::{Error, Result};
 pub(crate) use mode::Domain;

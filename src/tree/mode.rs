@@ -2,9 +2,8 @@
 //! backend hashes with. Both keep their secrets: their `Debug` forms print no key bytes or key
 //! words, keys compare in constant time, and a `Mode` wipes its key when dropped.
 
-use super::stack::{chunk_output, hash_small, CvStack};
 use crate::core::compress::cv_words;
-use crate::core::constants::{flags, CHUNK_LEN, IV, KEY_LEN};
+use crate::core::constants::{flags, IV, KEY_LEN};
 use std::fmt;
 use zeroize::Zeroize;
 
@@ -28,17 +27,6 @@ pub enum Mode {
     Keyed([u8; KEY_LEN]),
     /// Key derivation with a context string; the input is the key material.
     DeriveKey(String),
-}
-
-impl Mode {
-    /// The key words and flags of this mode.
-    pub(crate) fn domain(&self) -> Domain {
-        match self {
-            Mode::Hash => Domain::HASH,
-            Mode::Keyed(key) => Domain::keyed(key),
-            Mode::DeriveKey(context) => Domain::derive_key(context),
-        }
-    }
 }
 
 /// The context string is shown: BLAKE3 asks for a hard-coded, public one. The key is not.
@@ -106,16 +94,7 @@ impl Domain {
         Domain { key: cv_words(key), flags: flags::KEYED_HASH }
     }
 
-    /// Key derivation: the context string is hashed first (a short input, on the CPU) and its
-    /// hash keys the hashing of the key material.
-    pub fn derive_key(context: &str) -> Domain {
-        let mut key = context_key(context);
-        let domain = Domain::from_context_key(&key);
-        key.zeroize();
-        domain
-    }
-
-    /// Key derivation with the context string already hashed by [`context_key`].
+    /// Key derivation with the context string already hashed (`context::context_key`).
     pub fn from_context_key(context_key: &[u8; KEY_LEN]) -> Domain {
         Domain { key: cv_words(context_key), flags: flags::DERIVE_KEY_MATERIAL }
     }
@@ -149,21 +128,4 @@ impl fmt::Debug for Domain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Domain").field("mode", &self.mode_name()).field("key", &format_args!("<redacted>")).finish()
     }
-}
-
-/// The hash of a key derivation context string: the key of the key material's hashing. Context
-/// strings are short, so this is always one pass on the CPU (a context longer than a chunk goes
-/// through the CPU backend's tree).
-pub(crate) fn context_key(context: &str) -> [u8; KEY_LEN] {
-    let domain = Domain { key: IV, flags: flags::DERIVE_KEY_CONTEXT };
-    let bytes = context.as_bytes();
-    if bytes.len() <= CHUNK_LEN {
-        return hash_small(bytes, domain);
-    }
-    let mut stack = CvStack::new();
-    let full = (bytes.len() - 1) / CHUNK_LEN * CHUNK_LEN;
-    for (i, chunk) in bytes[..full].chunks(CHUNK_LEN).enumerate() {
-        stack.push(chunk_output(chunk, i as u64, domain).chaining_value(), 1, domain);
-    }
-    stack.finalize(&bytes[full..], domain).root_hash()
 }

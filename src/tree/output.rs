@@ -4,8 +4,9 @@
 //! the key material): neither `Debug` form shows them, and a secret node is wiped when dropped.
 
 use super::mode::Domain;
-use crate::core::compress::{block_words, compress, compress_cv, words_to_cv, Cv};
+use crate::core::compress::{block_words, words_to_cv, Cv};
 use crate::core::constants::{flags, BLOCK_LEN};
+use crate::core::platform::{compress, compress_cv};
 use std::{fmt, io};
 use zeroize::Zeroize;
 

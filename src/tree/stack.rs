@@ -6,21 +6,19 @@
 //! the whole chunk before it when the two are all there is (1025 to 2047 bytes): side by side
 //! with the partial one where the CPU has two-input rows.
 
-use super::backend::{subtree_count, subtree_sizes, Backend, MAX_SUBTREE};
+use super::bulk::{subtree_count, subtree_sizes, Bulk, MAX_SUBTREE};
 use super::error::{Error, Result};
 use super::mode::Domain;
 use super::output::Output;
-use crate::core::compress::{
-    block_words, chunk_and_tail_cvs, compress_blocks, compress_chunk_end, parent_cv, words_to_cv, Cv,
-};
+use crate::core::compress::{block_words, words_to_cv, Cv};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN};
+use crate::core::platform::{chunk_and_tail_cvs, compress_blocks, compress_chunk_end, parent_cv};
 use zeroize::Zeroize;
 
 /// One chunk of 0 to 1024 bytes (0 only for the empty input) with index `chunk_index`, all but
 /// its last block compressed: the chaining value so far, the last block (0 to 64 bytes) and the
 /// flags it is to be compressed with (ROOT aside). Always inlined: as a call of its own (registers
-/// saved, the result returned through memory) it costs a 64-byte input about 3% of its time
-/// (docs/performance.md).
+/// saved, the result returned through memory) it slows small inputs (docs/performance.md).
 #[inline(always)]
 fn chunk_head(chunk: &[u8], chunk_index: u64, domain: Domain) -> ([u32; 8], &[u8], u32) {
     let (body, last, last_flags) = chunk_split(chunk, domain);
@@ -143,7 +141,7 @@ impl CvStack {
     /// Hashes `input` (full chunks that continue the input at the current position; more input
     /// follows them) on `backend` and pushes the resulting subtrees, none larger than `max`
     /// chunks.
-    pub fn commit_chunks<B: Backend + ?Sized>(
+    pub fn commit_chunks<B: Bulk + ?Sized>(
         &mut self,
         backend: &B,
         input: &[u8],
@@ -249,7 +247,7 @@ impl CvStack {
     /// Full chunks go to `backend`, the last one too when it is full (it is then not the top
     /// node, so it can share a SIMD group or a dispatch with the others); a partial last chunk is
     /// hashed here. The stack is used up, as by [`finalize`](Self::finalize).
-    pub fn finish<B: Backend + ?Sized>(&mut self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
+    pub fn finish<B: Bulk + ?Sized>(&mut self, backend: &B, tail: &[u8], domain: Domain) -> Result<Output> {
         let chunks = (tail.len() as u64).div_ceil(CHUNK_LEN as u64);
         if self.committed() == 0 && (self.chunks == 0 || chunks <= 1 << self.chunks.trailing_zeros()) {
             return top_of_run(backend, tail, self.chunks, domain);
@@ -294,7 +292,7 @@ trait Top: Sized {
     /// The top node of a run of two or more full chunks and nothing else (`input`, from
     /// `first_chunk`), if this kind of top node can come from the backend's
     /// [`Backend::subtree_top`]; `None` where the tree module needs the CVs below it themselves.
-    fn whole_run<B: Backend + ?Sized>(
+    fn whole_run<B: Bulk + ?Sized>(
         _backend: &B,
         _input: &[u8],
         _first_chunk: u64,
@@ -328,7 +326,7 @@ impl Top for RootHash {
     /// the CPU, up to 16 chunks, no level goes through memory; up to a leaf of one or two
     /// complete subtrees (2^k, or 2^a + 2^b chunks), the last levels are in registers (see
     /// `Backend::subtree_top`).
-    fn whole_run<B: Backend + ?Sized>(
+    fn whole_run<B: Bulk + ?Sized>(
         backend: &B,
         input: &[u8],
         first_chunk: u64,
@@ -354,9 +352,9 @@ const RUN_CVS_ON_STACK: usize = 8;
 /// all that is wanted ([`Top::whole_run`]); else, for a whole input of 2^k chunks (one complete
 /// subtree, whose CV would be the top node), for its two halves.
 ///
-/// No stack of 64 pieces is zeroed for each call: that `memset` was about 3% of a 2 KiB input's
-/// time.
-fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chunk: u64, domain: Domain) -> Result<T> {
+/// No stack of 64 pieces is zeroed for each call: that `memset` slows small inputs
+/// (docs/performance.md).
+fn top_of_run<B: Bulk + ?Sized, T: Top>(backend: &B, input: &[u8], first_chunk: u64, domain: Domain) -> Result<T> {
     if input.len() <= CHUNK_LEN {
         return Ok(T::chunk(chunk_output(input, first_chunk, domain)));
     }
@@ -395,7 +393,7 @@ fn top_of_run<B: Backend + ?Sized, T: Top>(backend: &B, input: &[u8], first_chun
 /// Runs `f` on the CVs of the subtrees that the full chunks `input` form, none larger than `max`
 /// chunks, as the backend returns them: on the stack for a run of fewer than 256 chunks. The CVs
 /// of a keyed or key-derivation tree are secret (as on a `CvStack`): wiped after `f`.
-fn with_run_cvs<B: Backend + ?Sized, R>(
+fn with_run_cvs<B: Bulk + ?Sized, R>(
     backend: &B,
     input: &[u8],
     first_chunk: u64,
@@ -422,7 +420,7 @@ fn with_run_cvs<B: Backend + ?Sized, R>(
 /// [`Backend::subtree_top`] from the CVs of the run's two halves (`n = 2^k`) or of its subtrees
 /// (any other `n`), merged from the right (`n` chunks in all, the arguments already checked): the
 /// trait's default, and a fallback for backends that override it.
-pub(crate) fn top_by_subtrees<B: Backend + ?Sized>(
+pub(crate) fn top_by_subtrees<B: Bulk + ?Sized>(
     backend: &B,
     input: &[u8],
     first_chunk: u64,
@@ -455,13 +453,13 @@ pub(crate) fn root_from_chunk_cvs(cvs: &[Cv], domain: Domain) -> Output {
 /// The root node of a whole input held in memory: its chunks go to `backend` in one call (the
 /// last one too when it is full), the merge of the few subtrees and a partial last chunk happen
 /// here.
-pub(crate) fn hash_all<B: Backend + ?Sized>(backend: &B, input: &[u8], domain: Domain) -> Result<Output> {
+pub(crate) fn hash_all<B: Bulk + ?Sized>(backend: &B, input: &[u8], domain: Domain) -> Result<Output> {
     top_of_run(backend, input, 0, domain)
 }
 
 /// The root hash of a whole input held in memory: [`hash_all`]'s root hash, without building
 /// the root node.
-pub(crate) fn root_hash_all<B: Backend + ?Sized>(backend: &B, input: &[u8], domain: Domain) -> Result<[u8; 32]> {
+pub(crate) fn root_hash_all<B: Bulk + ?Sized>(backend: &B, input: &[u8], domain: Domain) -> Result<[u8; 32]> {
     top_of_run::<B, RootHash>(backend, input, 0, domain).map(|h| h.0)
 }
 

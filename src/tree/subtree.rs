@@ -4,8 +4,9 @@
 //! cover it. The public `hazmat` module re-exports these; the hasher, the device-resident forms
 //! and `b3accel merge` all check subtrees here, once.
 
+use super::context::context_key;
 use super::error::{Error, Result};
-use super::mode::{context_key, Domain};
+use super::mode::Domain;
 use super::output::{Output, OutputReader};
 use super::stack::CvStack;
 use crate::core::constants::{CHUNK_LEN, KEY_LEN, OUT_LEN};

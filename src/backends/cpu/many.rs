@@ -7,10 +7,12 @@
 //! the leaves after the last whole block) is reduced by the `merkle` module's level-by-level code,
 //! which alone knows the rule for an odd node.
 
+use super::backend::CpuBackend;
 use super::lanes::{prefetch_for, Job, Prefetch};
-use super::{use_threads, CpuBackend, Kernel};
+use super::threads::use_threads;
 use crate::core::compress::Cv;
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
+use crate::core::platform::Kernel;
 use crate::tree::merkle::{check_many_args, check_merkle_args, level_sizes, reduce, split_levels};
 use crate::tree::{root_from_chunk_cvs, root_hash_all, Backend, Domain, Result};
 use rayon::prelude::*;

@@ -8,7 +8,7 @@
 //! SIMD groups, and `update_rayon` spreads a large one over the thread pool as its
 //! `Hasher::update_rayon` does for a whole input.
 
-use super::use_threads;
+use super::threads::use_threads;
 use crate::core::compress::{words_to_cv, Cv};
 use crate::core::constants::{flags, CHUNK_LEN, IV};
 use crate::tree::subtree_sizes;

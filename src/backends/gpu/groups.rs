@@ -1,6 +1,6 @@
 //! How a chunk pass spreads a small input over more work-groups: one work-item (invocation)
-//! hashes a whole chunk, so 1024 chunks in groups of 256 keep 4 of an H200's 132 compute units
-//! busy while the rest idle. Both GPU backends' chunk kernels take a group size of up to their
+//! hashes a whole chunk, so 1024 chunks in groups of 256 keep 4 compute units busy while a
+//! large GPU's other hundred or more idle. Both GPU backends' chunk kernels take a group size of up to their
 //! compiled one, and ask this module for it.
 
 /// Fewest work-groups a chunk pass is spread over where its input allows.

@@ -482,7 +482,7 @@ impl Backend for OpenClBackend {
     /// exactly a power of two of chunks (it needs the root's two children), and the default, one
     /// `chunk_subtrees` call per capped piece, would drain and refill the streaming pipeline
     /// between the pieces. The one stream's segments are no longer than a piece, and merge per
-    /// piece (about 10% faster than one stream per piece; docs/performance.md).
+    /// piece (faster than one stream per piece: docs/performance.md).
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],

@@ -46,7 +46,7 @@ pub struct OpenClOptions {
     /// (`Some(true)`, the default, where the driver gives it) or into ordinary pageable memory
     /// (`Some(false)`). NVIDIA's driver completes a read into pageable memory only after a thread
     /// of its own has copied the data on, and that thread wakes up later the longer the read
-    /// waited behind the kernels: pinned results make device-resident calls about 20% faster
+    /// waited behind the kernels: pinned results make device-resident calls faster
     /// (docs/performance.md).
     pub pinned_results: Option<bool>,
     /// Stage the chunk kernel's loads through local memory (`true`) or let each work-item read its

@@ -4,7 +4,8 @@ use crate::tree::{Device, Error, Result};
 use ocl::core::{self, DeviceId};
 use std::ffi::CString;
 
-/// The kernels' source: the constants build.rs generated from src/constants.rs, then the shader.
+/// The kernels' source: the constants build.rs generated from src/core/constants.rs, then the
+/// shader.
 pub(crate) const SOURCE: &str =
     concat!(include_str!(concat!(env!("OUT_DIR"), "/constants.cl")), include_str!("../../../shaders/blake3.cl"));
 

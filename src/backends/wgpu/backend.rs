@@ -69,7 +69,8 @@ impl std::fmt::Debug for WgpuBackend {
 impl WgpuBackend {
     /// Opens adapter `index` (as `Device::Wgpu(index)`, in the order [`devices`](crate::devices)
     /// lists them) with the default options, and hashes 2 KiB of zeros on it once, so that the
-    /// device's first submission (15-18 ms on NVIDIA's Vulkan driver) is paid while it opens.
+    /// device's first submission, slow on some drivers (docs/performance.md), is paid while it
+    /// opens.
     ///
     /// ```
     /// // A missing adapter is an error, never a panic.

@@ -32,7 +32,7 @@ const GROUP_NODES4: u64 = 4 * WORKGROUP as u64;
 
 /// Whether a pass runs `merkle_pass4`: a large level (see [`LARGE_LEVEL`]) reduced by at least
 /// the two levels one invocation makes in registers.
-/// Four nodes an invocation take about 5% less device time than two (docs/performance.md).
+/// Four nodes an invocation take less device time than two (docs/performance.md).
 fn four_per_invocation(pass: &MerklePass) -> bool {
     pass.levels >= 2 && pass.count >= LARGE_LEVEL
 }

@@ -3,7 +3,7 @@
 use super::options::{Loads, ShaderChecks};
 use crate::backends::gpu::layout;
 
-/// The WGSL source: build.rs's generated prelude (BLAKE3's constants from src/constants.rs), then
+/// The WGSL source: build.rs's generated prelude (BLAKE3's constants from src/core/constants.rs), then
 /// shaders/blake3.wgsl. build.rs validated exactly this text with naga.
 pub(crate) const SHADER_SOURCE: &str =
     concat!(include_str!(concat!(env!("OUT_DIR"), "/constants.wgsl")), include_str!("../../../shaders/blake3.wgsl"));

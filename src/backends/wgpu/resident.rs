@@ -141,7 +141,7 @@ impl std::fmt::Debug for ResidentHasher {
 
 impl ResidentHasher {
     /// Builds the BLAKE3 pipelines on your device and hashes 2 KiB of zeros there once: a
-    /// device's first submission can be slow (15-18 ms on NVIDIA's Vulkan driver), and this pays
+    /// device's first submission can be slow (docs/performance.md), and this pays
     /// it here rather than in your first call. The device needs compute shaders, 256 invocations
     /// and 8 KiB of memory per workgroup and three storage buffers per stage (the WebGPU
     /// defaults).

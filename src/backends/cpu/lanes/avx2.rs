@@ -27,10 +27,9 @@ const fn rotation_pattern(bytes: usize) -> [u8; 32] {
 /// `x`'s bytes shuffled by `pattern` (`vpshufb`), as exactly that one instruction, the pattern a
 /// memory operand: [`LanesAvx2`]'s rotations by 16 and 8 bits. Left to itself, LLVM rewrites these
 /// shuffles: a rotation by 16 became two (`vpshuflw` and `vpshufhw`), and a rotation of an
-/// exclusive-or became the exclusive-or of two rotations, both extra work on the two shuffle
-/// ports of Zen 3; with the pattern in a register instead, the 8-lane kernel's 16 state and 16
-/// message vectors had two registers fewer and spilled more (126 stack stores a compression with
-/// the pattern in a register, 87 this way) (docs/performance.md).
+/// exclusive-or became the exclusive-or of two rotations, both extra work on the shuffle ports;
+/// with the pattern in a register instead, the 8-lane kernel's 16 state and 16 message vectors
+/// have two registers fewer and spill more (docs/performance.md).
 ///
 /// # Safety
 /// AVX2.
@@ -147,7 +146,7 @@ impl Lanes for LanesAvx2 {
     }
     #[inline(always)]
     unsafe fn load_msg<const PREFETCH: u8>(input: *const u8, stride: usize, valid: usize) -> [Self; 16] {
-        // (`transmute` rather than `map`: the map's copy of the array cost the kernel 15-20%.)
+        // (`transmute` rather than `map`: the map copies the array, a slower kernel.)
         // SAFETY: `LanesAvx2` is a transparent wrapper around `__m256i`.
         unsafe {
             core::mem::transmute::<[__m256i; 16], [LanesAvx2; 16]>(__m256i::load_msg::<PREFETCH>(input, stride, valid))

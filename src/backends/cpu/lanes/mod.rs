@@ -14,8 +14,9 @@ pub(super) mod avx512;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 pub(super) mod sse41;
 
-use crate::core::compress::{block_words, compress_blocks, compress_bytes, rounds, words_to_cv, Cv, Word};
+use crate::core::compress::{block_words, rounds, words_to_cv, Cv, Word};
 use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV};
+use crate::core::platform::{compress_blocks, compress_bytes};
 
 /// A vector of `N` 32-bit lanes that the compression runs on, one input per lane.
 pub(crate) trait Lanes: Word {
@@ -203,8 +204,8 @@ pub(crate) fn prefetch_for(len: usize) -> Prefetch {
 /// The smallest request whose kernels prefetch the next group: this core's L2 cache where CPUID
 /// gives its size ([`crate::core::platform::l2_cache_bytes`]), else [`PREFETCH_MIN_BYTES`].
 /// Below L2's size the data of a repeated request sits in L2, a group's time ahead only costs,
-/// and [`Prefetch::Near`] is enough; from it on, the next group gains on Intel and is even on
-/// Zen 3 (docs/performance.md).
+/// and [`Prefetch::Near`] is enough; from it on, the next group gains or is even, depending on
+/// the CPU (docs/performance.md).
 #[inline(always)]
 pub(crate) fn prefetch_min_bytes() -> usize {
     use core::sync::atomic::{AtomicUsize, Ordering};
@@ -220,8 +221,7 @@ pub(crate) fn prefetch_min_bytes() -> usize {
 }
 
 /// The smallest request whose kernels prefetch the next group where the L2 cache's size is not
-/// known ([`prefetch_min_bytes`]): larger than a core's L2 cache (1 MiB on Zen 4, 2 MiB on
-/// Sapphire Rapids), so that data that may well sit in a cache already is not fetched a group
+/// known ([`prefetch_min_bytes`]): larger than current CPUs' per-core L2 caches, so that data that may well sit in a cache already is not fetched a group
 /// ahead.
 pub(crate) const PREFETCH_MIN_BYTES: usize = 4 << 20;
 
@@ -339,8 +339,8 @@ pub(crate) unsafe fn group_cvs<V: Lanes>(
             *h = V::splat(*k);
         }
         // Full blocks straight from the input, in a loop of their own: a message source chosen
-        // per block would keep the message vectors from staying in registers (measured: the
-        // chunk path lost 15-30% that way).
+        // per block would keep the message vectors from staying in registers (a slower chunk
+        // path: docs/performance.md).
         let full = if job.last_block_len == BLOCK_LEN { blocks } else { blocks - 1 };
         // A whole group of chunks, the case of every large input, with its stride and lane
         // count as constants: each lane's block is then an address with a constant offset from
