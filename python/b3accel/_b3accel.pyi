@@ -70,6 +70,7 @@ def hash_file(
     key: Buffer | None = ...,
     derive_key_context: str | None = ...,
     device: DeviceArg = ...,
+    read: Literal["auto", "map", "stream"] = ...,
 ) -> bytes: ...
 def subtree(
     data: Buffer,

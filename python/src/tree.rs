@@ -6,6 +6,7 @@ use crate::errors::OrPy;
 use crate::hasher::GIL_MIN_BYTES;
 use crate::mode::mode;
 use crate::target::Target;
+use b3accel::file::{FileOptions, Input, ReadMode};
 use b3accel::hazmat::{self, ChainingValue, HasherExt, Piece};
 use b3accel::merkle::{self, Node, Proof};
 use b3accel::{Device, Hasher, Mode, OUT_LEN};
@@ -28,25 +29,32 @@ fn maybe_detach<R: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> R + Sen
     }
 }
 
-/// The 32-byte BLAKE3 hash (or keyed hash, or derived key) of the file at `path`, on `device`.
+/// The 32-byte BLAKE3 hash (or keyed hash, or derived key) of the file at `path`, on `device`,
+/// read as `read` says: "auto" (mapped where its pages are in memory, else read from the front),
+/// "map" or "stream".
 #[pyfunction]
-#[pyo3(signature = (path, *, key = None, derive_key_context = None, device = None))]
+#[pyo3(signature = (path, *, key = None, derive_key_context = None, device = None, read = "auto"))]
 pub fn hash_file<'py>(
     py: Python<'py>,
     path: PathBuf,
     key: Option<&Bound<'py, PyAny>>,
     derive_key_context: Option<&str>,
     device: Option<&Bound<'py, PyAny>>,
+    read: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mode = mode(key, derive_key_context)?;
     let target = target(device)?;
+    let read: ReadMode = read.parse().map_err(PyValueError::new_err)?;
+    let options = FileOptions { read, progress: None };
     let hash = py
-        .detach(|| match (&target, &mode) {
-            (Target::One(device), Mode::Hash) => b3accel::hash_file_on(*device, &path),
-            _ => Hasher::with_backend(target.open()?, &mode).update_mmap(&path)?.finalize(),
+        .detach(|| {
+            let (mut reader, _) = Input::open(&path)?.hash_with(target.open()?, &mode, &options)?;
+            let mut hash = [0u8; 32];
+            reader.fill(&mut hash);
+            Ok::<_, b3accel::Error>(hash)
         })
         .py()?;
-    Ok(PyBytes::new(py, hash.as_bytes()))
+    Ok(PyBytes::new(py, &hash))
 }
 
 /// The 32-byte chaining value of `data` as the subtree of a larger input that starts at byte

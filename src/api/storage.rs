@@ -410,4 +410,36 @@ mod tests {
         assert_eq!(linux::mincore_pages(&file, 0, 768, 4096), Some((768, 768)));
         std::fs::remove_file(&path).unwrap();
     }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn partitions_and_mapped_devices_ask_the_disks_below_them() {
+        let root = std::env::temp_dir().join(format!("b3accel-sysfs-{}", std::process::id()));
+        let node = |name: &str, rotational: Option<&str>| {
+            let dir = root.join(name);
+            std::fs::create_dir_all(dir.join("queue")).unwrap();
+            if let Some(r) = rotational {
+                std::fs::write(dir.join("queue/rotational"), format!("{r}\n")).unwrap();
+            }
+            dir
+        };
+        let spinning = node("sda", Some("1"));
+        let solid = node("nvme0n1", Some("0"));
+        let part = spinning.join("sda1");
+        std::fs::create_dir_all(&part).unwrap();
+        std::fs::write(part.join("partition"), "1\n").unwrap();
+        let mirror = node("md0", None);
+        std::fs::create_dir_all(mirror.join("slaves")).unwrap();
+        std::os::unix::fs::symlink(&solid, mirror.join("slaves/nvme0n1")).unwrap();
+        let mapped = node("dm-0", None);
+        std::fs::create_dir_all(mapped.join("slaves")).unwrap();
+        std::os::unix::fs::symlink(&mirror, mapped.join("slaves/md0")).unwrap();
+        std::os::unix::fs::symlink(&part, mapped.join("slaves/sda1")).unwrap();
+        assert_eq!(linux::rotational(&spinning, 0), Some(true));
+        assert_eq!(linux::rotational(&part, 0), Some(true), "a partition is its disk");
+        assert_eq!(linux::rotational(&mirror, 0), Some(false), "md over an SSD");
+        assert_eq!(linux::rotational(&mapped, 0), Some(true), "spinning if any device below spins");
+        assert_eq!(linux::rotational(&root.join("missing"), 0), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
