@@ -204,8 +204,9 @@ impl MerkleTree {
         self.0.leaf_count()
     }
 
-    /// The proof that leaf `index` is in the tree, serialized (give it to `verify`). An index
-    /// out of range is a `ValueError`.
+    /// The proof that leaf `index` is in the tree, serialized (give it to `verify`): the leaf
+    /// count as 8 little-endian bytes, then the siblings on the leaf's path, 32 bytes each,
+    /// bottom up. An index out of range is a `ValueError`.
     fn proof<'py>(&self, py: Python<'py>, index: u64) -> PyResult<Bound<'py, PyBytes>> {
         Ok(PyBytes::new(py, &self.0.proof(index).py()?.to_bytes()))
     }
@@ -234,13 +235,17 @@ pub fn merkle_tree(
 }
 
 /// Whether `proof` (from `MerkleTree.proof`) shows that the 32-byte `leaf` is leaf `index` of
-/// the tree whose root is `root`. A malformed proof is a `ValueError`.
+/// the tree of `leaf_count` leaves whose root is `root`. `leaf_count` is the size the verifier
+/// trusts (a root fits trees of several sizes); a proof made for another size, index or root is
+/// `False`. A malformed proof or node is a `ValueError`.
 #[pyfunction]
+#[pyo3(signature = (root, leaf, index, proof, *, leaf_count))]
 pub fn verify(
     root: &Bound<'_, PyAny>,
     leaf: &Bound<'_, PyAny>,
     index: u64,
     proof: &Bound<'_, PyAny>,
+    leaf_count: u64,
 ) -> PyResult<bool> {
     let node = |obj: &Bound<'_, PyAny>, what: &str| -> PyResult<Node> {
         let bytes = Bytes::get(obj)?;
@@ -249,5 +254,5 @@ pub fn verify(
     let root = b3accel::Hash::from_bytes(node(root, "root")?);
     let leaf = node(leaf, "leaf")?;
     let proof = Proof::from_bytes(Bytes::get(proof)?.as_slice()).py()?;
-    Ok(merkle::verify(&root, &leaf, index, &proof))
+    Ok(merkle::verify(&root, &leaf, index, &proof, leaf_count))
 }

@@ -122,9 +122,49 @@ def test_merkle(device: str, n: int) -> None:
     assert tree.root == root and tree.leaf_count == n and len(tree) == n
     for i in sorted({0, n // 2, n - 1}):
         proof = tree.proof(i)
-        assert b3accel.verify(root, leaves[i], i, proof)
-        assert not b3accel.verify(root, os.urandom(32), i, proof)
+        assert proof[:8] == n.to_bytes(8, "little") and len(proof) % 32 == 8
+        assert b3accel.verify(root, leaves[i], i, proof, leaf_count=n)
+        assert not b3accel.verify(root, os.urandom(32), i, proof, leaf_count=n)
+        assert not b3accel.verify(root, leaves[i], i, proof, leaf_count=n + 1)
+        assert not b3accel.verify(root, leaves[i], n, proof, leaf_count=n)
+        assert not b3accel.verify(os.urandom(32), leaves[i], i, proof, leaf_count=n)
     with pytest.raises(ValueError):
         tree.proof(n)
     with pytest.raises(ValueError):
         b3accel.merkle_root(bytes(33))
+
+
+def pair(left: bytes, right: bytes) -> bytes:
+    """A parent of the Merkle tree: BLAKE3 of the two nodes."""
+    return upstream.blake3(left + right).digest()
+
+
+def test_verify_takes_the_leaf_count_from_the_verifier() -> None:
+    """The forgery of issue 52: in the tree [A, B, C], a proof claiming the two-leaf tree
+    [pair(A, B), C] made "C is leaf 1" verify, with leaves made as the docs advise."""
+    context = "b3accel python tests merkle forged proof"
+    records = [b"record A", b"record B", b"record C"]
+    leaves = bytes(b3accel.hash_many(b"".join(records), 8, derive_key_context=context))
+    a, b, c = leaves[:32], leaves[32:64], leaves[64:]
+    root = b3accel.merkle_root(leaves)
+    assert root == pair(pair(a, b), c)
+    forged = (2).to_bytes(8, "little") + pair(a, b)
+    assert not b3accel.verify(root, c, 1, forged, leaf_count=3)
+    # Only a verifier that believed the proof's own count would accept it.
+    assert b3accel.verify(root, c, 1, forged, leaf_count=2)
+    relabelled = (3).to_bytes(8, "little") + pair(a, b)
+    assert not b3accel.verify(root, c, 1, relabelled, leaf_count=3)
+    genuine = b3accel.merkle_tree(leaves).proof(2)
+    assert genuine == relabelled
+    assert b3accel.verify(root, c, 2, genuine, leaf_count=3)
+    for count in [0, 1, 2, 4, 2**64 - 1]:
+        assert not b3accel.verify(root, c, 2, genuine, leaf_count=count)
+    # The count is required, by keyword: a call of the old form is refused, not answered.
+    with pytest.raises(TypeError, match="leaf_count"):
+        b3accel.verify(root, c, 2, genuine)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="merkle proof"):
+        b3accel.verify(root, c, 2, genuine[:-1], leaf_count=3)
+    with pytest.raises(ValueError, match="leaf must be 32 bytes"):
+        b3accel.verify(root, c[:31], 2, genuine, leaf_count=3)
+    with pytest.raises(OverflowError):
+        b3accel.verify(root, c, 2, genuine, leaf_count=-1)
