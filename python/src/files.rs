@@ -14,7 +14,7 @@ use crate::threads::Threads;
 use b3accel::file::{FileOptions, Input};
 use b3accel::hazmat::{self, HasherExt};
 use b3accel::{Backend, Device, Error, Hasher, Mode};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::io;
@@ -70,9 +70,15 @@ pub fn hash_local_files<'py>(
     }
     let mode = mode(key, derive_key_context)?;
     let backend = backend(device)?;
+    // All outputs in one buffer: a length a caller chose that cannot be allocated is a
+    // MemoryError, before any file is read.
+    let mut outputs = paths
+        .len()
+        .checked_mul(length)
+        .filter(|&n| n <= isize::MAX as usize)
+        .map_or_else(|| Err(PyMemoryError::new_err("the outputs would not fit in memory")), crate::try_zeroed)?;
     let outputs = py.detach(|| {
         Threads::One.run_file(|| {
-            let mut outputs = vec![0u8; paths.len() * length];
             for (i, (path, &size)) in paths.iter().zip(&sizes).enumerate() {
                 let hashed = open_planned(path, size)
                     .and_then(|input| input.hash_with(backend.clone(), &mode, &FileOptions::default()));
@@ -83,7 +89,14 @@ pub fn hash_local_files<'py>(
             Ok::<_, io::Error>(outputs)
         })
     })?;
-    Ok((0..paths.len()).map(|i| PyBytes::new(py, &outputs[i * length..(i + 1) * length])).collect())
+    (0..paths.len())
+        .map(|i| {
+            PyBytes::new_with(py, length, |out| {
+                out.copy_from_slice(&outputs[i * length..(i + 1) * length]);
+                Ok(())
+            })
+        })
+        .collect()
 }
 
 /// The 32-byte chaining value of bytes `offset..offset + length` of the file at `path` (which

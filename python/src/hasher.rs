@@ -6,7 +6,7 @@ use crate::mode::mode;
 use crate::target::Target;
 use crate::threads::{Threads, AUTO};
 use b3accel::{Backend, Device, Hasher, Mode, BLOCK_LEN, CHUNK_LEN, KEY_LEN, OUT_LEN};
-use pyo3::exceptions::PyOverflowError;
+use pyo3::exceptions::{PyMemoryError, PyOverflowError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
@@ -349,16 +349,25 @@ impl Blake3 {
         if length > (isize::MAX / 2) as usize {
             return Err(PyOverflowError::new_err("length overflows isize"));
         }
-        // The default 32 bytes on the stack: no bytes object is made only to be read back.
-        let mut short = [0u8; 2 * OUT_LEN];
-        let mut long = Vec::new();
-        let out = if length <= short.len() {
-            &mut short[..length]
+        // The default 32 bytes on the stack; longer output is produced in the second half of a
+        // buffer of its hex length and turned into hex in place. A length that cannot be
+        // allocated is a MemoryError, as for `digest`.
+        let mut short = [0u8; 4 * OUT_LEN];
+        let mut long;
+        let buf = if 2 * length <= short.len() {
+            &mut short[..2 * length]
         } else {
-            long.resize(length, 0);
+            long = crate::try_zeroed(2 * length).map_err(|_| {
+                PyMemoryError::new_err(format!("cannot allocate {length} bytes of output as {} hex digits", 2 * length))
+            })?;
             &mut long[..]
         };
-        self.fill(py, seek, out)?;
-        Ok(PyString::new(py, &crate::hex(out)))
+        self.fill(py, seek, &mut buf[length..])?;
+        if buf.len() < GIL_MIN_BYTES {
+            crate::hex_in_place(buf);
+        } else {
+            py.detach(|| crate::hex_in_place(buf));
+        }
+        crate::ascii_str(py, buf)
     }
 }

@@ -9,7 +9,7 @@ use crate::target::Target;
 use b3accel::hazmat::{self, ChainingValue, HasherExt, Piece};
 use b3accel::merkle::{self, Node, Proof};
 use b3accel::{Device, Hasher, Mode, OUT_LEN};
-use pyo3::exceptions::{PyOverflowError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -150,14 +150,31 @@ pub fn hash_many<'py>(
     derive_key_context: Option<&str>,
     device: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    if message_len == 0 {
+        return Err(PyValueError::new_err(
+            "hash_many: message_len must be at least 1 (the hash of an empty message is blake3(b\"\").digest())",
+        ));
+    }
     let mode = mode(key, derive_key_context)?;
     let target = target(device)?;
     let bytes = Bytes::get(data)?;
     let data = bytes.as_slice();
-    let hashes =
-        maybe_detach(py, data.len(), || merkle::hash_many_with(&*target.open()?, &mode, data, message_len)).py()?;
-    let flat: Vec<u8> = hashes.iter().flat_map(|h| *h.as_bytes()).collect();
-    Ok(PyBytes::new(py, &flat))
+    if !data.len().is_multiple_of(message_len) {
+        return Err(PyValueError::new_err(format!(
+            "hash_many: {} bytes cannot be split into messages of {message_len} bytes",
+            data.len()
+        )));
+    }
+    // The hashes are written straight into the bytes object: 32 bytes a message can be many
+    // times the input, and an allocation that fails is a MemoryError.
+    let out_len = (data.len() / message_len)
+        .checked_mul(OUT_LEN)
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| PyMemoryError::new_err("hash_many: the hashes would not fit in memory"))?;
+    PyBytes::new_with(py, out_len, |out| {
+        let (hashes, _) = out.as_chunks_mut::<OUT_LEN>();
+        maybe_detach(py, data.len(), || merkle::hash_many_into(&*target.open()?, &mode, data, message_len, hashes)).py()
+    })
 }
 
 /// `data` as 32-byte leaves.

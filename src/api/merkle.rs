@@ -514,17 +514,52 @@ pub fn hash_many(device: Device, data: &[u8], msg_len: usize) -> Result<Vec<Hash
 /// # Ok::<(), b3accel::Error>(())
 /// ```
 pub fn hash_many_with(backend: &dyn Backend, mode: &Mode, data: &[u8], msg_len: usize) -> Result<Vec<Hash>> {
-    if msg_len == 0 || !data.len().is_multiple_of(msg_len) {
+    check_many(data, msg_len)?;
+    let mut out = vec![[0u8; 32]; data.len() / msg_len];
+    hash_many_into(backend, mode, data, msg_len, &mut out)?;
+    Ok(out.into_iter().map(Hash::from_bytes).collect())
+}
+
+/// [`hash_many_with`] into a buffer you provide (one you allocated fallibly, or memory another
+/// runtime owns): `out` must hold exactly `data.len() / msg_len` hashes, else an error.
+///
+/// ```
+/// use b3accel::{merkle::hash_many_into, Mode};
+/// let mut out = [[0u8; 32]; 2];
+/// hash_many_into(&b3accel::cpu::CpuBackend::new(), &Mode::Hash, b"abcd", 2, &mut out)?;
+/// assert_eq!(out[1], *blake3::hash(b"cd").as_bytes());
+/// assert!(hash_many_into(&b3accel::cpu::CpuBackend::new(), &Mode::Hash, b"abcd", 4, &mut out).is_err());
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+pub fn hash_many_into(backend: &dyn Backend, mode: &Mode, data: &[u8], msg_len: usize, out: &mut [Node]) -> Result<()> {
+    check_many(data, msg_len)?;
+    if out.len() != data.len() / msg_len {
         return Err(Error::InvalidInput(format!(
-            "hash_many: {} bytes cannot be split into messages of {msg_len} bytes{}",
+            "hash_many: room for {} hashes, but {} bytes are {} messages of {msg_len} bytes",
+            out.len(),
             data.len(),
-            if msg_len == 0 { " (use hash_each for empty messages)" } else { "" }
+            data.len() / msg_len
         )));
     }
     let domain = mode.domain();
-    let mut out = vec![[0u8; 32]; data.len() / msg_len];
-    backend.hash_many(data, msg_len, &domain.key, domain.flags, &mut out)?;
-    Ok(out.into_iter().map(Hash::from_bytes).collect())
+    backend.hash_many(data, msg_len, &domain.key, domain.flags, out)
+}
+
+/// Checks that `data` splits into whole messages of `msg_len` bytes.
+fn check_many(data: &[u8], msg_len: usize) -> Result<()> {
+    if msg_len == 0 {
+        return Err(Error::InvalidInput(
+            "hash_many: a message length of 0 cannot split input into messages (hash_each hashes empty messages)"
+                .into(),
+        ));
+    }
+    if !data.len().is_multiple_of(msg_len) {
+        return Err(Error::InvalidInput(format!(
+            "hash_many: {} bytes cannot be split into messages of {msg_len} bytes",
+            data.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Bytes gathered into one [`Backend::hash_many`] call by [`hash_each`] (a group of equal-length
