@@ -61,6 +61,23 @@ def test_plan_pieces() -> None:
         b3accel.plan_pieces(10, 0)
 
 
+def test_plan_pieces_plans_only_what_can_be_hashed() -> None:
+    """Byte offsets are 64-bit: before the fix, plan_pieces(2**64 + 5, 2**63) gave a piece at byte
+    2**64 that subtree and merge refuse."""
+    for total in [2**64, 2**64 + 5, 2**65, 2**70]:
+        for piece_bytes in [1024, 2**63, 2**64, 2**80]:
+            with pytest.raises(ValueError, match="2\\*\\*64 - 1"):
+                b3accel.plan_pieces(total, piece_bytes)
+    assert b3accel.MAX_INPUT_LEN == 2**64 - 1
+    # The longest input is planned, and merge accepts the cover (its pieces' places, not cvs).
+    cv = bytes(32)
+    for total in [2**64 - 1, 2**64 - 1024, 2**63 + 1]:
+        plan = b3accel.plan_pieces(total, 2**63)
+        assert sum(n for _, n in plan) == total and all(o + n <= 2**64 - 1 for o, n in plan)
+        assert len(b3accel.merge([(o, n, cv) for o, n in plan])) == 32
+    assert b3accel.plan_pieces(2**64 - 1, 2**64) == [(0, 2**64 - 1)]
+
+
 def test_subtree_rules() -> None:
     with pytest.raises(ValueError, match="chunk"):
         b3accel.subtree(bytes(10), 100)
