@@ -100,8 +100,8 @@ def test_huge_hash_many_outputs_are_memory_errors(tmp_path: Path) -> None:
     if not overcommit_refuses(2**42):
         pytest.skip("overcommit is 'always': 4 TiB would be granted, then written")
     sparse = tmp_path / "sparse"
-    with open(sparse, "wb") as f:
-        f.truncate(2**37)
+    with open(sparse, "wb") as out:
+        out.truncate(2**37)
     with open(sparse, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         with pytest.raises(MemoryError):
             b3accel.hash_many(mapped, 1)
