@@ -282,7 +282,7 @@ fn a_proof_claiming_another_tree_size_is_rejected() {
     assert_eq!(root.as_bytes(), &parent(&p_ab, &leaves[2]));
     let c = blake3::derive_key(CONTEXT, records[2]);
     // The forged proof, as bytes from elsewhere.
-    let bytes = [&2u64.to_le_bytes()[..], &p_ab].concat();
+    let bytes = [&2u64.to_le_bytes()[..], &p_ab[..]].concat();
     let forged = Proof::from_bytes(&bytes).unwrap();
     assert!(!merkle::verify(&root, &c, 1, &forged, 3), "C accepted as leaf 1 of [A, B, C]");
     // Relabelled with the right count, the path has the wrong shape.
@@ -317,7 +317,7 @@ fn no_proof_from_the_trees_own_nodes_verifies_another_leaf() {
             let longer: Vec<Vec<Node>> = lists
                 .iter()
                 .filter(|l| l.len() == len - 1)
-                .flat_map(|l| nodes.iter().map(move |x| [&l[..], &[*x]].concat()))
+                .flat_map(|l| nodes.iter().map(move |x| [&l[..], &[*x][..]].concat()))
                 .collect();
             lists.extend(longer);
         }
