@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let index = 41_999u64;
     let proof = tree.proof(index)?;
     let (size, record) = (records.len() as u64, &records[index as usize]);
-    let ok = proof.leaf_count() == size && merkle::verify(&root, &leaf_of(record), index, &proof);
+    let ok = merkle::verify(&root, &leaf_of(record), index, &proof, size);
     println!(
         "record {index} ({} siblings, {} bytes of proof): {}",
         proof.siblings().len(),
@@ -48,6 +48,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     assert!(ok);
     // A tampered record is rejected.
-    assert!(!merkle::verify(&root, &leaf_of(b"record 41999: forged"), index, &proof));
+    assert!(!merkle::verify(&root, &leaf_of(b"record 41999: forged"), index, &proof, size));
+    // So is the same proof for a tree of another size.
+    assert!(!merkle::verify(&root, &leaf_of(record), index, &proof, size + 1));
     Ok(())
 }

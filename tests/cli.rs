@@ -859,6 +859,42 @@ fn closed_stdout_is_not_a_panic() {
     assert_eq!(String::from_utf8_lossy(&first), hex);
 }
 
+/// A `--length` no machine could hold is streamed in every output form, never allocated: the
+/// first bytes arrive, and b3accel stops quietly when the reader goes away.
+#[test]
+fn the_longest_length_streams_in_every_output_form() {
+    let dir = Dir::new("longest");
+    dir.write("a", b"abc");
+    let mut upstream = blake3::Hasher::new().update(b"abc").finalize_xof();
+    let mut expected = [0u8; 600];
+    upstream.fill(&mut expected);
+    let hex: String = expected.iter().map(|b| format!("{b:02x}")).collect();
+    let forms: [(&[&str], Vec<u8>); 4] = [
+        (&["--raw"], expected.to_vec()),
+        (&["--no-names"], hex.clone().into_bytes()),
+        (&["--tag"], format!("BLAKE3 (a) = {hex}").into_bytes()),
+        (&["--json"], format!("{{\"path\":\"a\",\"hash\":\"{hex}").into_bytes()),
+    ];
+    for (form, want) in forms {
+        let mut args = vec!["--length", "18446744073709551615", "a"];
+        args.extend_from_slice(form);
+        let mut child = b3accel_command()
+            .args(&args)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = vec![0u8; 1000];
+        stdout.read_exact(&mut first).unwrap();
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        assert_no_panic(&args, &out);
+        assert_eq!(&first[..want.len().min(1000)], &want[..want.len().min(1000)], "{args:?}");
+    }
+}
+
 /// Unix only: fifos, `/dev` and `/proc`, names that are not UTF-8.
 #[cfg(unix)]
 #[test]

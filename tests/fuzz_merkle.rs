@@ -35,10 +35,11 @@ fn merkle_roots_trees_and_proofs_match_the_definition() {
         prop_assert!(tree.inner_nodes() == &inner[..], "{}: inner nodes of {} leaves", t.name, n);
         let index = pick % n as u64;
         let proof = tree.proof(index).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert!(verify(&tree.root(), &leaves[index as usize], index, &proof));
+        prop_assert!(verify(&tree.root(), &leaves[index as usize], index, &proof, n as u64));
         let mut wrong = leaves[index as usize];
         wrong[(pick % 32) as usize] ^= 1;
-        prop_assert!(!verify(&tree.root(), &wrong, index, &proof), "a changed leaf verifies");
+        prop_assert!(!verify(&tree.root(), &wrong, index, &proof, n as u64), "a changed leaf verifies");
+        prop_assert!(!verify(&tree.root(), &leaves[index as usize], index, &proof, n as u64 + 1), "another size");
         Ok(())
     });
 }

@@ -148,18 +148,19 @@ fn proofs_verify_and_reject_on_every_backend() {
                 let proof = tree.proof(i as u64).unwrap();
                 assert_eq!(proof, reference.proof(i as u64).unwrap(), "{}: proof", t.name);
                 assert_eq!(proof.leaf_count(), n as u64);
-                assert!(merkle::verify(&root, &leaves[i], i as u64, &proof), "{}: proof of leaf {i} of {n}", t.name);
+                let count = n as u64;
+                assert!(merkle::verify(&root, &leaves[i], i as u64, &proof, count), "{}: leaf {i} of {n}", t.name);
                 // A proof survives its byte form.
                 let back = Proof::from_bytes(&proof.to_bytes()).unwrap();
-                assert!(merkle::verify(&root, &leaves[i], i as u64, &back));
+                assert!(merkle::verify(&root, &leaves[i], i as u64, &back, count));
 
                 // Wrong leaf.
                 let mut wrong = leaves[i];
                 wrong[rng.random_range(0..32)] ^= 1 << rng.random_range(0..8);
-                assert!(!merkle::verify(&root, &wrong, i as u64, &proof));
+                assert!(!merkle::verify(&root, &wrong, i as u64, &proof, count));
                 if n > 1 {
                     let other = (i + 1) % n;
-                    assert!(!merkle::verify(&root, &leaves[other], i as u64, &proof));
+                    assert!(!merkle::verify(&root, &leaves[other], i as u64, &proof, count));
                 }
                 // Wrong index: every other index of small trees, a few of large ones.
                 let wrong_indices: Vec<u64> = if n <= 9 {
@@ -169,7 +170,7 @@ fn proofs_verify_and_reject_on_every_backend() {
                 };
                 for j in wrong_indices.into_iter().filter(|&j| j != i as u64) {
                     assert!(
-                        !merkle::verify(&root, &leaves[i], j, &proof),
+                        !merkle::verify(&root, &leaves[i], j, &proof, count),
                         "{}: leaf {i} of {n} accepted at index {j}",
                         t.name
                     );
@@ -179,36 +180,39 @@ fn proofs_verify_and_reject_on_every_backend() {
                 for s in 0..proof.siblings().len() {
                     let mut sib = proof.siblings().to_vec();
                     sib[s][rng.random_range(0..32)] ^= 0x80;
-                    let bad = Proof::new(n as u64, sib);
-                    assert!(!merkle::verify(&root, &leaves[i], i as u64, &bad));
+                    let bad = Proof::new(count, sib);
+                    assert!(!merkle::verify(&root, &leaves[i], i as u64, &bad, count));
                 }
                 if let Some((_, fewer)) = proof.siblings().split_last() {
-                    let bad = Proof::new(n as u64, fewer.to_vec());
-                    assert!(!merkle::verify(&root, &leaves[i], i as u64, &bad));
+                    let bad = Proof::new(count, fewer.to_vec());
+                    assert!(!merkle::verify(&root, &leaves[i], i as u64, &bad, count));
                 }
                 let mut more = proof.siblings().to_vec();
                 more.push(leaves[i]);
-                let bad = Proof::new(n as u64, more);
-                assert!(!merkle::verify(&root, &leaves[i], i as u64, &bad));
-                // Another leaf count: rejected when it changes the path's shape; accepted when
-                // it does not, since the root does not commit to the count (documented: the
-                // verifier must check `leaf_count` itself).
-                for count in [n as u64 + 1, n as u64 * 2, (n as u64).saturating_sub(1), 0] {
-                    if count == n as u64 {
+                let bad = Proof::new(count, more);
+                assert!(!merkle::verify(&root, &leaves[i], i as u64, &bad, count));
+                // Another leaf count, in the proof or at the verifier: always rejected, even
+                // where the shape of the path is the same (the root does not commit to the count).
+                for other in [count + 1, count * 2, count - 1, 0, u64::MAX] {
+                    if other == count {
                         continue;
                     }
-                    let other = Proof::new(count, proof.siblings().to_vec());
-                    let same_shape = count > i as u64 && shape(count, i as u64) == shape(n as u64, i as u64);
+                    let claims_other = Proof::new(other, proof.siblings().to_vec());
+                    assert!(!merkle::verify(&root, &leaves[i], i as u64, &claims_other, count));
+                    assert!(!merkle::verify(&root, &leaves[i], i as u64, &proof, other));
+                    // What a verifier that believed the proof's count would have accepted.
+                    let same_shape = other > i as u64 && shape(other, i as u64) == shape(count, i as u64);
                     assert_eq!(
-                        merkle::verify(&root, &leaves[i], i as u64, &other),
+                        merkle::verify(&root, &leaves[i], i as u64, &claims_other, other),
                         same_shape,
-                        "{}: leaf {i} of {n} with leaf count {count}",
+                        "{}: leaf {i} of {n} under leaf count {other}",
                         t.name
                     );
                 }
                 let mut other_root = *root.as_bytes();
                 other_root[0] ^= 1;
-                assert!(!merkle::verify(&b3accel::Hash::from_bytes(other_root), &leaves[i], i as u64, &proof));
+                let other_root = b3accel::Hash::from_bytes(other_root);
+                assert!(!merkle::verify(&other_root, &leaves[i], i as u64, &proof, count));
             }
             assert!(tree.proof(n as u64).is_err(), "{}: index out of range", t.name);
         }
@@ -240,13 +244,17 @@ fn one_leaf_is_its_own_root() {
         assert_eq!(tree.levels().len(), 0);
         let proof = tree.proof(0).unwrap();
         assert!(proof.siblings().is_empty());
-        assert!(merkle::verify(&tree.root(), &leaf, 0, &proof));
-        assert!(!merkle::verify(&tree.root(), &[0u8; 32], 0, &proof));
+        assert!(merkle::verify(&tree.root(), &leaf, 0, &proof, 1));
+        assert!(!merkle::verify(&tree.root(), &[0u8; 32], 0, &proof, 1));
+        // A leaf is its own root: so is any node, for a verifier that does not fix the size.
+        assert!(!merkle::verify(&tree.root(), &leaf, 0, &proof, 2));
+        assert!(!merkle::verify(&tree.root(), &leaf, 0, &Proof::new(0, vec![]), 0));
     }
 }
 
 /// The absence of domain separation is documented; this pins down what it means, so that the
-/// documentation stays true: an inner node passes as a leaf of a smaller tree.
+/// documentation stays true: an inner node passes as a leaf of a smaller tree with the same
+/// root, and only the verifier's own leaf count rejects it.
 #[test]
 fn inner_nodes_are_not_separated_from_leaves_as_documented() {
     let leaves = random_leaves(4, 4);
@@ -254,9 +262,79 @@ fn inner_nodes_are_not_separated_from_leaves_as_documented() {
     let level1 = tree.levels().next().unwrap().to_vec();
     // Leaves (p01, p23) form a two-leaf tree with the same root as the four-leaf tree.
     let forged = Proof::new(2, vec![level1[1]]);
-    assert!(merkle::verify(&tree.root(), &level1[0], 0, &forged));
-    // A verifier that fixes the tree size rejects it.
-    assert_ne!(forged.leaf_count(), 4);
+    assert!(merkle::verify(&tree.root(), &level1[0], 0, &forged, 2));
+    // A verifier that knows the tree has 4 leaves rejects it, as it is and relabelled.
+    assert!(!merkle::verify(&tree.root(), &level1[0], 0, &forged, 4));
+    assert!(!merkle::verify(&tree.root(), &level1[0], 0, &Proof::new(4, vec![level1[1]]), 4));
+}
+
+/// The forgery of issue 52: in the tree [A, B, C], a proof that claims a two-leaf tree
+/// [p(A, B), C] made "C is leaf 1" verify. With leaves made as the docs advise (derived in
+/// their own mode from records, recomputed by the verifier from the record).
+#[test]
+fn a_proof_claiming_another_tree_size_is_rejected() {
+    const CONTEXT: &str = "b3accel tests merkle forged proof";
+    let records: [&[u8]; 3] = [b"record A", b"record B", b"record C"];
+    let leaves: Vec<Node> = records.iter().map(|r| blake3::derive_key(CONTEXT, r)).collect();
+    let tree = b3accel::merkle_tree(Device::Cpu, &leaves).unwrap();
+    let root = tree.root();
+    let p_ab = parent(&leaves[0], &leaves[1]);
+    assert_eq!(root.as_bytes(), &parent(&p_ab, &leaves[2]));
+    let c = blake3::derive_key(CONTEXT, records[2]);
+    // The forged proof, as bytes from elsewhere.
+    let bytes = [&2u64.to_le_bytes()[..], &p_ab[..]].concat();
+    let forged = Proof::from_bytes(&bytes).unwrap();
+    assert!(!merkle::verify(&root, &c, 1, &forged, 3), "C accepted as leaf 1 of [A, B, C]");
+    // Relabelled with the right count, the path has the wrong shape.
+    let relabelled = Proof::new(3, vec![p_ab]);
+    assert!(!merkle::verify(&root, &c, 1, &relabelled, 3));
+    // Every index, every count up to 8 written into a proof of these siblings.
+    for claimed in 0..8u64 {
+        for index in 0..8u64 {
+            for siblings in [vec![], vec![p_ab], vec![leaves[0], leaves[1]], vec![leaves[0], leaves[2]]] {
+                let p = Proof::new(claimed, siblings.clone());
+                let genuine = index == 2 && claimed == 3 && siblings == [p_ab];
+                assert_eq!(merkle::verify(&root, &c, index, &p, 3), genuine, "claimed {claimed}, index {index}");
+            }
+        }
+    }
+    // The genuine proof still verifies.
+    assert!(merkle::verify(&root, &c, 2, &tree.proof(2).unwrap(), 3));
+}
+
+/// An attacker who knows a whole small tree tries every leaf value, index and list of up to
+/// three siblings drawn from the tree's own nodes (leaves and inner nodes), the proof claiming
+/// the verifier's leaf count: only the genuine leaf with its genuine proof verifies.
+#[test]
+fn no_proof_from_the_trees_own_nodes_verifies_another_leaf() {
+    for n in 1..=7usize {
+        let leaves = random_leaves(n, 52 + n as u64);
+        let tree = b3accel::merkle_tree(Device::Cpu, &leaves).unwrap();
+        let root = tree.root();
+        let nodes: Vec<Node> = leaves.iter().chain(tree.inner_nodes()).copied().collect();
+        let mut lists: Vec<Vec<Node>> = vec![vec![]];
+        for len in 1..=3 {
+            let longer: Vec<Vec<Node>> = lists
+                .iter()
+                .filter(|l| l.len() == len - 1)
+                .flat_map(|l| nodes.iter().map(move |x| [&l[..], &[*x][..]].concat()))
+                .collect();
+            lists.extend(longer);
+        }
+        let mut accepted = 0;
+        for leaf in &nodes {
+            for index in 0..n as u64 + 1 {
+                for siblings in &lists {
+                    if merkle::verify(&root, leaf, index, &Proof::new(n as u64, siblings.clone()), n as u64) {
+                        assert_eq!(leaf, &leaves[index as usize], "n = {n}: a forged leaf at {index}");
+                        assert_eq!(siblings, tree.proof(index).unwrap().siblings(), "n = {n}: index {index}");
+                        accepted += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(accepted, n, "n = {n}: each leaf verifies once");
+    }
 }
 
 /// Message lengths for `hash_many`: around block and chunk edges, and multi-chunk messages on

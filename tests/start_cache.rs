@@ -2,9 +2,10 @@
 //! `B3ACCEL_CACHE_DIR` pointing at a scratch directory, a first run builds the kernels (OpenCL
 //! program binaries) or pipelines (wgpu, where the device has a pipeline cache) and writes the
 //! cache files, a second run reads them, and both print upstream's hash lines. Files that are
-//! truncated, flipped, garbage, empty, made for another key, or whole but refused by the driver
-//! are ignored (the hash is still right) and rewritten valid. `B3ACCEL_CACHE=off` reads and
-//! writes nothing. A wgpu device without a pipeline cache writes nothing.
+//! truncated, flipped, empty, made for another key, or whole but refused by the driver are
+//! ignored (the hash is still right) and rewritten valid; a file that is not b3accel's own
+//! (garbage) is ignored and left as it is. `B3ACCEL_CACHE=off` reads and writes nothing. A wgpu
+//! device without a pipeline cache writes nothing.
 //!
 //! `B3ACCEL_CACHE_DEBUG` makes each process report its cache reads and writes on standard error
 //! (`b3accel cache: hit|miss|rejected|refused by the driver|wrote: PATH ...`); the tests read
@@ -172,7 +173,7 @@ fn cycle(case: &Case, rewrites_on_hit: bool) {
 
     // Damaged files: each is ignored, the hash is still right, and the file is rewritten valid
     // for the same key.
-    let damages: [(&str, &str, Damage); 6] = [
+    let damages: [(&str, &str, Damage); 5] = [
         ("truncated", "rejected", |b, _| b[..b.len() / 2].to_vec()),
         ("flipped", "rejected", |b, _| {
             let mut b = b.to_vec();
@@ -181,7 +182,6 @@ fn cycle(case: &Case, rewrites_on_hit: bool) {
             b[last] ^= 0x01;
             b
         }),
-        ("garbage", "rejected", |b, _| common::random_bytes(b.len(), 99)),
         ("empty", "rejected", |_, _| Vec::new()),
         ("foreign", "rejected", |b, key| sealed(&format!("{key} on another machine"), &parse(b).unwrap().1)),
         // Whole and made for this key, but not the driver's data: the driver must refuse it
@@ -208,7 +208,24 @@ fn cycle(case: &Case, rewrites_on_hit: bool) {
         );
         assert!(now.iter().all(|(_, p)| !p.is_empty()), "{device}, {what}: empty payload");
     }
-    // And the rewritten files are read as before.
+    // Garbage (not a file b3accel wrote) is ignored and never replaced: the hash is still right.
+    for f in case.files() {
+        std::fs::write(&f, common::random_bytes(4096, 99)).unwrap();
+    }
+    let lines = case.run(&[]);
+    assert_eq!(count(&lines, "rejected"), written.len(), "{device}, garbage files: {lines:#?}");
+    assert_eq!(count(&lines, "wrote"), 0, "{device}, garbage files replaced: {lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("b3accel cache: not written:") && l.contains("is not a b3accel cache file")),
+        "{device}, garbage files: {lines:#?}"
+    );
+    for f in case.files() {
+        assert_eq!(std::fs::read(&f).unwrap(), common::random_bytes(4096, 99), "{device}: {} replaced", f.display());
+        std::fs::write(&f, b"").unwrap();
+    }
+    // Emptied, they are rewritten; and the rewritten files are read as before.
+    case.run(&[]);
+    assert_eq!(case.valid_files().len(), written.len(), "{device}");
     let after = case.run(&[]);
     assert_eq!(count(&after, "hit"), written.len(), "{device}: {after:#?}");
     assert_eq!(count(&after, "rejected") + count(&after, "refused by the driver"), 0, "{device}: {after:#?}");

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHUNK_LEN",
     "DeviceError",
+    "MAX_INPUT_LEN",
     "MerkleTree",
     "__version__",
     "blake3",
@@ -59,6 +60,9 @@ __all__ = [
 
 #: BLAKE3's chunk length in bytes: pieces of an input start at multiples of it.
 CHUNK_LEN = 1024
+
+#: The longest input ``plan_pieces`` plans: every piece's offset and end fit in 64 bits.
+MAX_INPUT_LEN = 2**64 - 1
 
 DeviceArg = Union[str, Sequence[str], None]
 
@@ -96,12 +100,18 @@ def plan_pieces(total_len: int, piece_bytes: int) -> list[tuple[int, int]]:
     BLAKE3's tree wherever they lie, so ``merge([(o, n, subtree(data[o:o + n], o)) ...])`` is
     ``blake3(data).digest()``. An input of at most one piece comes back as the single piece
     ``(0, total_len)``: its chaining value is not its hash, so hash it whole with ``blake3``.
-    The function is pure (no I/O, no device).
+    An input longer than ``MAX_INPUT_LEN`` (2**64 - 1 bytes: byte offsets are 64-bit) is a
+    ``ValueError``. The function is pure (no I/O, no device).
     """
     if not isinstance(total_len, int) or not isinstance(piece_bytes, int):
         raise TypeError("plan_pieces takes two ints: total_len and piece_bytes")
     if total_len < 0:
         raise ValueError(f"total_len must be >= 0, not {total_len}")
+    if total_len > MAX_INPUT_LEN:
+        raise ValueError(
+            f"total_len {total_len} is more than the {MAX_INPUT_LEN} bytes (2**64 - 1) that subtree and merge "
+            "can place: their byte offsets are 64-bit"
+        )
     if piece_bytes < 1:
         raise ValueError(f"piece_bytes must be >= 1, not {piece_bytes}")
     chunks = max(piece_bytes // CHUNK_LEN, 1)

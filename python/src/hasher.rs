@@ -6,11 +6,11 @@ use crate::mode::mode;
 use crate::target::Target;
 use crate::threads::{Threads, AUTO};
 use b3accel::{Backend, Device, Hasher, Mode, BLOCK_LEN, CHUNK_LEN, KEY_LEN, OUT_LEN};
-use pyo3::exceptions::PyOverflowError;
+use pyo3::exceptions::{PyMemoryError, PyOverflowError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use zeroize::Zeroize;
 
 /// Inputs and outputs shorter than this are handled without releasing the GIL: releasing and
@@ -143,16 +143,37 @@ impl Clone for Held {
     }
 }
 
+/// A lock guard carried out of `Python::detach`, which runs its closure on the calling thread:
+/// the guard is taken and released on one thread, as a `MutexGuard` must be.
+struct WaitedFor<'a>(MutexGuard<'a, State>);
+
+// SAFETY: only ever returned from `detach`'s closure to the thread that ran it (see above).
+unsafe impl Send for WaitedFor<'_> {}
+
 impl Blake3 {
+    /// The state, locked, by a thread without the GIL (inside `detach`).
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state, locked, by a thread that holds the GIL. Where another thread holds the lock
+    /// (hashing without the GIL, or blocked reading a FIFO), this one waits without the GIL, so
+    /// that every other Python thread runs meanwhile. No thread waits for the GIL while it holds
+    /// the lock and another waits for the lock while holding the GIL: every wait for the lock
+    /// by a GIL holder goes through here.
+    fn lock_py(&self, py: Python<'_>) -> MutexGuard<'_, State> {
+        match self.state.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => py.detach(|| WaitedFor(self.lock())).0,
+        }
     }
 
     /// Adds `data` (any object with the buffer protocol): a short `bytes` object that is the
     /// first input is held, other short input gathered; see [`Blake3::add`].
     fn add_object(&self, data: &Bound<'_, PyAny>) -> PyResult<()> {
         if let Ok(bytes) = data.cast_exact::<PyBytes>() {
-            let mut state = self.lock();
+            let mut state = self.lock_py(data.py());
             if state.is_empty() && bytes.as_bytes().len() <= SHORT_MAX {
                 state.held = Some(Held::new(bytes));
                 return Ok(());
@@ -171,7 +192,7 @@ impl Blake3 {
             self.threads.run(data.len(), || hasher.update(data).map(|_| ()))
         };
         {
-            let mut state = self.lock();
+            let mut state = self.lock_py(py);
             if state.hasher.is_none() && state.short_input().len() + data.len() < SHORT_MAX {
                 state.gather(data);
                 return Ok(());
@@ -201,7 +222,7 @@ impl Blake3 {
     /// GIL released unless the input and the output are short.
     fn fill(&self, py: Python<'_>, seek: u64, out: &mut [u8]) -> PyResult<()> {
         {
-            let state = self.lock();
+            let state = self.lock_py(py);
             if out.len() < GIL_MIN_BYTES && state.count() < GIL_MIN_BYTES as u64 {
                 return self.output(&state, seek, out).py();
             }
@@ -317,9 +338,9 @@ impl Blake3 {
     }
 
     /// An independent copy of the hasher, in its current state.
-    fn copy(&self) -> Blake3 {
+    fn copy(&self, py: Python<'_>) -> Blake3 {
         Blake3 {
-            state: Mutex::new(self.lock().clone()),
+            state: Mutex::new(self.lock_py(py).clone()),
             threads: self.threads.clone(),
             target: self.target.clone(),
             backend: self.backend.clone(),
@@ -328,9 +349,9 @@ impl Blake3 {
     }
 
     /// Forgets all input, keeping the mode, the key and the device.
-    fn reset(&self) {
+    fn reset(&self, py: Python<'_>) {
         // The old state (and the gathered input in it) is wiped as it is dropped.
-        *self.lock() = State::new(&self.mode);
+        *self.lock_py(py) = State::new(&self.mode);
     }
 
     /// `length` bytes of output (32 by default) starting at byte `seek` of BLAKE3's extendable
@@ -349,16 +370,25 @@ impl Blake3 {
         if length > (isize::MAX / 2) as usize {
             return Err(PyOverflowError::new_err("length overflows isize"));
         }
-        // The default 32 bytes on the stack: no bytes object is made only to be read back.
-        let mut short = [0u8; 2 * OUT_LEN];
-        let mut long = Vec::new();
-        let out = if length <= short.len() {
-            &mut short[..length]
+        // The default 32 bytes on the stack; longer output is produced in the second half of a
+        // buffer of its hex length and turned into hex in place. A length that cannot be
+        // allocated is a MemoryError, as for `digest`.
+        let mut short = [0u8; 4 * OUT_LEN];
+        let mut long;
+        let buf = if 2 * length <= short.len() {
+            &mut short[..2 * length]
         } else {
-            long.resize(length, 0);
+            long = crate::try_zeroed(2 * length).map_err(|_| {
+                PyMemoryError::new_err(format!("cannot allocate {length} bytes of output as {} hex digits", 2 * length))
+            })?;
             &mut long[..]
         };
-        self.fill(py, seek, out)?;
-        Ok(PyString::new(py, &crate::hex(out)))
+        self.fill(py, seek, &mut buf[length..])?;
+        if buf.len() < GIL_MIN_BYTES {
+            crate::hex_in_place(buf);
+        } else {
+            py.detach(|| crate::hex_in_place(buf));
+        }
+        crate::ascii_str(py, buf)
     }
 }

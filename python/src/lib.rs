@@ -10,18 +10,43 @@ mod target;
 mod threads;
 mod tree;
 
+use pyo3::exceptions::{PyMemoryError, PyOverflowError};
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
-/// Lowercase hexadecimal of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// Turns the bytes in the second half of `buf` into their lowercase hexadecimal, filling all of
+/// `buf`. Byte `i` (at `half + i`) becomes digits `2i` and `2i + 1`: both before `half + i + 1`, so
+/// no byte is overwritten before it is read.
+pub(crate) fn hex_in_place(buf: &mut [u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(2 * bytes.len());
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
+    let half = buf.len() / 2;
+    for i in 0..half {
+        let b = buf[half + i];
+        buf[2 * i] = DIGITS[(b >> 4) as usize];
+        buf[2 * i + 1] = DIGITS[(b & 15) as usize];
     }
-    s
+}
+
+/// A zeroed buffer of `len` bytes, or a `MemoryError` where the allocator refuses it (a length a
+/// caller chose must never abort the interpreter).
+pub(crate) fn try_zeroed(len: usize) -> PyResult<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| PyMemoryError::new_err(format!("cannot allocate {len} bytes")))?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
+/// `ascii` as a `str`; one too large to allocate is a `MemoryError` (`PyString::new` would panic).
+pub(crate) fn ascii_str<'py>(py: Python<'py>, ascii: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    debug_assert!(ascii.is_ascii());
+    let len = ffi::Py_ssize_t::try_from(ascii.len()).map_err(|_| PyOverflowError::new_err("length overflows isize"))?;
+    // SAFETY: the GIL is held; the pointer and length describe `ascii`, alive for the call, and
+    // a non-null result is a new reference to a str.
+    unsafe {
+        let ptr = ffi::PyUnicode_FromStringAndSize(ascii.as_ptr().cast(), len);
+        Ok(Bound::from_owned_ptr_or_err(py, ptr)?.cast_into_unchecked())
+    }
 }
 
 /// The devices this machine offers, as dicts: `device` (the name `device=` takes), `backend`,

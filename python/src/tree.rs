@@ -10,7 +10,7 @@ use b3accel::file::{FileOptions, Input, ReadMode};
 use b3accel::hazmat::{self, ChainingValue, HasherExt, Piece};
 use b3accel::merkle::{self, Node, Proof};
 use b3accel::{Device, Hasher, Mode, OUT_LEN};
-use pyo3::exceptions::{PyOverflowError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -158,14 +158,31 @@ pub fn hash_many<'py>(
     derive_key_context: Option<&str>,
     device: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    if message_len == 0 {
+        return Err(PyValueError::new_err(
+            "hash_many: message_len must be at least 1 (the hash of an empty message is blake3(b\"\").digest())",
+        ));
+    }
     let mode = mode(key, derive_key_context)?;
     let target = target(device)?;
     let bytes = Bytes::get(data)?;
     let data = bytes.as_slice();
-    let hashes =
-        maybe_detach(py, data.len(), || merkle::hash_many_with(&*target.open()?, &mode, data, message_len)).py()?;
-    let flat: Vec<u8> = hashes.iter().flat_map(|h| *h.as_bytes()).collect();
-    Ok(PyBytes::new(py, &flat))
+    if !data.len().is_multiple_of(message_len) {
+        return Err(PyValueError::new_err(format!(
+            "hash_many: {} bytes cannot be split into messages of {message_len} bytes",
+            data.len()
+        )));
+    }
+    // The hashes are written straight into the bytes object: 32 bytes a message can be many
+    // times the input, and an allocation that fails is a MemoryError.
+    let out_len = (data.len() / message_len)
+        .checked_mul(OUT_LEN)
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| PyMemoryError::new_err("hash_many: the hashes would not fit in memory"))?;
+    PyBytes::new_with(py, out_len, |out| {
+        let (hashes, _) = out.as_chunks_mut::<OUT_LEN>();
+        maybe_detach(py, data.len(), || merkle::hash_many_into(&*target.open()?, &mode, data, message_len, hashes)).py()
+    })
 }
 
 /// `data` as 32-byte leaves.
@@ -212,8 +229,9 @@ impl MerkleTree {
         self.0.leaf_count()
     }
 
-    /// The proof that leaf `index` is in the tree, serialized (give it to `verify`). An index
-    /// out of range is a `ValueError`.
+    /// The proof that leaf `index` is in the tree, serialized (give it to `verify`): the leaf
+    /// count as 8 little-endian bytes, then the siblings on the leaf's path, 32 bytes each,
+    /// bottom up. An index out of range is a `ValueError`.
     fn proof<'py>(&self, py: Python<'py>, index: u64) -> PyResult<Bound<'py, PyBytes>> {
         Ok(PyBytes::new(py, &self.0.proof(index).py()?.to_bytes()))
     }
@@ -242,13 +260,17 @@ pub fn merkle_tree(
 }
 
 /// Whether `proof` (from `MerkleTree.proof`) shows that the 32-byte `leaf` is leaf `index` of
-/// the tree whose root is `root`. A malformed proof is a `ValueError`.
+/// the tree of `leaf_count` leaves whose root is `root`. `leaf_count` is the size the verifier
+/// trusts (a root fits trees of several sizes); a proof made for another size, index or root is
+/// `False`. A malformed proof or node is a `ValueError`.
 #[pyfunction]
+#[pyo3(signature = (root, leaf, index, proof, *, leaf_count))]
 pub fn verify(
     root: &Bound<'_, PyAny>,
     leaf: &Bound<'_, PyAny>,
     index: u64,
     proof: &Bound<'_, PyAny>,
+    leaf_count: u64,
 ) -> PyResult<bool> {
     let node = |obj: &Bound<'_, PyAny>, what: &str| -> PyResult<Node> {
         let bytes = Bytes::get(obj)?;
@@ -257,5 +279,5 @@ pub fn verify(
     let root = b3accel::Hash::from_bytes(node(root, "root")?);
     let leaf = node(leaf, "leaf")?;
     let proof = Proof::from_bytes(Bytes::get(proof)?.as_slice()).py()?;
-    Ok(merkle::verify(&root, &leaf, index, &proof))
+    Ok(merkle::verify(&root, &leaf, index, &proof, leaf_count))
 }

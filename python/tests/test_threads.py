@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import blake3 as upstream
+import pytest
 
 import b3accel
 
@@ -89,3 +92,59 @@ def test_gil_released_while_hashing() -> None:
     assert progress_during(lambda: b3accel.blake3(BIG).digest()) > 0
     assert progress_during(lambda: b3accel.blake3().update(BIG)) > 0
     assert progress_during(lambda: b3accel.subtree(BIG, 0)) > 0
+
+
+# Run in a child process: before the fix, a thread waiting for the shared hasher held the GIL,
+# so the whole interpreter froze (and this script never reached the FIFO's writer).
+SHARED_HASHER_WAIT = r"""
+import sys, threading, time
+import b3accel
+
+fifo = sys.argv[1]
+h = b3accel.blake3(b"before ")
+holder = threading.Thread(target=lambda: h.update_mmap(fifo))
+holder.start()
+time.sleep(0.3)  # the holder takes the hasher and blocks until the FIFO has a writer
+results = {}
+waiters = [
+    threading.Thread(target=lambda: results.__setitem__("update", h.update(b" after"))),
+    threading.Thread(target=lambda: results.__setitem__("digest", h.digest())),
+    threading.Thread(target=lambda: results.__setitem__("copy", h.copy())),
+]
+for w in waiters:
+    w.start()
+time.sleep(0.3)  # the waiters wait for the hasher
+count = 0
+deadline = time.monotonic() + 0.3
+while time.monotonic() < deadline:
+    count += 1
+    time.sleep(0.001)
+print("progress", count, "holder alive", holder.is_alive(), flush=True)
+with open(fifo, "wb") as f:
+    f.write(b"from the fifo")
+holder.join()
+for w in waiters:
+    w.join()
+print("digest", h.hexdigest(), "waiters", ",".join(sorted(results)), flush=True)
+"""
+
+
+def test_waiting_for_a_shared_hasher_lets_other_threads_run(tmp_path: Path) -> None:
+    """A thread waiting for a hasher that another thread holds (here blocked on a FIFO) waits
+    without the GIL: this process's other threads keep running."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", SHARED_HASHER_WAIT, str(fifo)], capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the interpreter froze while a thread waited for the shared hasher: {e.stdout!r}")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    progress = lines[0].split()
+    assert progress[0] == "progress" and int(progress[1]) > 0
+    # The holder was still blocked on the FIFO (holding the hasher) while the counter ran.
+    assert progress[2:] == ["holder", "alive", "True"]
+    want = upstream.blake3(b"before from the fifo after").hexdigest()
+    assert lines[1].split() == ["digest", want, "waiters", "copy,digest,update"]

@@ -61,6 +61,23 @@ def test_plan_pieces() -> None:
         b3accel.plan_pieces(10, 0)
 
 
+def test_plan_pieces_plans_only_what_can_be_hashed() -> None:
+    """Byte offsets are 64-bit: before the fix, plan_pieces(2**64 + 5, 2**63) gave a piece at byte
+    2**64 that subtree and merge refuse."""
+    for total in [2**64, 2**64 + 5, 2**65, 2**70]:
+        for piece_bytes in [1024, 2**63, 2**64, 2**80]:
+            with pytest.raises(ValueError, match="2\\*\\*64 - 1"):
+                b3accel.plan_pieces(total, piece_bytes)
+    assert b3accel.MAX_INPUT_LEN == 2**64 - 1
+    # The longest input is planned, and merge accepts the cover (its pieces' places, not cvs).
+    cv = bytes(32)
+    for total in [2**64 - 1, 2**64 - 1024, 2**63 + 1]:
+        plan = b3accel.plan_pieces(total, 2**63)
+        assert sum(n for _, n in plan) == total and all(o + n <= 2**64 - 1 for o, n in plan)
+        assert len(b3accel.merge([(o, n, cv) for o, n in plan])) == 32
+    assert b3accel.plan_pieces(2**64 - 1, 2**64) == [(0, 2**64 - 1)]
+
+
 def test_subtree_rules() -> None:
     with pytest.raises(ValueError, match="chunk"):
         b3accel.subtree(bytes(10), 100)
@@ -122,9 +139,49 @@ def test_merkle(device: str, n: int) -> None:
     assert tree.root == root and tree.leaf_count == n and len(tree) == n
     for i in sorted({0, n // 2, n - 1}):
         proof = tree.proof(i)
-        assert b3accel.verify(root, leaves[i], i, proof)
-        assert not b3accel.verify(root, os.urandom(32), i, proof)
+        assert proof[:8] == n.to_bytes(8, "little") and len(proof) % 32 == 8
+        assert b3accel.verify(root, leaves[i], i, proof, leaf_count=n)
+        assert not b3accel.verify(root, os.urandom(32), i, proof, leaf_count=n)
+        assert not b3accel.verify(root, leaves[i], i, proof, leaf_count=n + 1)
+        assert not b3accel.verify(root, leaves[i], n, proof, leaf_count=n)
+        assert not b3accel.verify(os.urandom(32), leaves[i], i, proof, leaf_count=n)
     with pytest.raises(ValueError):
         tree.proof(n)
     with pytest.raises(ValueError):
         b3accel.merkle_root(bytes(33))
+
+
+def pair(left: bytes, right: bytes) -> bytes:
+    """A parent of the Merkle tree: BLAKE3 of the two nodes."""
+    return upstream.blake3(left + right).digest()
+
+
+def test_verify_takes_the_leaf_count_from_the_verifier() -> None:
+    """The forgery of issue 52: in the tree [A, B, C], a proof claiming the two-leaf tree
+    [pair(A, B), C] made "C is leaf 1" verify, with leaves made as the docs advise."""
+    context = "b3accel python tests merkle forged proof"
+    records = [b"record A", b"record B", b"record C"]
+    leaves = bytes(b3accel.hash_many(b"".join(records), 8, derive_key_context=context))
+    a, b, c = leaves[:32], leaves[32:64], leaves[64:]
+    root = b3accel.merkle_root(leaves)
+    assert root == pair(pair(a, b), c)
+    forged = (2).to_bytes(8, "little") + pair(a, b)
+    assert not b3accel.verify(root, c, 1, forged, leaf_count=3)
+    # Only a verifier that believed the proof's own count would accept it.
+    assert b3accel.verify(root, c, 1, forged, leaf_count=2)
+    relabelled = (3).to_bytes(8, "little") + pair(a, b)
+    assert not b3accel.verify(root, c, 1, relabelled, leaf_count=3)
+    genuine = b3accel.merkle_tree(leaves).proof(2)
+    assert genuine == relabelled
+    assert b3accel.verify(root, c, 2, genuine, leaf_count=3)
+    for count in [0, 1, 2, 4, 2**64 - 1]:
+        assert not b3accel.verify(root, c, 2, genuine, leaf_count=count)
+    # The count is required, by keyword: a call of the old form is refused, not answered.
+    with pytest.raises(TypeError, match="leaf_count"):
+        b3accel.verify(root, c, 2, genuine)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="merkle proof"):
+        b3accel.verify(root, c, 2, genuine[:-1], leaf_count=3)
+    with pytest.raises(ValueError, match="leaf must be 32 bytes"):
+        b3accel.verify(root, c[:31], 2, genuine, leaf_count=3)
+    with pytest.raises(OverflowError):
+        b3accel.verify(root, c, 2, genuine, leaf_count=-1)

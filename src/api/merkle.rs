@@ -16,24 +16,34 @@
 //! their parents, ..., the root last; [`level_sizes`] gives the number of nodes of each level.
 //! `b3accel merkle --tree OUT` writes the same sequence as raw bytes.
 //!
-//! # No domain separation: read this before building proofs
+//! # Proofs: the verifier fixes the tree size
+//!
+//! A root does not commit to the number of leaves: the root of `[a, b, c, d]` is also the root
+//! of the two-leaf tree `[blake3(a || b), blake3(c || d)]` and of the one-leaf tree `[root]`, and
+//! the root of `[a, b, c]` is the root of `[blake3(a || b), c]`. So [`verify`] takes the leaf
+//! count from the verifier, who must know it from a source it trusts (committed or signed next
+//! to the root), and rejects a proof made for any other count, index or root. A proof is checked
+//! against the exact path that leaf `index` of a tree of `leaf_count` leaves has: a leaf that is
+//! not the one at `index` verifies only through a BLAKE3 collision.
+//!
+//! # No domain separation: read this before building trees
 //!
 //! As in the source document this follows (merklize-blake3), **leaves and inner nodes are not
 //! domain-separated**: a leaf is any 32 bytes, and a parent is `blake3(left || right)` with no
 //! prefix, flag or key telling it apart from a hash of other data. Consequences:
 //!
-//! - An inner node is itself a valid 32-byte leaf value. Anyone who knows a tree can present the
-//!   inner node `P = blake3(a || b)` as a *leaf* of a shorter tree (or at a higher level of the
-//!   same tree) with a valid proof: [`verify`] accepts it, because nothing in the hash says
-//!   whether `P` was a leaf or a parent. This is the second-preimage confusion that RFC 6962
-//!   avoids with its `0x00` leaf and `0x01` node prefixes.
+//! - An inner node is itself a valid 32-byte leaf value: the same root is the root of trees of
+//!   several sizes (above). A verifier that did not fix the size would accept the inner node
+//!   `P = blake3(a || b)` as a leaf of a smaller tree; [`verify`] refuses that by taking the size
+//!   from the verifier. This is the second-preimage confusion that RFC 6962 avoids with its
+//!   `0x00` leaf and `0x01` node prefixes.
 //! - If leaves are plain BLAKE3 hashes of records, the leaf of a 64-byte record `a || b` *is* the
-//!   parent of the nodes `a` and `b`: the record and the subtree cannot be told apart.
-//! - The leaf count is part of the proof ([`Proof::leaf_count`]), chosen by whoever made the
-//!   proof. A verifier that does not know the size of the tree it expects cannot tell a proof of a
-//!   leaf from a proof of an inner node of a larger tree.
+//!   parent of the nodes `a` and `b`: the record and the subtree cannot be told apart, and two
+//!   lists of records of different lengths can have one root.
 //!
 //! How to use it safely:
+//! - **Give [`verify`] the tree size you trust**, never one taken from the proof or from the
+//!   prover: the size is as much part of the commitment as the root.
 //! - **Make leaves that no parent computation can produce, and have the verifier compute the
 //!   leaf from the record itself** (never accept a leaf value as given). Hash records in another
 //!   BLAKE3 mode than the plain hash used for parents: `keyed_hash` with a key of your
@@ -41,20 +51,34 @@
 //!   [`hash_each_with`] take a [`Mode`] for exactly this). A plain hash of a prefixed record
 //!   separates domains only if the prefixed input can never be exactly 64 bytes long; the other
 //!   modes do not depend on that.
-//! - **Fix the tree size**: have the verifier check `proof.leaf_count()` against the number of
-//!   leaves it expects (committed elsewhere, e.g. signed next to the root), so that a proof
-//!   cannot claim a different shape, and an inner node cannot pass for a leaf at a higher level.
 //! - If you control both ends and need neither compatibility with the source document nor GPU
 //!   speed for the parents, a construction with separated domains (RFC 6962's prefixes, or
 //!   BLAKE3's own tree) avoids the question altogether.
+//!
+//! # The proof's byte format
+//!
+//! [`Proof::to_bytes`] writes, and [`Proof::from_bytes`] reads:
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 0..8 | the leaf count of the tree the proof was made for, a little-endian `u64` |
+//! | 8.. | the siblings, 32 bytes each, from the leaf's level up to the level below the root |
+//!
+//! There is no other header, version or padding. The number of siblings is not written: it is
+//! the number of levels at which the path of leaf `index` has a sibling (a level where the
+//! path's node is the odd last node is carried up and has none), so it depends on the leaf count
+//! and the index; [`verify`] rejects a proof with fewer or more. At each level the sibling is on
+//! the left when the path's index at that level is odd, on the right otherwise.
 //!
 //! ```
 //! use b3accel::{merkle, merkle_tree, Device};
 //! let leaves: Vec<[u8; 32]> = (0..5u8).map(|i| *blake3::hash(&[i]).as_bytes()).collect();
 //! let tree = merkle_tree(Device::Cpu, &leaves)?;
 //! let proof = tree.proof(3)?;
-//! assert!(merkle::verify(&tree.root(), &leaves[3], 3, &proof));
-//! assert!(!merkle::verify(&tree.root(), &leaves[2], 3, &proof));
+//! assert!(merkle::verify(&tree.root(), &leaves[3], 3, &proof, 5));
+//! assert!(!merkle::verify(&tree.root(), &leaves[2], 3, &proof, 5));
+//! // The same proof for a verifier that expects another tree size: rejected.
+//! assert!(!merkle::verify(&tree.root(), &leaves[3], 3, &proof, 4));
 //! # Ok::<(), b3accel::Error>(())
 //! ```
 //!
@@ -278,7 +302,7 @@ impl<'a> MerkleTree<'a> {
     /// // Leaf 2 is carried past the first level: its path has one sibling, the parent of 0 and 1.
     /// let proof = tree.proof(2)?;
     /// assert_eq!(proof.siblings(), [tree.levels().next().unwrap()[0]]);
-    /// assert!(merkle::verify(&tree.root(), &leaves[2], 2, &proof));
+    /// assert!(merkle::verify(&tree.root(), &leaves[2], 2, &proof, 3));
     /// assert!(tree.proof(3).is_err());
     /// # Ok::<(), b3accel::Error>(())
     /// ```
@@ -305,7 +329,9 @@ impl<'a> MerkleTree<'a> {
 
 /// A Merkle proof: the tree's leaf count and the siblings on the path from a leaf to the root,
 /// bottom up. The leaf count fixes the shape (which levels carry the path's node up without a
-/// sibling, and how many siblings there are); see the [module docs](self) on checking it.
+/// sibling, and how many siblings there are). It is what the prover claims: [`verify`] takes
+/// the count the verifier trusts and rejects a proof that claims another. The byte format is in
+/// the [module docs](self#the-proofs-byte-format).
 ///
 /// ```
 /// use b3accel::merkle::Proof;
@@ -332,7 +358,8 @@ impl Proof {
         Proof { leaf_count, siblings }
     }
 
-    /// The number of leaves of the tree the proof claims to come from.
+    /// The number of leaves of the tree the proof claims to come from (a claim: [`verify`]
+    /// compares it with the count the verifier passes).
     ///
     /// ```
     /// let tree = b3accel::merkle_tree(b3accel::Device::Cpu, &[[0u8; 32]; 10])?;
@@ -354,7 +381,8 @@ impl Proof {
         &self.siblings
     }
 
-    /// The proof as bytes: the leaf count as 8 little-endian bytes, then the siblings.
+    /// The proof as bytes: the leaf count as 8 little-endian bytes, then the siblings, 32 bytes
+    /// each, bottom up (the [format](self#the-proofs-byte-format)).
     ///
     /// ```
     /// let p = b3accel::merkle::Proof::new(2, vec![[0xAA; 32]]);
@@ -367,7 +395,9 @@ impl Proof {
         out
     }
 
-    /// A proof from [`to_bytes`](Proof::to_bytes)'s format; anything else is an error.
+    /// A proof from [`to_bytes`](Proof::to_bytes)'s format; a length that is not 8 bytes plus
+    /// whole 32-byte siblings is an error. Whether the proof fits a tree (its leaf count and
+    /// number of siblings) is for [`verify`] to check.
     ///
     /// ```
     /// assert!(b3accel::merkle::Proof::from_bytes(&[0u8; 9]).is_err());
@@ -393,29 +423,45 @@ impl Proof {
     }
 }
 
-/// Whether `proof` shows that `leaf` is leaf number `index` of the tree whose root is `root`.
-/// False for an index outside the proof's leaf count, a proof with too few or too many siblings
-/// for that shape, or any sibling, leaf or index that does not hash up to `root`. Runs on the
-/// CPU; the final comparison is in constant time.
+/// Whether `proof` shows that `leaf` is leaf number `index` of the tree of `leaf_count` leaves
+/// whose root is `root`.
 ///
-/// Read the [module docs](self) first: nodes are not domain-separated, so check
-/// `proof.leaf_count()` against the tree size you expect, and make leaves that cannot be
-/// mistaken for inner nodes.
+/// `leaf_count` is the tree size the verifier trusts (see the [module docs](self): a root alone
+/// does not commit to it), never one read from the proof. False for a proof that claims another
+/// leaf count, an `index` outside `0..leaf_count`, a proof with fewer or more siblings than the
+/// path of leaf `index` in that tree has, or any sibling, leaf or index that does not hash up to
+/// `root`. Runs on the CPU; the final comparison is in constant time.
+///
+/// Nodes are not domain-separated: make leaves that cannot be mistaken for inner nodes, and
+/// compute each leaf from its record rather than accepting a leaf value.
 ///
 /// ```
 /// use b3accel::{merkle, merkle_tree, Device};
 /// let leaves: Vec<[u8; 32]> = (0..9u8).map(|i| [i; 32]).collect();
 /// let tree = merkle_tree(Device::Cpu, &leaves)?;
 /// let proof = tree.proof(8)?;
-/// assert!(merkle::verify(&tree.root(), &leaves[8], 8, &proof));
-/// assert!(!merkle::verify(&tree.root(), &leaves[8], 7, &proof));
+/// assert!(merkle::verify(&tree.root(), &leaves[8], 8, &proof, 9));
+/// assert!(!merkle::verify(&tree.root(), &leaves[8], 7, &proof, 9));
+/// assert!(!merkle::verify(&tree.root(), &leaves[8], 8, &proof, 10));
 /// # Ok::<(), b3accel::Error>(())
 /// ```
-pub fn verify(root: &Hash, leaf: &Node, index: u64, proof: &Proof) -> bool {
-    let mut n = proof.leaf_count;
-    if index >= n {
+///
+/// A proof that claims a smaller tree, which the same root also fits, is refused:
+///
+/// ```
+/// use b3accel::merkle::{self, Proof};
+/// let pair = |l: &[u8; 32], r: &[u8; 32]| *blake3::hash(&[&l[..], &r[..]].concat()).as_bytes();
+/// let (a, b, c) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+/// let root = blake3::Hash::from_bytes(pair(&pair(&a, &b), &c)); // the tree [a, b, c]
+/// // "c is leaf 1 of the two-leaf tree [blake3(a || b), c]": true of the hashes, not of [a, b, c].
+/// let forged = Proof::new(2, vec![pair(&a, &b)]);
+/// assert!(!merkle::verify(&root, &c, 1, &forged, 3));
+/// ```
+pub fn verify(root: &Hash, leaf: &Node, index: u64, proof: &Proof, leaf_count: u64) -> bool {
+    if proof.leaf_count != leaf_count || index >= leaf_count {
         return false;
     }
+    let mut n = leaf_count;
     let mut i = index;
     let mut node = *leaf;
     let mut siblings = proof.siblings.iter();
@@ -468,17 +514,52 @@ pub fn hash_many(device: Device, data: &[u8], msg_len: usize) -> Result<Vec<Hash
 /// # Ok::<(), b3accel::Error>(())
 /// ```
 pub fn hash_many_with(backend: &dyn Backend, mode: &Mode, data: &[u8], msg_len: usize) -> Result<Vec<Hash>> {
-    if msg_len == 0 || !data.len().is_multiple_of(msg_len) {
+    check_many(data, msg_len)?;
+    let mut out = vec![[0u8; 32]; data.len() / msg_len];
+    hash_many_into(backend, mode, data, msg_len, &mut out)?;
+    Ok(out.into_iter().map(Hash::from_bytes).collect())
+}
+
+/// [`hash_many_with`] into a buffer you provide (one you allocated fallibly, or memory another
+/// runtime owns): `out` must hold exactly `data.len() / msg_len` hashes, else an error.
+///
+/// ```
+/// use b3accel::{merkle::hash_many_into, Mode};
+/// let mut out = [[0u8; 32]; 2];
+/// hash_many_into(&b3accel::cpu::CpuBackend::new(), &Mode::Hash, b"abcd", 2, &mut out)?;
+/// assert_eq!(out[1], *blake3::hash(b"cd").as_bytes());
+/// assert!(hash_many_into(&b3accel::cpu::CpuBackend::new(), &Mode::Hash, b"abcd", 4, &mut out).is_err());
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+pub fn hash_many_into(backend: &dyn Backend, mode: &Mode, data: &[u8], msg_len: usize, out: &mut [Node]) -> Result<()> {
+    check_many(data, msg_len)?;
+    if out.len() != data.len() / msg_len {
         return Err(Error::InvalidInput(format!(
-            "hash_many: {} bytes cannot be split into messages of {msg_len} bytes{}",
+            "hash_many: room for {} hashes, but {} bytes are {} messages of {msg_len} bytes",
+            out.len(),
             data.len(),
-            if msg_len == 0 { " (use hash_each for empty messages)" } else { "" }
+            data.len() / msg_len
         )));
     }
     let domain = mode.domain();
-    let mut out = vec![[0u8; 32]; data.len() / msg_len];
-    backend.hash_many(data, msg_len, &domain.key, domain.flags, &mut out)?;
-    Ok(out.into_iter().map(Hash::from_bytes).collect())
+    backend.hash_many(data, msg_len, &domain.key, domain.flags, out)
+}
+
+/// Checks that `data` splits into whole messages of `msg_len` bytes.
+fn check_many(data: &[u8], msg_len: usize) -> Result<()> {
+    if msg_len == 0 {
+        return Err(Error::InvalidInput(
+            "hash_many: a message length of 0 cannot split input into messages (hash_each hashes empty messages)"
+                .into(),
+        ));
+    }
+    if !data.len().is_multiple_of(msg_len) {
+        return Err(Error::InvalidInput(format!(
+            "hash_many: {} bytes cannot be split into messages of {msg_len} bytes",
+            data.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Bytes gathered into one [`Backend::hash_many`] call by [`hash_each`] (a group of equal-length

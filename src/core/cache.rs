@@ -8,8 +8,10 @@
 //! `B3ACCEL_CACHE_DIR` moves the directory, `B3ACCEL_CACHE=off` turns every cache off.
 //!
 //! A cache path may name anything: only a regular file is read (opening never blocks on a FIFO
-//! or touches a device), and only a missing file or a regular file is replaced (never a symbolic
-//! link, a directory, a FIFO or a device, which are left as they are).
+//! or touches a device), and only a missing file, an empty one or one of the crate's own cache
+//! files ([`is_own`]) is replaced. Anything else is the user's and is left as it is: a symbolic
+//! link, a directory, a FIFO, a device, or a regular file with other contents (a path such as
+//! `B3ACCEL_CALIBRATION=notes.txt` names the user's file, not a cache).
 //!
 //! A reader must treat what it reads as untrusted (a file from another version, another
 //! machine, or garbage): `read` only bounds its size; [`seal`] and [`unseal`] frame a binary
@@ -102,15 +104,51 @@ fn open_for_read(path: &Path) -> io::Result<std::fs::File> {
     options.open(path)
 }
 
+/// The first bytes of every sealed cache file.
+const MAGIC: &[u8; 8] = b"B3ACACHE";
+
+/// What every JSON cache file of the crate has: a top-level `fingerprint` that begins with this.
+pub(crate) const JSON_MARK: &str = "b3accel ";
+
+/// The crate's JSON cache files are far smaller; a larger file is not one of them.
+const JSON_MAX_BYTES: u64 = 1 << 20;
+
+/// Whether `bytes` (a whole file, or its first [`JSON_MAX_BYTES`] and one) are one of the crate's
+/// own cache files, of any version, whole or damaged: empty, a sealed file (its magic bytes), or
+/// a JSON object whose `fingerprint` begins with [`JSON_MARK`]. Only those are ever replaced.
+pub(crate) fn is_own(bytes: &[u8]) -> bool {
+    let own_json = || {
+        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        Some(v.get("fingerprint")?.as_str()?.starts_with(JSON_MARK))
+    };
+    bytes.is_empty()
+        || bytes.starts_with(MAGIC)
+        || (bytes.len() as u64 <= JSON_MAX_BYTES && own_json().unwrap_or(false))
+}
+
 /// Whether a cache file may be written at `path`: nothing is there, or a regular file (not
-/// followed if it is a symbolic link). Anything else is the user's and is left alone.
-fn replaceable(path: &Path) -> io::Result<()> {
+/// followed if it is a symbolic link) that is empty or one of the crate's own ([`is_own`]).
+/// Anything else is the user's and is left alone: the error says so.
+pub(crate) fn replaceable(path: &Path) -> io::Result<()> {
+    use std::io::Read;
+    let left_alone = |what: &str| {
+        Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} {what}; it is left alone", path.display())))
+    };
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_file() => Ok(()),
-        Ok(_) => Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("{} is not a regular file; it is left alone", path.display()),
-        )),
+        Ok(m) if m.file_type().is_file() => {
+            let file = open_for_read(path)?;
+            if !file.metadata()?.is_file() {
+                return left_alone("is not a regular file");
+            }
+            let mut head = Vec::new();
+            file.take(JSON_MAX_BYTES + 1).read_to_end(&mut head)?;
+            if is_own(&head) {
+                Ok(())
+            } else {
+                left_alone("is not a b3accel cache file")
+            }
+        }
+        Ok(_) => left_alone("is not a regular file"),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
@@ -118,9 +156,9 @@ fn replaceable(path: &Path) -> io::Result<()> {
 
 /// Writes `bytes` to `path` atomically: into a new temporary file beside it (its directories
 /// made first), flushed to disk, then renamed over `path`. Readers see the old file or the new
-/// one; of several writers at once, the last rename wins. Only a missing file or a regular file
-/// is replaced ([`replaceable`], checked before the temporary file is made and again before the
-/// rename). On failure the temporary file is removed and `path` is as it was.
+/// one; of several writers at once, the last rename wins. Only a missing file, an empty one or
+/// one of the crate's own is replaced ([`replaceable`], checked before the temporary file is made
+/// and again before the rename). On failure the temporary file is removed and `path` is as it was.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     static SERIAL: AtomicU64 = AtomicU64::new(0);
     let parent = match path.parent() {
@@ -149,9 +187,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
-/// The first bytes of every sealed cache file.
-#[cfg(any(feature = "opencl", feature = "wgpu"))]
-const MAGIC: &[u8; 8] = b"B3ACACHE";
 /// The version of the sealed layout; a file of another version is stale.
 #[cfg(any(feature = "opencl", feature = "wgpu"))]
 const SEAL_VERSION: u32 = 1;
@@ -224,9 +259,9 @@ mod tests {
     fn writes_replace_whole_files_and_leave_no_temporary() {
         let d = scratch("replace");
         let p = d.join("deeper").join("c.json");
-        write_atomic(&p, b"first, longer contents").unwrap();
-        write_atomic(&p, b"second").unwrap();
-        assert_eq!(read(&p, 100).unwrap(), b"second");
+        write_atomic(&p, br#"{"fingerprint": "b3accel first, longer contents"}"#).unwrap();
+        write_atomic(&p, br#"{"fingerprint": "b3accel 2"}"#).unwrap();
+        assert_eq!(read(&p, 100).unwrap(), br#"{"fingerprint": "b3accel 2"}"#);
         let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["c.json"]);
         std::fs::remove_dir_all(&d).unwrap();
@@ -368,6 +403,50 @@ mod tests {
             Err("the payload's hash does not match (corrupt)")
         );
         assert_eq!(field(good.len() - 1..good.len(), b"X"), Err("the payload's hash does not match (corrupt)"));
+    }
+
+    /// A regular file is replaced only when it is empty or one of the crate's own (sealed, or
+    /// JSON with its fingerprint), of any version, whole or damaged; anything else stays as it is.
+    #[test]
+    fn only_empty_files_and_the_crates_own_are_replaced() {
+        let d = scratch("own");
+        std::fs::create_dir_all(&d).unwrap();
+        let sealed_head = [&MAGIC[..], &[9; 40]].concat();
+        let own: [(&str, &[u8]); 5] = [
+            ("empty", b""),
+            ("sealed, any version or damage", &sealed_head),
+            ("a calibration", br#"{"format": 3, "fingerprint": "b3accel 0.1.0 | x", "cpu": {}}"#),
+            ("another version's", br#"{"format": 1, "fingerprint": "b3accel 0.0.1 | elsewhere"}"#),
+            ("pretty-printed", b"{\n  \"fingerprint\": \"b3accel 9\"\n}\n"),
+        ];
+        for (what, bytes) in own {
+            let p = d.join("own");
+            std::fs::write(&p, bytes).unwrap();
+            write_atomic(&p, b"new").unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(std::fs::read(&p).unwrap(), b"new", "{what}");
+        }
+        let big_json = format!(r#"{{"fingerprint": "b3accel x", "pad": "{}"}}"#, " ".repeat(2 << 20));
+        let foreign: [(&str, &[u8]); 8] = [
+            ("text", b"my notes\n"),
+            ("one space", b" "),
+            ("JSON of another program", br#"{"fingerprint": "something else"}"#),
+            ("JSON without a fingerprint", br#"{"format": 3}"#),
+            ("a JSON array", br#"["b3accel "]"#),
+            ("a fingerprint that is not a string", br#"{"fingerprint": 3}"#),
+            ("the magic bytes later on", &[b"x", &MAGIC[..]].concat()),
+            ("far larger than a JSON cache", big_json.as_bytes()),
+        ];
+        for (what, bytes) in foreign {
+            let p = d.join("foreign");
+            std::fs::write(&p, bytes).unwrap();
+            let e = write_atomic(&p, b"new").expect_err(what);
+            assert!(e.to_string().contains("is not a b3accel cache file; it is left alone"), "{what}: {e}");
+            assert_eq!(std::fs::read(&p).unwrap(), bytes, "{what}");
+        }
+        let mut names: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["foreign", "own"], "temporary files left behind");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
