@@ -1,7 +1,8 @@
 //! The calibration cache of `Device::Auto` (`src/dispatch/auto.rs`, written through
 //! `src/core/cache.rs`): many processes calibrating into one file at once leave one whole, valid
 //! file and never show a reader a torn one; a file of garbage, of another format or of another
-//! build is ignored (and replaced), never trusted, and never a reason to fail.
+//! build is ignored, never trusted, and never a reason to fail; only b3accel's own files (empty,
+//! or with its fingerprint) are replaced.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -98,8 +99,10 @@ fn hash_with_calibration(dir: &Path, cal: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// b3accel's own files that no longer serve (empty, another build) are ignored and replaced by a
+/// valid calibration; a file that is not b3accel's is ignored and left exactly as it was.
 #[test]
-fn garbage_foreign_and_torn_files_are_ignored_and_replaced() {
+fn garbage_foreign_and_torn_files_are_ignored_and_only_ours_replaced() {
     let dir = scratch("garbage");
     let cal = dir.join("calibration.json");
     let foreign_format = r#"{"format": 99, "fingerprint": "x", "cpu": {}, "gpus": []}"#.to_string();
@@ -110,20 +113,24 @@ fn garbage_foreign_and_torn_files_are_ignored_and_replaced() {
         "gpus": [{"device": "opencl:0", "name": "a GPU from elsewhere", "points": [[4194304, 1e15]]}],
     })
     .to_string();
-    let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("binary garbage", (0..5000u32).map(|i| (i * 37 % 256) as u8).collect()),
-        ("empty", Vec::new()),
-        ("torn JSON", br#"{"format": 1, "fingerprint": "b3accel"#.to_vec()),
-        ("JSON of another shape", b"[1, 2, 3]".to_vec()),
-        ("another format", foreign_format.into_bytes()),
-        ("another build", foreign_build.into_bytes()),
-        ("far too large", vec![b' '; 3 << 20]),
-    ];
-    for (what, bytes) in cases {
+    let ours: Vec<(&str, Vec<u8>)> = vec![("empty", Vec::new()), ("another build", foreign_build.into_bytes())];
+    for (what, bytes) in ours {
         std::fs::write(&cal, &bytes).unwrap();
         hash_with_calibration(&dir, &cal);
         let text = std::fs::read_to_string(&cal).unwrap();
         is_valid(&text).unwrap_or_else(|e| panic!("{what}: not replaced by a valid calibration: {e}"));
+    }
+    let not_ours: Vec<(&str, Vec<u8>)> = vec![
+        ("binary garbage", (0..5000u32).map(|i| (i * 37 % 256) as u8).collect()),
+        ("torn JSON", br#"{"format": 1, "fingerprint": "b3accel"#.to_vec()),
+        ("JSON of another shape", b"[1, 2, 3]".to_vec()),
+        ("another program's JSON", foreign_format.into_bytes()),
+        ("far too large", vec![b' '; 3 << 20]),
+    ];
+    for (what, bytes) in not_ours {
+        std::fs::write(&cal, &bytes).unwrap();
+        hash_with_calibration(&dir, &cal);
+        assert!(std::fs::read(&cal).unwrap() == bytes, "{what}: a file that is not b3accel's was changed");
     }
     // A directory where the file should be: nothing can be cached, hashing still works.
     let blocked = dir.join("blocked");
