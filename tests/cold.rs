@@ -156,7 +156,7 @@ fn a_mapped_file_truncated_while_hashed_is_an_error_and_spoils_the_hasher() {
             std::fs::OpenOptions::new().write(true).open(&path2).unwrap().set_len(4096).unwrap();
         }
     });
-    let err = h.update_mmap(&path).err().expect("a truncated map is an error");
+    let Err(err) = h.update_mmap(&path) else { panic!("a truncated map is an error") };
     assert!(err.to_string().contains("truncated"), "{err}");
     assert!(h.finalize().is_err(), "a hasher that absorbed a truncated map refuses to finish");
 }
