@@ -32,6 +32,9 @@ pub enum Storage {
     Rotational,
     /// An SSD or NVMe drive: no seek to pay, deep queues.
     Solid,
+    /// A virtual machine's disk (virtio, Xen): its rotational flag is the hypervisor's default, not
+    /// the medium's, and the volume behind it serves many reads at once, as an SSD does.
+    Virtual,
     /// A network or FUSE file system: each request pays a round trip; reads in order.
     Network,
     /// A memory file system (tmpfs, ramfs): every page is in memory.
@@ -74,7 +77,7 @@ impl Storage {
 
     /// How to read a file on this storage: blocks of [`BLOCK`] bytes, two reads in flight on a
     /// spinning disk or a network file system (one being read while the next is asked for, in
-    /// order), eight on an SSD, four where the kind is unknown.
+    /// order), eight on an SSD or a virtual machine's disk, four where the kind is unknown.
     ///
     /// ```
     /// use b3accel::file::Storage;
@@ -84,7 +87,7 @@ impl Storage {
     pub fn plan(self) -> ReadPlan {
         let depth = match self {
             Storage::Rotational | Storage::Network => 2,
-            Storage::Solid => 8,
+            Storage::Solid | Storage::Virtual => 8,
             Storage::Memory | Storage::Unknown => 4,
         };
         ReadPlan { block: BLOCK, depth }
@@ -234,16 +237,17 @@ mod linux {
         let Ok(node) = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) else {
             return Storage::Unknown;
         };
-        match rotational(&node, 0) {
-            Some(true) => Storage::Rotational,
-            Some(false) => Storage::Solid,
-            None => Storage::Unknown,
-        }
+        medium(&node, 0).unwrap_or(Storage::Unknown)
     }
 
-    /// Whether the block device at sysfs `node` spins: a partition asks its disk, a device-mapper
-    /// or md device the devices below it (spinning if any of them does).
-    pub(super) fn rotational(node: &Path, depth: u32) -> Option<bool> {
+    /// Disk drivers of virtual machines, whose `queue/rotational` says nothing of the medium
+    /// (virtio's reads 1 unless the hypervisor is told otherwise).
+    const VIRTUAL_DRIVERS: [&str; 2] = ["virtio_blk", "vbd"];
+
+    /// What the block device at sysfs `node` is stored on: a partition asks its disk, a
+    /// device-mapper or md device the devices below it (spinning if any of them does, else
+    /// virtual if any is); a disk its driver, then `queue/rotational`.
+    pub(super) fn medium(node: &Path, depth: u32) -> Option<Storage> {
         if depth > 8 {
             return None;
         }
@@ -252,16 +256,20 @@ mod linux {
             .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.path()).collect())
             .unwrap_or_default();
         if !below.is_empty() {
-            let kinds: Vec<bool> = below
+            let kinds: Vec<Storage> = below
                 .iter()
                 .filter_map(|p| std::fs::canonicalize(p).ok())
-                .filter_map(|p| rotational(&p, depth + 1))
+                .filter_map(|p| medium(&p, depth + 1))
                 .collect();
-            return if kinds.is_empty() { None } else { Some(kinds.contains(&true)) };
+            return [Storage::Rotational, Storage::Virtual, Storage::Solid].into_iter().find(|k| kinds.contains(k));
+        }
+        let driver = std::fs::read_link(disk.join("device/driver")).ok();
+        if driver.is_some_and(|d| d.file_name().is_some_and(|n| VIRTUAL_DRIVERS.iter().any(|v| n == *v))) {
+            return Some(Storage::Virtual);
         }
         match std::fs::read_to_string(disk.join("queue/rotational")).ok()?.trim() {
-            "1" => Some(true),
-            "0" => Some(false),
+            "1" => Some(Storage::Rotational),
+            "0" => Some(Storage::Solid),
             _ => None,
         }
     }
@@ -340,6 +348,7 @@ mod tests {
         assert_eq!(Storage::Rotational.plan(), ReadPlan { block: BLOCK, depth: 2 });
         assert_eq!(Storage::Network.plan(), ReadPlan { block: BLOCK, depth: 2 });
         assert_eq!(Storage::Solid.plan(), ReadPlan { block: BLOCK, depth: 8 });
+        assert_eq!(Storage::Virtual.plan(), ReadPlan { block: BLOCK, depth: 8 });
         assert_eq!(Storage::Unknown.plan().depth, 4);
         // Blocks are whole subtrees of the file.
         assert!(BLOCK.is_power_of_two() && BLOCK >= crate::core::constants::CHUNK_LEN);
@@ -425,6 +434,15 @@ mod tests {
         };
         let spinning = node("sda", Some("1"));
         let solid = node("nvme0n1", Some("0"));
+        // A virtio disk says it spins; its driver says it is virtual.
+        let virtio = node("vda", Some("1"));
+        std::fs::create_dir_all(root.join("drivers/virtio_blk")).unwrap();
+        std::fs::create_dir_all(virtio.join("device")).unwrap();
+        std::os::unix::fs::symlink(root.join("drivers/virtio_blk"), virtio.join("device/driver")).unwrap();
+        let lvm = node("dm-1", None);
+        std::fs::create_dir_all(lvm.join("slaves")).unwrap();
+        std::os::unix::fs::symlink(&virtio, lvm.join("slaves/vda")).unwrap();
+        std::os::unix::fs::symlink(&solid, lvm.join("slaves/nvme0n1")).unwrap();
         let part = spinning.join("sda1");
         std::fs::create_dir_all(&part).unwrap();
         std::fs::write(part.join("partition"), "1\n").unwrap();
@@ -435,11 +453,13 @@ mod tests {
         std::fs::create_dir_all(mapped.join("slaves")).unwrap();
         std::os::unix::fs::symlink(&mirror, mapped.join("slaves/md0")).unwrap();
         std::os::unix::fs::symlink(&part, mapped.join("slaves/sda1")).unwrap();
-        assert_eq!(linux::rotational(&spinning, 0), Some(true));
-        assert_eq!(linux::rotational(&part, 0), Some(true), "a partition is its disk");
-        assert_eq!(linux::rotational(&mirror, 0), Some(false), "md over an SSD");
-        assert_eq!(linux::rotational(&mapped, 0), Some(true), "spinning if any device below spins");
-        assert_eq!(linux::rotational(&root.join("missing"), 0), None);
+        assert_eq!(linux::medium(&spinning, 0), Some(Storage::Rotational));
+        assert_eq!(linux::medium(&part, 0), Some(Storage::Rotational), "a partition is its disk");
+        assert_eq!(linux::medium(&mirror, 0), Some(Storage::Solid), "md over an SSD");
+        assert_eq!(linux::medium(&mapped, 0), Some(Storage::Rotational), "spinning if any device below spins");
+        assert_eq!(linux::medium(&virtio, 0), Some(Storage::Virtual));
+        assert_eq!(linux::medium(&lvm, 0), Some(Storage::Virtual), "virtual over solid: virtual");
+        assert_eq!(linux::medium(&root.join("missing"), 0), None);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
