@@ -2,8 +2,9 @@
 
 use b3accel::Error;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::PyErr;
+use std::path::Path;
 
 create_exception!(
     b3accel,
@@ -20,6 +21,24 @@ pub fn to_py(e: Error) -> PyErr {
         Error::InvalidInput(_) | Error::InvalidPiece { .. } => PyValueError::new_err(e.to_string()),
         Error::Io(io) => PyErr::from(io),
         other => DeviceError::new_err(other.to_string()),
+    }
+}
+
+/// An error met while reading the file at `path`, naming it as `open()` does: a system error is
+/// the `OSError` subclass of its errno with `filename` set; any other reading failure (the file
+/// changed while it was read) an `OSError` whose message starts with the path.
+pub fn file_error(e: Error, path: &Path) -> PyErr {
+    match e {
+        Error::Io(io) => match io.raw_os_error() {
+            Some(errno) => {
+                let message = std::io::Error::from_raw_os_error(errno).to_string();
+                let strerror = message.strip_suffix(&format!(" (os error {errno})")).unwrap_or(&message).to_owned();
+                // OSError(errno, strerror, filename) is created as the subclass of that errno.
+                PyOSError::new_err((errno, strerror, path.to_path_buf()))
+            }
+            None => PyOSError::new_err(format!("{}: {io}", path.display())),
+        },
+        other => to_py(other),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `b3accel.blake3`: blake3-py's hasher class, on any device.
 
 use crate::buffer::with_bytes;
-use crate::errors::OrPy;
+use crate::errors::{file_error, OrPy};
 use crate::mode::mode;
 use crate::target::Target;
 use crate::threads::{Threads, AUTO};
@@ -323,7 +323,8 @@ impl Blake3 {
 
     /// Adds the contents of the file at `path` (str or path-like), memory-mapped where that
     /// pays; returns the hasher. A missing file is `FileNotFoundError`, a directory
-    /// `IsADirectoryError`, other failures `OSError`; nothing is added then.
+    /// `IsADirectoryError`, other failures (a file that changes while it is read among them)
+    /// `OSError`, each naming the path; nothing is added then.
     #[pyo3(signature = (path))]
     fn update_mmap<'py>(this: Bound<'py, Self>, path: PathBuf) -> PyResult<Bound<'py, Self>> {
         let me = this.get();
@@ -333,7 +334,7 @@ impl Blake3 {
                 let hasher = me.hasher(&mut guard)?;
                 me.threads.run_file(|| hasher.update_mmap(&path).map(|_| ()))
             })
-            .py()?;
+            .map_err(|e| file_error(e, &path))?;
         Ok(this)
     }
 

@@ -2,7 +2,7 @@
 //! merging), batches of equal-length messages and Merkle trees.
 
 use crate::buffer::Bytes;
-use crate::errors::OrPy;
+use crate::errors::{file_error, OrPy};
 use crate::hasher::GIL_MIN_BYTES;
 use crate::mode::mode;
 use crate::target::Target;
@@ -46,14 +46,15 @@ pub fn hash_file<'py>(
     let target = target(device)?;
     let read: ReadMode = read.parse().map_err(PyValueError::new_err)?;
     let options = FileOptions { read, progress: None };
+    let backend = py.detach(|| target.open()).py()?;
     let hash = py
         .detach(|| {
-            let (mut reader, _) = Input::open(&path)?.hash_with(target.open()?, &mode, &options)?;
+            let (mut reader, _) = Input::open(&path)?.hash_with(backend, &mode, &options)?;
             let mut hash = [0u8; 32];
             reader.fill(&mut hash);
             Ok::<_, b3accel::Error>(hash)
         })
-        .py()?;
+        .map_err(|e| file_error(e, &path))?;
     Ok(PyBytes::new(py, &hash))
 }
 

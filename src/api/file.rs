@@ -3,7 +3,7 @@
 //!
 //! How an input is read ([`ReadMode`]; by default, `Auto`):
 //! - a regular file whose pages are in the page cache (all but a few: [`storage`](self#storage)
-//!   says how that is asked) and that is 16 KiB or more is memory-mapped and hashed from the map
+//!   says how that is asked) and that is 1 MiB or more is memory-mapped and hashed from the map
 //!   in one call to the device; on Linux the pool's idle threads populate its pages while the
 //!   hash runs and tear the page tables down in parallel after it (`b3accel FILE` is about 1.5
 //!   times as fast as b3sum on a 16-core machine that way: docs/performance.md);
@@ -12,8 +12,9 @@
 //!   network file system, more on an SSD: [`Storage`]), each block hashed on every core while
 //!   the next ones are read. Memory stays bounded whatever the file's size, and the disk is read
 //!   at its own speed instead of seeking for every page that many threads fault in a map;
-//! - a smaller regular file (under 16 KiB) is read whole into a buffer that each thread keeps,
-//!   and hashed in one call: many small files cost no allocation;
+//! - a smaller regular file (under 1 MiB in memory, under 16 KiB otherwise) is read whole into
+//!   a buffer that each thread keeps, and hashed in one call: many small files cost no
+//!   allocation, and a copy out of the page cache costs less than a map at that size;
 //! - anything else (pipes, standard input, devices, any [`Read`]) is read in large buffers, at
 //!   least 4 MiB or the device's batch, two of them in turn, so that all of each read goes to the
 //!   device as soon as the next read shows that more follows.
@@ -21,10 +22,11 @@
 //! [`ReadMode::Map`] maps every regular file of 16 KiB or more (b3sum's default);
 //! [`ReadMode::Stream`] reads every one from the front (b3sum's `--no-mmap`).
 //!
-//! A file read from the front must keep its size and modification time until it has been read:
-//! one that is truncated, grows or is rewritten meanwhile is an error
-//! ([`io::ErrorKind::UnexpectedEof`] or [`Error::InvalidInput`], saying what changed), never the
-//! hash of bytes that were not the file's at any one time.
+//! A file must keep its size, modification time and change time until it has been read, mapped
+//! or from the front: one that is truncated, grows or is rewritten meanwhile is an [`Error::Io`]
+//! ([`io::ErrorKind::UnexpectedEof`] or [`io::ErrorKind::InvalidData`], saying what changed), never
+//! the hash of bytes that were not the file's at any one time; a hasher it was added to
+//! ([`Input::update`], [`Hasher::update_mmap`]) is left as it was before the call.
 //!
 //! A file that cannot be mapped (some file systems) is read instead. A directory is an error
 //! ([`Error::Io`] with the system's "Is a directory"); so is a file that cannot be opened or read
@@ -51,8 +53,11 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Regular files of at least this size are mapped (as b3sum does).
+/// Regular files of at least this size are mapped with `ReadMode::Map` (as b3sum does).
 const MMAP_MIN: u64 = 16 * 1024;
+/// With `ReadMode::Auto`, a file in memory is mapped from this size on: below it, one copy out of
+/// the page cache costs less than mapping and faulting (docs/performance.md, "Files in memory").
+const AUTO_MAP_MIN: u64 = 1 << 20;
 /// Regular files (or ranges of them) up to this size that are not mapped are read whole into a
 /// per-thread buffer and hashed in one call.
 const READ_WHOLE_MAX: u64 = 4 << 20;
@@ -159,6 +164,9 @@ pub struct Input<'a> {
     source: Source<'a>,
     /// Only bytes `start..start + len` of the source, where a range was asked for.
     range: Option<(u64, u64)>,
+    /// Whether those bytes were found in the page cache, once asked ([`Input::from_disk`]), so
+    /// that choosing a device and then reading ask the system once.
+    in_memory: std::cell::Cell<Option<bool>>,
 }
 
 enum Source<'a> {
@@ -180,8 +188,8 @@ impl fmt::Debug for Input<'_> {
 
 /// The bytes of an input, ready to hash.
 enum Content<'a> {
-    /// A map of the whole input.
-    Mapped(Mmap),
+    /// A map of the whole input, of a file that must stay as it was `opened` while it is read.
+    Mapped { map: Mmap, file: File, opened: Identity },
     /// A small part of a regular file, to read whole: `len` bytes from `start`; with `exact`,
     /// exactly those (a range), else to the end of the file as it is then. `from_disk`: not in
     /// memory, so the read takes one of its device's permits.
@@ -210,7 +218,7 @@ impl Input<'static> {
             true => Source::Regular { file, len: meta.len(), opened: Identity::of_meta(&meta) },
             false => Source::Stream(Box::new(file)),
         };
-        Ok(Input { source, range: None })
+        Ok(Input { source, range: None, in_memory: Default::default() })
     }
 }
 
@@ -230,7 +238,7 @@ impl<'a> Input<'a> {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn from_reader(reader: impl Read + 'a) -> Input<'a> {
-        Input { source: Source::Stream(Box::new(reader)), range: None }
+        Input { source: Source::Stream(Box::new(reader)), range: None, in_memory: Default::default() }
     }
 
     /// How many bytes the input holds, where that is known before reading: a regular file's size
@@ -266,7 +274,14 @@ impl<'a> Input<'a> {
     pub fn from_disk(&self, read: ReadMode) -> bool {
         let Source::Regular { file, len, .. } = &self.source else { return false };
         let (start, len) = self.range.unwrap_or((0, *len));
-        len >= MMAP_MIN && read != ReadMode::Map && !in_memory(file, start, len)
+        len >= MMAP_MIN && read != ReadMode::Map && !self.resident(file, start, len)
+    }
+
+    /// Whether bytes `start..start + len` of `file` (this input's) are in memory: asked once.
+    fn resident(&self, file: &File, start: u64, len: u64) -> bool {
+        let known = self.in_memory.get().unwrap_or_else(|| in_memory(file, start, len));
+        self.in_memory.set(Some(known));
+        known
     }
 
     /// Only bytes `offset..offset + len` of the input (of the range it already is, if any). For a
@@ -294,7 +309,7 @@ impl<'a> Input<'a> {
             (Some(end), Some(room)) if end > room => {
                 Err(Error::InvalidInput(format!("bytes {offset}..{end} lie past the end of the input ({room} bytes)")))
             }
-            _ => Ok(Input { range: Some((base + offset, len)), ..self }),
+            _ => Ok(Input { range: Some((base + offset, len)), in_memory: Default::default(), ..self }),
         }
     }
 
@@ -350,7 +365,15 @@ impl<'a> Input<'a> {
     /// ```
     pub fn update(self, hasher: &mut Hasher, options: &FileOptions) -> Result<u64> {
         let before = hasher.count();
-        self.feed(hasher, options, |h, last| h.feed(last, false))?;
+        // A regular file that fails part-way (it changed, a read failed) adds nothing: the
+        // hasher goes back to what it was. A stream cannot be read again, so what it gave stays.
+        let saved = matches!(self.source, Source::Regular { .. }).then(|| hasher.clone());
+        if let Err(e) = self.feed(hasher, options, |h, last| h.feed(last, false)) {
+            if let Some(saved) = saved {
+                *hasher = saved;
+            }
+            return Err(e);
+        }
         Ok(hasher.count() - before)
     }
 
@@ -364,7 +387,11 @@ impl<'a> Input<'a> {
     /// ```
     pub fn with_bytes<R: Send>(self, f: impl FnOnce(&[u8]) -> R + Send) -> Result<R> {
         match self.content(ReadMode::Auto)? {
-            Content::Mapped(map) => Ok(truncated::guard(&map, || with_pages(&map, f))?),
+            Content::Mapped { map, file, opened } => {
+                let out = truncated::guard(&map, || with_pages(&map, f))?;
+                unchanged(&file, &opened)?;
+                Ok(out)
+            }
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| Ok(f(bytes)))
             }
@@ -392,6 +419,7 @@ impl<'a> Input<'a> {
     /// Where the input's bytes are to be had: mapped (as `read` says, where that works), read
     /// whole, read from the front, or streamed.
     fn content(self, read: ReadMode) -> Result<Content<'a>> {
+        let asked = self.in_memory.get();
         match self.source {
             Source::Regular { file, len, opened } => {
                 let (start, len, exact) = match self.range {
@@ -400,10 +428,12 @@ impl<'a> Input<'a> {
                 };
                 // Whether the file's pages are in memory matters from the size on at which a
                 // map pays; smaller files are one read either way.
-                let cached = len < MMAP_MIN || read == ReadMode::Map || in_memory(&file, start, len);
-                if len >= MMAP_MIN && cached && read != ReadMode::Stream {
+                let cached =
+                    len < MMAP_MIN || read == ReadMode::Map || asked.unwrap_or_else(|| in_memory(&file, start, len));
+                let map_min = if read == ReadMode::Map { MMAP_MIN } else { AUTO_MAP_MIN };
+                if len >= map_min && cached && read != ReadMode::Stream {
                     if let Some(map) = map(&file, start, len, exact) {
-                        return Ok(Content::Mapped(map));
+                        return Ok(Content::Mapped { map, file, opened });
                     }
                 }
                 if len <= READ_WHOLE_MAX {
@@ -437,14 +467,13 @@ impl<'a> Input<'a> {
     ) -> Result<T> {
         let progress = options.progress;
         match self.content(options.read)? {
-            Content::Mapped(map) => {
-                match truncated::guard(&map, || with_pages(&map, |bytes| in_pieces(hasher, bytes, progress, last))) {
-                    Ok(out) => out,
-                    Err(e) => {
-                        hasher.fail();
-                        Err(Error::Io(e))
-                    }
-                }
+            Content::Mapped { map, file, opened } => {
+                // A map whose file was truncated reads zeros where the bytes were (past the last
+                // page: SIGBUS, which the guard turns into an error): the file must be as it was.
+                let out =
+                    truncated::guard(&map, || with_pages(&map, |bytes| in_pieces(hasher, bytes, progress, last)))??;
+                unchanged(&file, &opened)?;
+                Ok(out)
             }
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| in_pieces(hasher, bytes, progress, last))
@@ -469,7 +498,7 @@ impl<'a> Input<'a> {
 }
 
 impl Hasher {
-    /// Adds the contents of the file at `path`, memory-mapped where that pays (16 KiB and more)
+    /// Adds the contents of the file at `path`, memory-mapped where that pays (1 MiB and more)
     /// and works, else read in large buffers (see the [`file`](mod@crate::file) module). On Linux the
     /// map's pages are populated by the rayon pool's idle threads while the hash runs and torn
     /// down in parallel after it. A directory or an unreadable file is an error, with nothing
@@ -579,10 +608,17 @@ fn from_the_front(
     let disk = Disk::of(file);
     advise_sequential(file, start, len);
     read_in_order(file, start, len, disk.plan, &disk.permits, each)?;
+    unchanged(file, opened)
+}
+
+/// Whether `file` is still as it was when `opened`: an error ([`io::ErrorKind::InvalidData`])
+/// saying so if its size, modification time or change time moved while it was read.
+fn unchanged(file: &File, opened: &Identity) -> Result<()> {
     if Identity::of_meta(&file.metadata()?) != *opened {
-        return Err(Error::InvalidInput(
-            "the file changed while it was being read (its size or modification time is not what it was)".into(),
-        ));
+        return Err(Error::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the file changed while it was being read (its size or modification time is not what it was)",
+        )));
     }
     Ok(())
 }

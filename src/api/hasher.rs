@@ -247,11 +247,6 @@ impl Hasher {
     }
 
     /// How many bytes the hasher gathers before it hands them to the device.
-    /// Marks the hasher as failed: input it absorbed was not the caller's (a mapped file
-    /// truncated while read), so it refuses further use until [`reset`](Self::reset).
-    pub(crate) fn fail(&mut self) {
-        self.failed = true;
-    }
 
     pub(crate) fn batch(&self) -> usize {
         self.batch
