@@ -305,7 +305,9 @@ impl<'a> Input<'a> {
             (Source::Stream(_), None) => (0, None),
         };
         match (end, room) {
-            (None, _) => Err(Error::InvalidInput(format!("{len} bytes at offset {offset} end past byte 2^64"))),
+            (None, _) => Err(Error::InvalidInput(format!(
+                "{len} bytes at offset {offset} run past the longest input, 2^64 - 1 bytes"
+            ))),
             (Some(end), Some(room)) if end > room => {
                 Err(Error::InvalidInput(format!("bytes {offset}..{end} lie past the end of the input ({room} bytes)")))
             }

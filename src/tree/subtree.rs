@@ -173,7 +173,9 @@ pub fn check_subtree(input_offset: u64, len: u64) -> Result<()> {
         return Err(Error::InvalidInput("an empty subtree: subtrees are never empty".into()));
     }
     if input_offset.checked_add(len).is_none() {
-        return Err(Error::InvalidInput(format!("{len} bytes at offset {input_offset} end past byte 2^64")));
+        return Err(Error::InvalidInput(format!(
+            "{len} bytes at offset {input_offset} run past the longest input, 2^64 - 1 bytes"
+        )));
     }
     if input_offset == 0 {
         if !is_complete(len) {
@@ -374,7 +376,7 @@ fn check_cover(pieces: &[Piece]) -> Result<Vec<usize>> {
             return fail(None, format!("an empty piece at offset {offset}: pieces are never empty"));
         }
         let Some(piece_end) = offset.checked_add(len) else {
-            return fail(None, format!("{len} bytes at offset {offset} end past byte 2^64"));
+            return fail(None, format!("{len} bytes at offset {offset} run past the longest input, 2^64 - 1 bytes"));
         };
         if offset > end {
             let reason = match previous {
