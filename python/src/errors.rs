@@ -34,7 +34,7 @@ pub fn file_error(e: Error, path: &Path) -> PyErr {
                 let message = std::io::Error::from_raw_os_error(errno).to_string();
                 let strerror = message.strip_suffix(&format!(" (os error {errno})")).unwrap_or(&message).to_owned();
                 // OSError(errno, strerror, filename) is created as the subclass of that errno.
-                PyOSError::new_err((errno, strerror, path.to_path_buf()))
+                PyOSError::new_err((errno, strerror, path.as_os_str().to_os_string()))
             }
             None => PyOSError::new_err(format!("{}: {io}", path.display())),
         },
