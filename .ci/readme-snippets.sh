@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Builds every ```rust snippet of README.md as a user would paste it: in a fresh application
 # (`cargo new`) that depends on this checkout by path, each snippet its own binary, one
-# `cargo build`. The application takes the library as README.md's first `cargo add` line does,
-# without the command line (`--no-default-features --features wgpu`; B3ACCEL_SNIPPET_FEATURES
-# overrides the features), so this build is also the check that the library alone compiles
-# neither clap nor indicatif. Offline: it runs after the main build, whose crates are in Cargo's
-# cache, and it takes this checkout's Cargo.lock so that no version is resolved anew.
+# `cargo build`. The application takes the library as README.md's first `cargo add` line does
+# (its default features; B3ACCEL_SNIPPET_FEATURES=a,b takes those features instead), so this
+# build is also the check that the library compiles none of the command line's crates (clap,
+# indicatif: cli/ is a crate of its own). Offline: it runs after the main build, whose crates are
+# in Cargo's cache, and it takes this checkout's Cargo.lock so that no version is resolved anew.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 app="$repo/target/readme-snippets"
-features=$(echo "${B3ACCEL_SNIPPET_FEATURES-wgpu}" | sed -E 's/([^, ]+)/"\1"/g')
+if [ -n "${B3ACCEL_SNIPPET_FEATURES+set}" ]; then
+    features=", default-features = false, features = [$(echo "$B3ACCEL_SNIPPET_FEATURES" | sed -E 's/([^, ]+)/"\1"/g')]"
+else
+    features=""
+fi
 rm -rf "$app"
 mkdir -p "$app/src/bin"
 cat > "$app/Cargo.toml" <<TOML
@@ -20,7 +24,7 @@ edition = "2021"
 publish = false
 
 [dependencies]
-b3accel = { path = "$repo", default-features = false, features = [$features] }
+b3accel = { path = "$repo"$features }
 
 [workspace]
 
@@ -51,10 +55,10 @@ fi
 echo "readme-snippets: building $count snippet(s) of README.md in $app"
 CARGO_TARGET_DIR="$repo/target" cargo build --offline --quiet --manifest-path "$app/Cargo.toml" --bins
 
-# The library alone pulls none of the command line's crates.
+# The library pulls none of the command line's crates.
 tree=$(cargo tree --offline -e normal --manifest-path "$app/Cargo.toml")
 if grep -qE '^[^a-z]*(clap|indicatif) v' <<<"$tree"; then
-    echo "readme-snippets: the library without its cli feature depends on the command line's crates:" >&2
+    echo "readme-snippets: the library depends on the command line's crates:" >&2
     grep -E '(clap|indicatif) v' <<<"$tree" >&2
     exit 1
 fi

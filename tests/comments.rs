@@ -1,7 +1,7 @@
 //! Comments say what the code does and why; measurements live in docs/performance.md and
-//! history in git. This test fails on a comment under `src/`, `shaders/`, `python/` or `build.rs`
-//! that names a work session (`session 12`), a numbered run (`run 30`, `runs 36 and 37`) or a
-//! host (`h17`), naming file and line.
+//! history in git. This test fails on a comment under `src/`, `cli/src/`, `shaders/`, `python/`
+//! or `build.rs` that names a work session (`session 12`), a numbered run (`run 30`, `runs 36
+//! and 37`) or a host (`h17`), naming file and line.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// scripts (build output, virtual environments and caches left out).
 fn sources(root: &Path) -> Vec<PathBuf> {
     let mut files = vec![root.join("build.rs")];
-    let mut dirs = vec![root.join("src"), root.join("shaders"), root.join("python")];
+    let mut dirs = vec![root.join("src"), root.join("cli/src"), root.join("shaders"), root.join("python")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.unwrap().path();

@@ -2,7 +2,7 @@
 //! that parses names what it says (it is the binary's own module, included as it is).
 #![no_main]
 
-#[path = "../../src/bin/b3accel/checkline.rs"]
+#[path = "../../cli/src/checkline.rs"]
 #[allow(dead_code)]
 mod checkline;
 

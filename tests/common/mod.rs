@@ -1,10 +1,7 @@
 //! What the integration tests share: the list of backends to test, test inputs, scratch
 //! directories, upstream's answers (hashes in every mode, Merkle trees by their definition) and
-//! where upstream `b3sum` is.
+//! where upstream `b3sum` is. The command line's tests (cli/tests/cli/) include this file too.
 #![allow(dead_code)]
-
-#[cfg(feature = "cli")]
-pub mod cli;
 
 use b3accel::cpu::{CpuBackend, Kernel, SimdLevel};
 use b3accel::{Backend, BackendKind, Device, DeviceInfo, Mode};
@@ -36,13 +33,15 @@ pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// A scratch directory in the temporary directory, named after the test process and `name`,
-/// removed when dropped.
+/// A scratch directory in the temporary directory, named after the test process, a number of its
+/// own and `name` (so that tests running at once never share one), removed when dropped.
 pub struct Scratch(PathBuf);
 
 impl Scratch {
     pub fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("b3accel-test-{}-{name}", std::process::id()));
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("b3accel-test-{}-{n}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)

@@ -3,8 +3,8 @@
 //! `b3sum --no-names`. The cover is checked by the library (`hazmat::merge_pieces_root_xof`);
 //! this module reads the lines and names the line at fault.
 
-use crate::hash::{finish, ModeArgs};
-use crate::output::{self, HexOutput, Out};
+use crate::output::{self, finish, HexOutput, Out};
+use crate::spec::ModeArgs;
 use crate::{usage_error, Fatal, Global, Outcome};
 use b3accel::hazmat::{hash_derive_key_context, merge_pieces_root_xof, Mode, Piece};
 use b3accel::{Error, OUT_LEN};

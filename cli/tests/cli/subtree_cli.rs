@@ -4,7 +4,7 @@
 //! cover and malformed line is refused naming the line (exit status 1, nothing on standard
 //! output, no panic); and the JSON forms parse.
 
-mod common;
+use crate::common;
 
 use b3accel::hazmat::max_subtree_len;
 use common::cli::{assert_no_panic, data, os, run_in, upstream, Dir, B3ACCEL};

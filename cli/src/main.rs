@@ -18,6 +18,7 @@ mod inputs;
 mod ordered;
 mod output;
 mod progress;
+mod spec;
 
 /// Declares the subcommands, one line each: `Variant(module::ArgsType) => run,` declares
 /// `mod module;`, adds the clap subcommand (named after the variant, its help from `ArgsType`'s
@@ -42,7 +43,7 @@ macro_rules! subcommands {
     };
 }
 
-// To add a subcommand, add its line here and write src/bin/b3accel/NAME.rs with a
+// To add a subcommand, add its line here and write cli/src/NAME.rs with a
 // `#[derive(clap::Args)]` struct (its doc comment is the help) and
 // `pub fn run(args: Args, global: &Global) -> Outcome`. Helpers to share: `choice::open` (what
 // `--backend` names, opened, with the `-v` note; `pick` gives each input's backend), `output::Out` (buffered stdout), `warn`, and
@@ -99,7 +100,7 @@ fn after_help(cmd: &clap::Command, long: bool) -> String {
 )]
 struct Cli {
     #[command(flatten)]
-    hash: hash::HashArgs,
+    hash: spec::HashArgs,
 
     #[command(flatten)]
     global: Global,
@@ -254,6 +255,7 @@ fn main() -> ExitCode {
     b3accel::stderr::show_driver_messages(cli.global.verbose > 1);
     let outcome = match cli.command {
         Some(command) => command.run(&cli.global),
+        None if cli.hash.check => check::run(cli.hash, &cli.global),
         None => hash::run(cli.hash, &cli.global),
     };
     let code = match outcome {

@@ -11,7 +11,7 @@
 //! Every b3accel run here keeps its `Device::Auto` calibration in a file of its own (see
 //! `common::cli::calibration_file`), never in the user's cache.
 
-mod common;
+use crate::common;
 
 use common::cli::{
     assert_no_panic, b3accel_command, data, os, run_env, run_in, same_env, same_ext, upstream, Dir, B3ACCEL,

@@ -7,11 +7,11 @@
 //! cannot be opened, or that is not UTF-8, ends the run (exit status 1, no closing WARNING).
 
 use crate::checkline::{parse_line, CheckLine, LineError, Lines};
-use crate::hash::{finish, hash_input, write_record, HashArgs, Spec, Stop};
 use crate::inputs::Input;
 use crate::ordered::{self, Emit};
-use crate::output::{self, Out};
+use crate::output::{self, finish, write_record, Out, Stop};
 use crate::progress::Progress;
+use crate::spec::{self, hash_input, note_failed_devices, HashArgs, Spec};
 use crate::{Fatal, Global, Outcome};
 use b3accel::{Hash, OUT_LEN};
 use serde::Serialize;
@@ -111,11 +111,14 @@ struct Tally {
     other: bool,
 }
 
-pub fn run(args: &HashArgs, global: &Global, spec: &Spec, checkfiles: &[Input]) -> Outcome {
+/// Checks the lines of every checkfile `args` names.
+pub fn run(args: HashArgs, global: &Global) -> Outcome {
+    let (devices, checkfiles) = spec::open(&args, global)?;
+    let spec = Spec::new(&args, devices)?;
     let mut out = Out::new();
     let mut tally = Tally::default();
-    for checkfile in checkfiles {
-        match check_file(checkfile, args, global, spec, &mut out, &mut tally) {
+    for checkfile in &checkfiles {
+        match check_file(checkfile, &args, global, &spec, &mut out, &mut tally) {
             Ok(()) => {}
             Err(Stop::Closed) => return finish(Err(Stop::Closed), &mut out, true),
             Err(Stop::Fatal(e)) => {
@@ -258,7 +261,7 @@ fn check_file(
                 record.extend_from_slice(term);
             }
             write_record(out, &progress, &record)?;
-            crate::hash::note_failed_devices(global, out)?;
+            note_failed_devices(global, out)?;
             Ok(())
         },
     );

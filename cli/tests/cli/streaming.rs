@@ -4,7 +4,7 @@
 //! memory.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::cli::b3accel_command;
 use common::Scratch;

@@ -42,7 +42,7 @@ fn eight_processes_calibrating_at_once_leave_one_valid_file() {
     let children: Vec<_> = (0..8)
         .map(|_| {
             Command::new(&exe)
-                .args(["--exact", "calibrate_and_read_child", "--include-ignored", "--nocapture", "--test-threads=1"])
+                .args(["calibrate_and_read_child", "--include-ignored", "--nocapture", "--test-threads=1"])
                 .env("B3ACCEL_CALIBRATION", &file)
                 .env_remove("CI")
                 .stdout(Stdio::piped())
@@ -270,7 +270,7 @@ fn a_list_starts_no_gpu_for_a_call_the_cpu_finishes_first() {
         let file = dir.join(format!("{what}.json"));
         std::fs::write(&file, cal.to_string()).unwrap();
         let out = Command::new(&exe)
-            .args(["--exact", "list_start_child", "--include-ignored", "--nocapture", "--test-threads=1"])
+            .args(["list_start_child", "--include-ignored", "--nocapture", "--test-threads=1"])
             .env("B3ACCEL_CALIBRATION", &file)
             .env("LIST_START_EXPECT_OPENING", expect_opening.to_string())
             .output()

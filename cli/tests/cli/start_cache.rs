@@ -14,7 +14,7 @@
 //! Under `CI=true` a built backend without a device fails here (tests/common/mod.rs).
 #![cfg(any(feature = "opencl", feature = "wgpu"))]
 
-mod common;
+use crate::common;
 
 use b3accel::BackendKind;
 use common::cli::{b3accel_command, Dir};

@@ -1,6 +1,7 @@
 //! The GPUs and device lists `b3accel bench` measures: each GPU opened with its end-to-end and
 //! device-buffer entry points, and the lists of devices that share one input.
 
+#[cfg(feature = "opencl")]
 use super::row::size_label;
 use super::timing::time;
 use crate::choice::list_name;

@@ -2,9 +2,9 @@
 //! that many machines can hash one input: each hashes its pieces, and `b3accel merge` turns the
 //! pieces' lines into the input's hash.
 
-use crate::hash::{finish, ModeArgs};
-use crate::output::{display_name, push_hex, Out};
+use crate::output::{display_name, finish, push_hex, Out};
 use crate::progress::Progress;
+use crate::spec::ModeArgs;
 use crate::{usage_error, Fatal, Global, Outcome};
 use b3accel::file::{FileOptions, Input, ReadMode};
 use b3accel::hazmat::{check_subtree, HasherExt};

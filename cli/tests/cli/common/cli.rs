@@ -13,7 +13,6 @@ use std::time::Duration;
 pub const B3ACCEL: &str = env!("CARGO_BIN_EXE_b3accel");
 
 /// A scratch directory, removed when dropped.
-#[allow(unused_imports)] // not every test binary makes directories
 pub use super::Scratch as Dir;
 
 /// Whether this run is CI's (`CI=true`): a comparison that cannot run is then a failure.

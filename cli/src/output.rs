@@ -1,6 +1,8 @@
 //! Standard output: the buffered writer, file-name escaping, hex and raw output, and the
 //! `--json` records (serde types, written by serde_json, so that every number prints alike).
 
+use crate::progress::Progress;
+use crate::{Fatal, Outcome};
 use b3accel::OutputReader;
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
@@ -8,6 +10,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::io::{self, BufWriter, Stdout, Write};
 use std::path::Path;
+use std::process::ExitCode;
 
 /// Buffered standard output. Whole records (lines) are written into the buffer, and the buffer
 /// is written out by [`Out::flush`] (called whenever the run would wait for the next input:
@@ -53,6 +56,41 @@ impl Out {
         crate::warn(msg);
         Ok(())
     }
+}
+
+/// Stops the run: standard output is gone (a closed pipe) or failed.
+pub enum Stop {
+    Closed,
+    Fatal(Fatal),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Stop::Closed
+        } else {
+            Stop::Fatal(Fatal(format!("write error: {e}")))
+        }
+    }
+}
+
+/// The exit status once everything is written: 1 when anything failed. A closed standard output
+/// ends the run quietly with that status; any other write error is fatal.
+pub fn finish(result: Result<(), Stop>, out: &mut Out, failed: bool) -> Outcome {
+    let code = if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    match result.and_then(|()| out.flush().map_err(Stop::from)) {
+        Ok(()) | Err(Stop::Closed) => Ok(code),
+        Err(Stop::Fatal(e)) => Err(e),
+    }
+}
+
+/// Writes one record into `out`'s buffer; should the buffer have to be written out first, it is
+/// written with the progress bar out of the way (as `ordered::Emit::Idle`'s flush is).
+pub fn write_record(out: &mut Out, progress: &Progress, record: &[u8]) -> io::Result<()> {
+    if !out.fits(record.len()) {
+        progress.suspend(|| out.flush())?;
+    }
+    out.write(record)
 }
 
 /// A file name as b3sum prints it: the lossy UTF-8 form (on Windows with every `\` turned into

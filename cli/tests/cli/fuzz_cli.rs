@@ -8,7 +8,7 @@
 //! order, at it: never a panic, an exit status of 0, 1 or 2. `B3ACCEL_FUZZ_SECONDS` runs them
 //! for longer.
 
-mod common;
+use crate::common;
 
 use common::{fuzz, Scratch};
 use proptest::prelude::*;

@@ -11,7 +11,7 @@
 //! carries this build's fingerprint) and then edited. That is exactly what Auto acts on where a
 //! hardware GPU was measured fastest; only the measurement is made up.
 
-mod common;
+use crate::common;
 
 use b3accel::{auto, BackendKind, Device, Error, Hasher, Mode};
 use common::{upstream_xof, Scratch};
@@ -60,8 +60,10 @@ fn calibration_naming(dir: &Path, device: Device) -> PathBuf {
 /// Runs this binary's ignored test `name` in a child process with `env`; returns its output
 /// after checking that it ran and passed.
 fn child(name: &str, env: &[(&str, String)]) -> String {
+    // The test's full name in this program: this module's path without the crate's name.
+    let full = format!("{}::{name}", module_path!().split_once("::").map_or("", |(_, m)| m));
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", name, "--include-ignored", "--nocapture", "--test-threads=1"]).env_remove("CI");
+    cmd.args(["--exact", &full, "--include-ignored", "--nocapture", "--test-threads=1"]).env_remove("CI");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -1,19 +1,16 @@
-//! The default command: hash inputs and print one line each, exactly as b3sum does (or, with
-//! `--check`, hand over to the check module).
+//! The default command's options, and what hashing (hash.rs) and checking (check.rs) share: the
+//! devices, mode and read mode every input is hashed with, and one input hashed on them. main.rs
+//! hands the options to one or the other (`--check`).
 
 use crate::choice::{Choice, Devices};
 use crate::inputs::{self, Input, Listing};
-use crate::ordered::{self, Emit};
-use crate::output::{self, display_name, Out};
+use crate::output::Out;
 use crate::progress::Progress;
-use crate::{Fatal, Global, Outcome};
+use crate::{Fatal, Global};
 use b3accel::file::{self, FileOptions, ReadMode};
 use b3accel::{Device, Mode, OutputReader, KEY_LEN};
-use serde::Serialize;
-use std::borrow::Cow;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
 /// The hashing options: b3sum's, then b3accel's own.
@@ -127,6 +124,22 @@ pub struct HashArgs {
     pub strict: bool,
 }
 
+/// What hashing and checking do first, before reading any input: open the devices `--backend`
+/// names, then list the inputs `args` names (with `--check`, the checkfiles).
+pub fn open(args: &HashArgs, global: &Global) -> Result<(Devices, Vec<Input>), Fatal> {
+    if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
+        crate::usage_error("--keyed reads the key from standard input, so --files-from cannot read it (-)");
+    }
+    let devices = crate::choice::open(global)?;
+    let inputs = inputs::expand(&Listing {
+        files: &args.file,
+        files_from: args.files_from.as_deref(),
+        recursive: args.recursive,
+        zero: args.zero,
+    })?;
+    Ok((devices, inputs))
+}
+
 /// How every input is hashed.
 pub struct Spec {
     pub devices: Devices,
@@ -135,6 +148,15 @@ pub struct Spec {
     pub seek: u64,
     /// With `--keyed`, standard input holds the key and cannot be hashed.
     pub keyed: bool,
+}
+
+impl Spec {
+    /// The spec `args` asks for, on `devices`; with `--keyed`, the key read from standard input.
+    pub fn new(args: &HashArgs, devices: Devices) -> Result<Spec, Fatal> {
+        let mode = mode_of(args.keyed, args.derive_key.as_deref())?;
+        let read = if args.no_mmap { ReadMode::Stream } else { args.read };
+        Ok(Spec { devices, mode, read, seek: args.seek, keyed: args.keyed })
+    }
 }
 
 /// One hashed input.
@@ -249,176 +271,4 @@ fn read_key() -> Result<[u8; KEY_LEN], Fatal> {
     // The key lives on in the `Mode` (which wipes it when dropped); this copy goes now.
     zeroize::Zeroize::zeroize(&mut bytes);
     key
-}
-
-/// One hashed input under `--json`.
-#[derive(Serialize)]
-struct HashRecord<'a> {
-    path: Cow<'a, str>,
-    hash: output::HexOutput<'a>,
-    bytes: u64,
-    backend: String,
-    seconds: f64,
-}
-
-/// One input that could not be hashed, under `--json`.
-#[derive(Serialize)]
-struct FailedRecord<'a> {
-    path: Cow<'a, str>,
-    error: String,
-}
-
-/// Stops the run: standard output is gone (a closed pipe) or failed.
-pub enum Stop {
-    Closed,
-    Fatal(Fatal),
-}
-
-impl From<io::Error> for Stop {
-    fn from(e: io::Error) -> Self {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            Stop::Closed
-        } else {
-            Stop::Fatal(Fatal(format!("write error: {e}")))
-        }
-    }
-}
-
-/// The exit status once everything is written: 1 when anything failed. A closed standard output
-/// ends the run quietly with that status; any other write error is fatal.
-pub fn finish(result: Result<(), Stop>, out: &mut Out, failed: bool) -> Outcome {
-    let code = if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS };
-    match result.and_then(|()| out.flush().map_err(Stop::from)) {
-        Ok(()) | Err(Stop::Closed) => Ok(code),
-        Err(Stop::Fatal(e)) => Err(e),
-    }
-}
-
-/// Writes one record into `out`'s buffer; should the buffer have to be written out first, it is
-/// written with the progress bar out of the way (as [`Emit::Idle`]'s flush is).
-pub fn write_record(out: &mut Out, progress: &Progress, record: &[u8]) -> io::Result<()> {
-    if !out.fits(record.len()) {
-        progress.suspend(|| out.flush())?;
-    }
-    out.write(record)
-}
-
-/// Whether to hash `inputs` in parallel across inputs: several inputs, and at most one of them
-/// standard input (several `-` must read it in order: the first gets everything).
-pub fn parallel_ok(inputs: &[&Path]) -> bool {
-    inputs.len() > 1 && inputs.iter().filter(|p| **p == Path::new("-")).count() <= 1
-}
-
-/// A progress bar over the sizes of the regular files among `paths`, when one is wanted.
-pub fn progress_for<'a>(global: &Global, paths: impl Iterator<Item = &'a Path>) -> Progress {
-    if !Progress::wanted(global.progress) {
-        return Progress::none();
-    }
-    let total = paths
-        .filter(|p| *p != Path::new("-"))
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .filter(|m| m.is_file())
-        .map(|m| m.len())
-        .sum();
-    Progress::new(global.progress, total)
-}
-
-pub fn run(args: HashArgs, global: &Global) -> Outcome {
-    if args.keyed && args.files_from.as_deref() == Some(Path::new("-")) {
-        crate::usage_error("--keyed reads the key from standard input, so --files-from cannot read it (-)");
-    }
-    let devices = crate::choice::open(global)?;
-    let inputs = inputs::expand(&Listing {
-        files: &args.file,
-        files_from: args.files_from.as_deref(),
-        recursive: args.recursive,
-        zero: args.zero,
-    })?;
-    if args.raw && inputs.len() > 1 {
-        return Err(Fatal("Only one filename can be provided when using --raw".into()));
-    }
-    let mode = mode_of(args.keyed, args.derive_key.as_deref())?;
-    let read = if args.no_mmap { ReadMode::Stream } else { args.read };
-    let spec = Spec { devices, mode, read, seek: args.seek, keyed: args.keyed };
-    if args.check {
-        return crate::check::run(&args, global, &spec, &inputs);
-    }
-
-    let paths: Vec<&Path> = inputs.iter().map(Input::path).collect();
-    let parallel = parallel_ok(&paths) && rayon::current_num_threads() > 1;
-    if global.verbose > 0 && parallel {
-        crate::warn(format_args!(
-            "{} inputs, hashed in parallel across files on {} threads (output in input order)",
-            inputs.len(),
-            rayon::current_num_threads()
-        ));
-    }
-    let progress = progress_for(global, paths.iter().copied());
-    let mut out = Out::new();
-    let mut failed = false;
-    let term: &[u8] = if args.zero { b"\0" } else { b"\n" };
-    let mut line = Vec::with_capacity(256);
-    let result = ordered::run(
-        inputs.len(),
-        parallel,
-        |i| (i, hash_input(&inputs[i], &spec, &progress)),
-        |event: Emit<(usize, io::Result<Hashed>)>| -> Result<(), Stop> {
-            let (i, result) = match event {
-                Emit::Result(r) => r,
-                Emit::Idle => return Ok(progress.suspend(|| out.flush())?),
-            };
-            let path = inputs[i].path();
-            line.clear();
-            match result {
-                Ok(mut h) => {
-                    if let Some(why) = &h.why {
-                        out.error(format_args!("{}: hashed on {}: {why}", path.to_string_lossy(), h.device))?;
-                    }
-                    if args.raw {
-                        output::write_raw(&mut out, &mut h.reader, args.length)?;
-                    } else if global.json {
-                        let record = HashRecord {
-                            path: path.to_string_lossy(),
-                            hash: output::HexOutput::new(&mut h.reader, args.length),
-                            bytes: h.bytes,
-                            backend: h.device,
-                            seconds: h.seconds,
-                        };
-                        out.json(&record)?;
-                    } else if args.no_names {
-                        output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
-                        line.extend_from_slice(term);
-                    } else {
-                        let (name, escaped) = display_name(path, args.zero);
-                        if escaped {
-                            line.push(b'\\');
-                        }
-                        if args.tag {
-                            line.extend_from_slice(b"BLAKE3 (");
-                            line.extend_from_slice(name.as_bytes());
-                            line.extend_from_slice(b") = ");
-                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
-                        } else {
-                            output::write_hex(&mut out, &mut line, &mut h.reader, args.length)?;
-                            line.extend_from_slice(b"  ");
-                            line.extend_from_slice(name.as_bytes());
-                        }
-                        line.extend_from_slice(term);
-                    }
-                }
-                Err(e) => {
-                    failed = true;
-                    out.error(format_args!("{}: {e}", path.to_string_lossy()))?;
-                    if global.json {
-                        out.json(&FailedRecord { path: path.to_string_lossy(), error: e.to_string() })?;
-                    }
-                }
-            }
-            write_record(&mut out, &progress, &line)?;
-            note_failed_devices(global, &mut out)?;
-            Ok(())
-        },
-    );
-    progress.finish();
-    finish(result, &mut out, failed)
 }

@@ -8,7 +8,7 @@
 //! is larger than the size from which a list spreads its input (64 MiB), so that its pieces are
 //! hashed on several devices and merged.
 
-mod common;
+use crate::common;
 
 use b3accel::{BackendKind, Device};
 use common::cli::{assert_no_panic, data, os, run_in, same_ext, upstream, Dir, B3ACCEL};
