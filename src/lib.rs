@@ -75,7 +75,9 @@ pub use crate::core::compress::Cv;
 pub use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_LEN};
 pub use crate::dispatch::auto;
 pub use crate::dispatch::spread;
-pub use crate::dispatch::{backend, backend_status, devices, opening_in_background, settle, BackendStatus};
+pub use crate::dispatch::{
+    backend, backend_status, check_devices, devices, opening_in_background, settle, BackendStatus,
+};
 pub use crate::tree::{
     subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, FeaturePath, Mode, OutputReader,
     Result, Timed, Timings,

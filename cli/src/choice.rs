@@ -4,6 +4,8 @@
 use crate::{Fatal, Global};
 use b3accel::spread::{Spread, SPREAD_MIN_BYTES};
 use b3accel::{Backend, Cv, Device, DeviceInfo};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -68,33 +70,50 @@ pub fn list_name(devices: &[Device]) -> String {
 impl Choice {
     /// The devices a list or `all` names on this machine (`None` for one device or `auto`). A
     /// device of the list that this machine or build lacks is its error, as `--backend DEVICE`
-    /// gives it. Listing GPUs starts their drivers' listings (not the devices); the library keeps
-    /// their start-up chatter off standard error.
+    /// gives it. A GPU named is checked against the devices its backend listed (by this process
+    /// or, as recorded in the cache file, by an earlier one); where its backend has not been
+    /// listed yet, or the record lacks it, that backend alone is listed now (and recorded). The
+    /// library keeps the drivers' start-up chatter off standard error.
     pub fn devices(&self) -> Result<Option<Vec<Device>>, Fatal> {
         let list = match self {
             Choice::One(_) => return Ok(None),
             Choice::All => b3accel::spread::hardware_devices(),
-            Choice::List(list) if list.iter().all(|&d| d == Device::Cpu) => list.clone(),
-            // Every GPU named is one Auto's calibration cache found on this machine: no driver
-            // need list its devices (see `auto::cached_devices`).
-            Choice::List(list)
-                if b3accel::auto::cached_devices()
-                    .is_some_and(|found| list.iter().all(|d| *d == Device::Cpu || found.contains(d))) =>
-            {
-                list.clone()
-            }
             Choice::List(list) => {
-                let found: Vec<DeviceInfo> = b3accel::devices();
-                for &d in list {
-                    if !found.iter().any(|info| info.device == d) {
-                        // The library's own words for a device that is not there.
-                        b3accel::backend(d)?;
-                    }
-                }
+                let unchecked: Vec<Device> =
+                    list.iter().copied().filter(|&d| b3accel::auto::listed(d) != Some(true)).collect();
+                check_now(&unchecked)?;
                 list.clone()
             }
         };
         Ok(Some(list))
+    }
+
+    /// As [`devices`](Self::devices), without waiting for drivers that the run's inputs may not
+    /// need, where this machine's devices are not known yet (a fresh machine or cache): a list's
+    /// GPUs whose backend has never been listed are checked beside the hash ([`Beside`]; the
+    /// verdict is awaited at the end, [`verdict`]), and `all` is the CPU alone while the devices
+    /// are listed and recorded in the background for later runs. The second value says what was
+    /// left for later, for `-v`.
+    fn devices_beside(&self, recordable: bool) -> Result<(Option<Vec<Device>>, Later), Fatal> {
+        match self {
+            Choice::All if recordable && b3accel::auto::cached_gpus().is_none() => {
+                record_in_background();
+                Ok((Some(vec![Device::Cpu]), Later::Recording))
+            }
+            Choice::List(list) => {
+                let (unknown, named): (Vec<Device>, Vec<Device>) =
+                    list.iter().copied().partition(|&d| b3accel::auto::listed(d).is_none());
+                // A name the record lacks (or a backend not built in) is checked now: it is most
+                // likely a mistake, which gets its error before any input is hashed.
+                check_now(&named.into_iter().filter(|&d| b3accel::auto::listed(d) != Some(true)).collect::<Vec<_>>())?;
+                if unknown.is_empty() {
+                    return Ok((Some(list.clone()), Later::Nothing));
+                }
+                Beside::start(&unknown);
+                Ok((Some(list.clone()), Later::Checking(unknown)))
+            }
+            _ => Ok((self.devices()?, Later::Nothing)),
+        }
     }
 
     /// The backend for the whole choice: `auto`'s, one device's, or one `Spread` over a list's
@@ -117,8 +136,9 @@ pub struct Devices {
 }
 
 enum How {
-    /// `auto`: small inputs go to the CPU backend, others where `auto::choose` sends them.
-    Auto { auto: Arc<dyn Backend>, cpu: Arc<dyn Backend> },
+    /// `auto`: small inputs go to the CPU backend, others where `auto::choose` sends them; all
+    /// of them to the CPU while the devices are `unlisted` (being listed for later runs).
+    Auto { auto: Arc<dyn Backend>, cpu: Arc<dyn Backend>, unlisted: bool },
     /// One device.
     One(Arc<dyn Backend>),
     /// A list or `all`: one `Spread` for the run, which each input uses through a [`Tally`].
@@ -178,7 +198,10 @@ impl Devices {
                 let explain = self.verbose > 0;
                 return Picked { backend: tally.clone(), name, why: None, explain, tally: Some(tally), auto_gpu: None };
             }
-            How::Auto { auto, cpu } => (auto, cpu),
+            How::Auto { cpu, unlisted: true, .. } => {
+                return picked(cpu.clone(), Device::Cpu, self.explain.then(|| UNLISTED.to_string()))
+            }
+            How::Auto { auto, cpu, .. } => (auto, cpu),
         };
         match len {
             Some(n) if n < b3accel::auto::GPU_MIN_BYTES => {
@@ -226,14 +249,82 @@ impl Devices {
     }
 }
 
+/// Checks `devices` now (listing only their backends, which records them), failing with the
+/// first one that is not there.
+fn check_now(devices: &[Device]) -> Result<(), Fatal> {
+    if devices.is_empty() {
+        return Ok(());
+    }
+    for verdict in b3accel::check_devices(devices) {
+        verdict?;
+    }
+    Ok(())
+}
+
+/// What a run left for later because this machine's devices were not known yet.
+#[derive(Clone, Debug, PartialEq)]
+enum Later {
+    Nothing,
+    /// The devices are being listed in the background, and recorded for later runs.
+    Recording,
+    /// These GPUs of a list are being checked beside the hash.
+    Checking(Vec<Device>),
+}
+
+/// Whether what a listing finds can be recorded for later runs: the cache file is on, what is at
+/// its path (if anything) is one of b3accel's own files, and its directory is there (made here
+/// if need be) and writable. Where it is not, nothing is left to list in the background: each
+/// run would start one in vain.
+fn recordable() -> bool {
+    let Some(file) = b3accel::auto::cache_file() else { return false };
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if b3accel::auto::cache_file_problem().is_some() || std::fs::create_dir_all(&dir).is_err() {
+        return false;
+    }
+    #[cfg(unix)]
+    let writable = {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+        // SAFETY: a valid NUL-terminated path; access only reads it.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    };
+    #[cfg(not(unix))]
+    let writable = true;
+    writable
+}
+
 /// Opens what `--backend` names (an error when a device is not there), saying with `-v` what it
 /// is and why.
+///
+/// A run never waits for the drivers to list devices that its inputs may not need: where this
+/// machine's devices are not known yet (nothing listed or recorded), `auto` hashes on the CPU and
+/// `all` is the CPU alone while a process of this program lists and records the devices for
+/// later runs; a list's GPUs are checked beside the hash, the verdict awaited at the end
+/// ([`verdict`]).
 pub fn open(global: &Global) -> Result<Devices, Fatal> {
     let verbose = global.verbose > 0;
     let threads = rayon::current_num_threads();
-    let how = match (&global.backend, global.backend.devices()?) {
+    let recordable = recordable();
+    // Auto and lists use the calibration cache: say once where it cannot be kept.
+    if verbose && !matches!(global.backend, Choice::One(d) if d != Device::Auto) {
+        if let Some(why) = b3accel::auto::cache_file_problem() {
+            crate::warn(format_args!("{why}: devices and calibration are not cached"));
+        }
+    }
+    let (list, later) = global.backend.devices_beside(recordable)?;
+    let how = match (&global.backend, list) {
         (Choice::One(Device::Auto), _) => {
             let auto = b3accel::backend(Device::Auto)?;
+            // Nothing known of the devices yet: this run hashes on the CPU, and a process of its
+            // own lists them for later runs (without a record to keep, Auto lists them here, on
+            // the first input large enough for a GPU).
+            let unlisted = recordable && b3accel::auto::cached_devices().is_none();
+            if unlisted {
+                record_in_background();
+            }
             if verbose {
                 crate::warn(format_args!(
                     "--backend auto: inputs under {} MiB are hashed on the CPU ({}, {}), larger ones on \
@@ -243,8 +334,11 @@ pub fn open(global: &Global) -> Result<Devices, Fatal> {
                     b3accel::cpu::CpuBackend::new().kernel(),
                     if global.verbose > 1 { "" } else { " (-vv names each input's device)" },
                 ));
+                if unlisted {
+                    crate::warn(UNLISTED);
+                }
             }
-            How::Auto { auto, cpu: b3accel::backend(Device::Cpu)? }
+            How::Auto { auto, cpu: b3accel::backend(Device::Cpu)?, unlisted }
         }
         (Choice::One(d), _) => {
             let backend = b3accel::backend(*d)?;
@@ -262,11 +356,147 @@ pub fn open(global: &Global) -> Result<Devices, Fatal> {
             let spread = Spread::new(&list)?;
             if verbose {
                 crate::warn(spread_note(choice, &spread, threads, global.verbose > 1));
+                match &later {
+                    Later::Nothing => {}
+                    Later::Recording => {
+                        crate::warn(format_args!("{UNLISTED}; --backend all is the CPU alone in this run"))
+                    }
+                    Later::Checking(gpus) => crate::warn(format_args!(
+                        "{} {} checked beside the hash: {} backend has not been listed on this machine yet",
+                        gpus.iter().map(Device::to_string).collect::<Vec<_>>().join(", "),
+                        if gpus.len() == 1 { "is" } else { "are" },
+                        if gpus.len() == 1 { "its" } else { "their" },
+                    )),
+                }
             }
             How::Spread(Arc::new(Shared { spread }))
         }
     };
     Ok(Devices { how, explain: global.verbose > 1, verbose: global.verbose })
+}
+
+/// `auto`'s and `all`'s words while the devices are being listed for later runs.
+const UNLISTED: &str = "this machine's devices are not known yet: they are being listed in the background and \
+                        recorded for later runs, and the CPU hashes meanwhile (`b3accel devices` lists them now)";
+
+/// Set in the environment of a process of this program that lists devices for another one
+/// ([`serve_listing`]): empty to list and record every backend's devices for later runs, else the
+/// devices to check, separated by commas.
+const LIST_ENV: &str = "B3ACCEL_LIST_DEVICES";
+
+/// Starts a process of this program that lists every device at the lowest priority and records
+/// them in the cache file, and returns at once: listing takes a few hundred milliseconds on a
+/// machine with GPU drivers, which no input of this run waits for. The cache directory is made
+/// before ([`recordable`]), so that the listing process need not make one after this process
+/// has gone. If it cannot be started, a later run tries again.
+fn record_in_background() {
+    let Ok(exe) = std::env::current_exe() else { return };
+    // Dropping the handle neither waits for the process nor ends it.
+    let _ =
+        Command::new(exe).env(LIST_ENV, "").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+}
+
+/// In a process started to list devices for another ([`LIST_ENV`] set): lists them and ends the
+/// process; otherwise returns at once. Recording every device (the variable empty) runs at the
+/// lowest priority and only where the record is still missing and its directory there; checking
+/// devices writes one line per device on standard output, `ok` or `error MESSAGE`.
+pub fn serve_listing() {
+    let Some(asked) = std::env::var_os(LIST_ENV) else { return };
+    let asked = asked.to_string_lossy().into_owned();
+    if asked.is_empty() {
+        #[cfg(unix)]
+        // SAFETY: a plain system call on this process; a failure leaves its priority as it was.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        }
+        let dir_there =
+            b3accel::auto::cache_file().as_deref().and_then(std::path::Path::parent).is_some_and(|d| d.is_dir());
+        if dir_there && b3accel::auto::cached_devices().is_none() {
+            b3accel::backend_status();
+        }
+        std::process::exit(0);
+    }
+    let devices: Vec<Device> = asked.split(',').filter_map(|n| n.parse().ok()).collect();
+    let mut text = String::new();
+    for verdict in b3accel::check_devices(&devices) {
+        match verdict {
+            Ok(()) => text.push_str("ok\n"),
+            Err(e) => text.push_str(&format!("error {}\n", e.to_string().replace('\n', " "))),
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    std::process::exit(0);
+}
+
+/// A check of a list's GPUs that runs beside the hash: in a process of this program
+/// ([`serve_listing`]), whose drivers' start and exit never touch this one (a thread of the run
+/// slowed a 1 GiB hash more, docs/performance.md), else in a thread.
+struct Beside {
+    devices: Vec<Device>,
+    how: BesideHow,
+}
+
+enum BesideHow {
+    Thread(std::thread::JoinHandle<Vec<b3accel::Result<()>>>),
+    Child(std::process::Child),
+}
+
+/// The check under way, if any.
+static BESIDE: Mutex<Option<Beside>> = Mutex::new(None);
+
+impl Beside {
+    /// Starts checking `devices` (listing only their backends, which records them).
+    fn start(devices: &[Device]) {
+        let names: Vec<String> = devices.iter().map(Device::to_string).collect();
+        let child = std::env::current_exe().ok().and_then(|exe| {
+            Command::new(exe)
+                .env(LIST_ENV, names.join(","))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .ok()
+        });
+        let how = match child {
+            Some(c) => BesideHow::Child(c),
+            // Where no process can be started, a thread of this one checks them.
+            None => {
+                let list = devices.to_vec();
+                BesideHow::Thread(std::thread::spawn(move || b3accel::check_devices(&list)))
+            }
+        };
+        *lock(&BESIDE) = Some(Beside { devices: devices.to_vec(), how });
+    }
+}
+
+/// The verdict of the check started beside the hash, awaited here (at the end of the run): the
+/// first GPU of the list that is not there is the run's error. Where the checking process ended
+/// without a verdict, the devices are checked here.
+pub fn verdict() -> Result<(), Fatal> {
+    let Some(beside) = lock(&BESIDE).take() else { return Ok(()) };
+    let from_child = |child: &mut std::process::Child| -> Option<Vec<Result<(), String>>> {
+        let lines: Vec<String> =
+            BufReader::new(child.stdout.take()?).lines().take(beside.devices.len()).collect::<Result<_, _>>().ok()?;
+        (lines.len() == beside.devices.len()).then_some(())?;
+        lines
+            .into_iter()
+            .map(|l| match l.strip_prefix("error ") {
+                Some(e) => Some(Err(e.to_string())),
+                None => (l == "ok").then_some(Ok(())),
+            })
+            .collect()
+    };
+    let here = || b3accel::check_devices(&beside.devices).into_iter().map(|v| v.map_err(|e| e.to_string())).collect();
+    let verdicts: Vec<Result<(), String>> = match beside.how {
+        BesideHow::Thread(t) => match t.join() {
+            Ok(v) => v.into_iter().map(|v| v.map_err(|e| e.to_string())).collect(),
+            Err(_) => here(),
+        },
+        // The process is not waited for: it records and leaves on its own.
+        BesideHow::Child(mut c) => from_child(&mut c).unwrap_or_else(here),
+    };
+    verdicts.into_iter().collect::<Result<(), String>>().map_err(Fatal)
 }
 
 /// The `-v` note for a list or `all`.

@@ -239,6 +239,8 @@ fn init_threads(num_threads: Option<usize>) -> Result<(), Fatal> {
 }
 
 fn main() -> ExitCode {
+    // A process started to list devices for another b3accel does that alone.
+    choice::serve_listing();
     let cmd = Cli::command();
     let (short, long) = (after_help(&cmd, false), after_help(&cmd, true));
     let matches = cmd.after_help(short).after_long_help(long).get_matches();
@@ -258,6 +260,8 @@ fn main() -> ExitCode {
         None if cli.hash.check => check::run(cli.hash, &cli.global),
         None => hash::run(cli.hash, &cli.global),
     };
+    // A list's GPUs checked beside the hash: the verdict, now that the inputs are done.
+    let outcome = outcome.and_then(|code| choice::verdict().map(|()| code));
     let code = match outcome {
         Ok(code) => code,
         Err(e) => {

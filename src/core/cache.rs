@@ -187,6 +187,75 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
+/// Rewrites the cache file at `path` from what it holds now: `change` gets its bytes (`None`
+/// where it is missing, unreadable, not a regular file or larger than `max_len`) and returns the
+/// new bytes, or `None` to leave the file as it is. Processes that update one file at once take
+/// turns (an advisory lock on its directory, on Unix), so that none undoes what another wrote
+/// between its read and its write; the write is [`write_atomic`]'s, which replaces only the
+/// crate's own files. With `make_dir` false, a missing directory is not made (a process writing
+/// after its caller may have gone must not bring back a directory someone deleted). Returns
+/// whether it wrote.
+pub(crate) fn update(
+    path: &Path,
+    max_len: u64,
+    make_dir: bool,
+    change: impl FnOnce(Option<Vec<u8>>) -> Option<Vec<u8>>,
+) -> io::Result<bool> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if make_dir {
+        std::fs::create_dir_all(parent)?;
+    }
+    let _turn = DirLock::take(parent, true)?;
+    match change(read(path, max_len)) {
+        Some(bytes) => write_atomic(path, &bytes).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+/// An advisory lock on a directory, held until dropped: the turn of one process among those that
+/// update a cache file in it ([`update`]). Where the system has no such lock (or the directory's
+/// filesystem refuses one), each goes ahead unlocked: a lost update only costs a later process
+/// the work again, never a torn file.
+pub(crate) struct DirLock {
+    #[cfg(unix)]
+    _dir: Option<std::fs::File>,
+}
+
+impl DirLock {
+    /// Takes the lock on `dir`: waits for it with `wait`, else returns `None` where another
+    /// process holds it. An error only where `dir` cannot be opened at all.
+    pub(crate) fn take(dir: &Path, wait: bool) -> io::Result<Option<DirLock>> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::io::AsRawFd;
+            let mut options = std::fs::OpenOptions::new();
+            options.read(true);
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_DIRECTORY | libc::O_NOCTTY);
+            let file = options.open(dir)?;
+            let how = if wait { libc::LOCK_EX } else { libc::LOCK_EX | libc::LOCK_NB };
+            loop {
+                // SAFETY: flock on a descriptor this function owns; the lock goes with it.
+                if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+                    return Ok(Some(DirLock { _dir: Some(file) }));
+                }
+                match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EWOULDBLOCK) => return Ok(None),
+                    _ => return Ok(Some(DirLock { _dir: None })),
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (dir, wait);
+            Ok(Some(DirLock {}))
+        }
+    }
+}
+
 /// The version of the sealed layout; a file of another version is stale.
 #[cfg(any(feature = "opencl", feature = "wgpu"))]
 const SEAL_VERSION: u32 = 1;
@@ -275,6 +344,46 @@ mod tests {
         write_atomic(&p, &[7; 11]).unwrap();
         assert!(read(&p, 10).is_none());
         assert_eq!(read(&p, 11).unwrap().len(), 11);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn updates_at_once_take_turns_and_lose_nothing() {
+        let d = scratch("update");
+        let p = d.join("count.json");
+        // One of the crate's own JSON files, holding a count.
+        let count = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).ok()?["n"].as_u64();
+        let bump = |old: Option<Vec<u8>>| {
+            let n = old.and_then(|b| count(&b)).unwrap_or(0);
+            Some(format!(r#"{{"fingerprint": "b3accel test", "n": {}}}"#, n + 1).into_bytes())
+        };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..25 {
+                        assert!(update(&p, 100, true, bump).unwrap());
+                    }
+                });
+            }
+        });
+        assert_eq!(count(&read(&p, 100).unwrap()), Some(100));
+        // Leaving the file as it is writes nothing; a missing directory is made only on request.
+        assert!(!update(&p, 100, true, |_| None).unwrap());
+        let gone = d.join("gone").join("c.json");
+        assert!(update(&gone, 100, false, |_| Some(b"x".to_vec())).is_err());
+        assert!(!d.join("gone").exists());
+        // Another process's turn: a lock that is held is not taken without waiting.
+        let held = DirLock::take(&d, true).unwrap();
+        #[cfg(unix)]
+        {
+            let other = std::thread::spawn({
+                let d = d.clone();
+                move || DirLock::take(&d, false).unwrap().is_none()
+            });
+            assert!(other.join().unwrap(), "a held lock was taken again");
+        }
+        drop(held);
+        assert!(DirLock::take(&d, false).unwrap().is_some());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -11,17 +11,26 @@
 //!    (host memory to hash, end to end); for each call Auto picks the device with the best
 //!    interpolated throughput at that call's size.
 //!
-//! The calibration (and the list of hardware GPUs, so that later processes need not even list
-//! devices) is cached in a small JSON file, made on first use or by `b3accel bench --calibrate`:
-//! `$B3ACCEL_CALIBRATION` if set, else `calibration-<backends>.json` (named by the backends
-//! built in, such as `calibration-wgpu.json`, so that two builds on one machine do not take turns
-//! overwriting one file and calibrating in every process) in the crate's cache directory
-//! (`$B3ACCEL_CACHE_DIR`, else `$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux,
-//! `~/Library/Caches/b3accel` on macOS, `%LOCALAPPDATA%\b3accel` on Windows); with
-//! `B3ACCEL_CACHE=off` nothing is read or written and each process calibrates. Delete it after changing hardware or drivers; a
-//! cache made by another version of this crate or on another CPU is ignored, and so is a file
-//! that is not a calibration at all. It is written to a temporary file and renamed, so processes
-//! that calibrate at once leave one whole file, never a mixture.
+//! The calibration, and the record of every GPU device the drivers listed (so that later
+//! processes need not even list devices), are cached in a small JSON file: `$B3ACCEL_CALIBRATION`
+//! if set, else `calibration-<backends>.json` (named by the backends built in, such as
+//! `calibration-wgpu.json`, so that two builds on one machine do not take turns overwriting one
+//! file and calibrating in every process) in the crate's cache directory (`$B3ACCEL_CACHE_DIR`,
+//! else `$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux, `~/Library/Caches/b3accel` on
+//! macOS, `%LOCALAPPDATA%\b3accel` on Windows); with `B3ACCEL_CACHE=off` nothing is read or
+//! written and each process lists and calibrates.
+//!
+//! Every listing records what it found there, backend by backend ([`backend_status`],
+//! [`check_devices`]: listing the drivers takes a few hundred milliseconds on a machine with GPU
+//! drivers), and the calibration is added once measured (on first use or by `b3accel bench
+//! --calibrate`); on a machine without a hardware GPU the record is the whole calibration. A
+//! listing that finds other devices than the record replaces it and drops the calibration; delete
+//! the file after changing hardware or drivers. A cache made by another version of this crate or
+//! on another CPU is ignored and replaced; a file that is not one of the crate's own is neither
+//! trusted nor replaced. Writers take turns and write a temporary file that they rename, so
+//! processes that list or calibrate at once leave one whole file, never a mixture.
+//!
+//! [`backend_status`]: crate::backend_status
 //!
 //! A GPU call that fails under Auto (out of memory, a lost device) is run again on the CPU, and
 //! that GPU is not chosen again in this process ([`failed_devices`] lists it).
@@ -29,13 +38,13 @@
 //! Data that already lies in a device buffer is hashed on that device (the backends'
 //! `hash_buffer` entry points): copying it back to the host is never faster.
 
-use super::registry::{backend, cpu_backend, devices, one_per_gpu};
+use super::registry::{backend, cpu_backend, one_per_gpu_named, BackendStatus};
 use crate::backends::cpu::CpuBackend;
 use crate::backends::stderr;
 use crate::core::cache;
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::{hash_all, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Domain, Error, Result};
+use crate::tree::{hash_all, Backend, BackendKind, Device, DeviceInfo, Domain, Error, Result};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -126,12 +135,188 @@ pub fn calibration() -> &'static Calibration {
 /// The calibration in force, once [`calibration`] has made or loaded it.
 static CALIBRATION: OnceLock<Calibration> = OnceLock::new();
 
-/// The calibration in force if there is one already, else the cache file as this process first
-/// read it: the file is read and parsed once per process, however many lists, `--backend all`
-/// and Auto ask (never measured here).
+/// The calibration in force if there is one already, else the one the cache file holds as this
+/// process first read it (or, where the file records every backend's devices and no hardware GPU,
+/// the calibration of a machine with nothing to measure): the file is read and parsed once per
+/// process, however many lists, `--backend all` and Auto ask (never measured here).
 fn cached() -> Option<&'static Calibration> {
-    static LOADED: OnceLock<Option<Calibration>> = OnceLock::new();
-    CALIBRATION.get().or_else(|| LOADED.get_or_init(load).as_ref())
+    static FROM_FILE: OnceLock<Option<Calibration>> = OnceLock::new();
+    CALIBRATION.get().or_else(|| FROM_FILE.get_or_init(|| stored().and_then(Known::calibration)).as_ref())
+}
+
+/// A GPU device a driver listed, as the cache file records it.
+#[derive(Clone, Debug, PartialEq)]
+struct Listed {
+    device: Device,
+    name: String,
+    /// Not a software GPU (PoCL, llvmpipe, lavapipe): one Auto may choose.
+    hardware: bool,
+}
+
+impl Listed {
+    fn of(d: &DeviceInfo) -> Listed {
+        Listed { device: d.device, name: d.name.clone(), hardware: !d.is_software_gpu() }
+    }
+}
+
+/// What is known of this machine without asking a driver: each GPU backend's devices where that
+/// backend has been listed (none listed where its runtime is missing), and the curves once
+/// measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Known {
+    opencl: Option<Vec<Listed>>,
+    wgpu: Option<Vec<Listed>>,
+    /// The CPU's curve and each hardware GPU's.
+    measured: Option<(Curve, Vec<Curve>)>,
+    /// The file it was read from, for the calibration's `source`.
+    path: Option<PathBuf>,
+}
+
+impl Known {
+    fn slot(&mut self, kind: BackendKind) -> Option<&mut Option<Vec<Listed>>> {
+        match kind {
+            BackendKind::OpenCl => Some(&mut self.opencl),
+            BackendKind::Wgpu => Some(&mut self.wgpu),
+            BackendKind::Cpu => None,
+        }
+    }
+
+    fn get(&self, kind: BackendKind) -> Option<&Vec<Listed>> {
+        match kind {
+            BackendKind::OpenCl => self.opencl.as_ref(),
+            BackendKind::Wgpu => self.wgpu.as_ref(),
+            BackendKind::Cpu => None,
+        }
+    }
+
+    /// Every GPU device listed, where every backend built in has been listed.
+    fn all(&self) -> Option<Vec<Listed>> {
+        let mut all = Vec::new();
+        for kind in built_backends() {
+            all.extend(self.get(kind)?.iter().cloned());
+        }
+        Some(all)
+    }
+
+    /// The calibration this knows: the measured one, or, where every backend was listed and
+    /// found no hardware GPU, that of a machine with nothing to measure.
+    fn calibration(&self) -> Option<Calibration> {
+        let all = self.all()?;
+        let whence = self.path.as_ref().map_or_else(String::new, |p| p.display().to_string());
+        let (cpu, gpus, source) = match &self.measured {
+            Some((cpu, gpus)) => (cpu.clone(), gpus.clone(), format!("calibration cached in {whence}")),
+            None if all.iter().any(|l| l.hardware) => return None,
+            None => (cpu_curve(), Vec::new(), format!("no hardware GPU, as recorded in {whence}")),
+        };
+        Some(Calibration { cpu, gpus, found: all.iter().map(|l| l.device).collect(), source })
+    }
+}
+
+/// The CPU's curve before any measurement: its name, no points.
+fn cpu_curve() -> Curve {
+    Curve { device: Device::Cpu, name: CpuBackend::new().info().name.clone(), points: Vec::new(), open_seconds: 0.0 }
+}
+
+/// The GPU backends built in.
+fn built_backends() -> Vec<BackendKind> {
+    let mut kinds = Vec::new();
+    if cfg!(feature = "opencl") {
+        kinds.push(BackendKind::OpenCl);
+    }
+    if cfg!(feature = "wgpu") {
+        kinds.push(BackendKind::Wgpu);
+    }
+    kinds
+}
+
+/// The cache file as this process first read it: read and parsed once per process.
+fn stored() -> Option<&'static Known> {
+    static LOADED: OnceLock<Option<Known>> = OnceLock::new();
+    LOADED.get_or_init(load).as_ref()
+}
+
+/// What this process listed itself, backend by backend, and how long the last full listing took
+/// (a GPU's open time counts it).
+static LISTED_HERE: Mutex<(Known, f64)> =
+    Mutex::new((Known { opencl: None, wgpu: None, measured: None, path: None }, 0.0));
+
+/// The devices of backend `kind` as this process listed them, else as the cache file records them.
+fn listed_of(kind: BackendKind) -> Option<Vec<Listed>> {
+    let here = LISTED_HERE.lock().unwrap_or_else(|p| p.into_inner());
+    here.0.get(kind).or_else(|| stored()?.get(kind)).cloned()
+}
+
+/// Every GPU device listed, where every backend built in has been listed (here or recorded).
+fn listed_all() -> Option<Vec<Listed>> {
+    let mut all = Vec::new();
+    for kind in built_backends() {
+        all.extend(listed_of(kind)?);
+    }
+    Some(all)
+}
+
+/// Whether `device` is one the drivers listed, as far as this process knows without asking a
+/// driver: `Some(true)` or `Some(false)` where its backend was listed (by this process, or by an
+/// earlier one that recorded it in the cache file), `Some(false)` where the backend is not built
+/// in, `None` where it has not been listed (a fresh machine or cache). The CPU is always there.
+///
+/// ```
+/// assert_eq!(b3accel::auto::listed(b3accel::Device::Cpu), Some(true));
+/// match b3accel::auto::listed(b3accel::Device::OpenCl(0)) {
+///     Some(there) => println!("opencl:0 is {}there", if there { "" } else { "not " }),
+///     None => println!("OpenCL has not been listed on this machine yet"),
+/// }
+/// ```
+pub fn listed(device: Device) -> Option<bool> {
+    match device {
+        Device::Cpu | Device::Auto => Some(true),
+        Device::OpenCl(_) | Device::Wgpu(_) => {
+            let kind = if matches!(device, Device::OpenCl(_)) { BackendKind::OpenCl } else { BackendKind::Wgpu };
+            if !built_backends().contains(&kind) {
+                return Some(false);
+            }
+            listed_of(kind).map(|list| list.iter().any(|l| l.device == device))
+        }
+    }
+}
+
+/// Keeps what a listing found (`statuses`, each backend listed) for the rest of the process and
+/// records it in the cache file for later processes, where it differs from the record. A backend
+/// whose devices changed makes the calibration stale: it is dropped, to be measured again.
+pub(crate) fn note_listing(statuses: &[BackendStatus], seconds: f64) {
+    let found: Vec<(BackendKind, Vec<Listed>)> = statuses
+        .iter()
+        .map(|s| (s.backend, s.devices.as_ref().map_or_else(|_| Vec::new(), |l| l.iter().map(Listed::of).collect())))
+        .collect();
+    {
+        let mut here = LISTED_HERE.lock().unwrap_or_else(|p| p.into_inner());
+        for (kind, list) in &found {
+            if let Some(slot) = here.0.slot(*kind) {
+                *slot = Some(list.clone());
+            }
+        }
+        if built_backends().iter().all(|k| statuses.iter().any(|s| s.backend == *k)) {
+            here.1 = seconds;
+        }
+    }
+    let Some(path) = cache_file() else { return };
+    let _ = cache::update(&path, CACHE_MAX_BYTES, true, |old| {
+        let mut known = old.as_deref().and_then(parse).unwrap_or_default();
+        let (mut changed, mut replaced) = (false, false);
+        for (kind, list) in &found {
+            if let Some(slot) = known.slot(*kind) {
+                if slot.as_ref() != Some(list) {
+                    changed = true;
+                    replaced |= slot.is_some();
+                    *slot = Some(list.clone());
+                }
+            }
+        }
+        if replaced {
+            known.measured = None;
+        }
+        changed.then(|| to_json(&known))
+    });
 }
 
 /// Measures anew and rewrites the cache (what `b3accel bench --calibrate` does). The process
@@ -213,16 +398,6 @@ fn decide(len: u64) -> Decision {
     Decision::Measured { best, cpu: cal.cpu.at(len), cal }
 }
 
-/// Hardware GPUs: what Auto may choose besides the CPU. Each physical GPU once, as `--backend
-/// all` takes them ([`one_per_gpu`]: through OpenCL where both OpenCL and wgpu list it), so that
-/// the first calibration on a machine opens and measures each GPU once, not once per API.
-fn hardware_gpus(found: &[DeviceInfo]) -> Vec<DeviceInfo> {
-    let hardware: Vec<DeviceInfo> =
-        found.iter().filter(|d| d.backend != BackendKind::Cpu && d.kind != DeviceKind::Cpu).cloned().collect();
-    let once = one_per_gpu(&hardware);
-    hardware.into_iter().filter(|d| once.contains(&d.device)).collect()
-}
-
 /// The machine's fingerprint: a cache made elsewhere, or by another version, is ignored.
 fn fingerprint() -> String {
     let cpu = CpuBackend::new();
@@ -236,8 +411,11 @@ fn fingerprint() -> String {
     )
 }
 
-/// The version of the cache file's layout; a file of another version is ignored.
-const CACHE_FORMAT: u64 = 2;
+/// The version of the cache file's layout; a file of another version is ignored (and replaced).
+const CACHE_FORMAT: u64 = 3;
+
+/// The most GPU devices one backend's record lists; a longer list is not one this crate wrote.
+const MAX_LISTED: usize = 256;
 
 /// A calibration file is a few hundred bytes; anything much larger is not one.
 const CACHE_MAX_BYTES: u64 = 1 << 20;
@@ -253,6 +431,20 @@ const CACHE_MAX_BYTES: u64 = 1 << 20;
 /// ```
 pub fn cache_file() -> Option<PathBuf> {
     cache::path(CALIBRATION_ENV, &format!("calibration-{}.json", build_tag()))
+}
+
+/// Why the cache file cannot be kept, if that is so: something at its path that is not one of
+/// b3accel's own files (the user's file, a directory, a symbolic link, a FIFO, a device), which
+/// is left as it is; the process then works without the cache. `None` where the file is usable
+/// or missing, and where caches are off.
+///
+/// ```
+/// if let Some(why) = b3accel::auto::cache_file_problem() {
+///     eprintln!("{why}");
+/// }
+/// ```
+pub fn cache_file_problem() -> Option<String> {
+    cache::replaceable(&cache_file()?).err().map(|e| e.to_string())
 }
 
 /// The backends built in, as the calibration file's name gives them: `cpu`, `opencl`, `wgpu` or
@@ -306,9 +498,11 @@ fn curve_from_json(v: &serde_json::Value, gpu: bool) -> Option<Curve> {
     ok.then(|| Curve { device, name: name.to_string(), points, open_seconds })
 }
 
-/// The hardware GPUs the cached calibration measured (the CPU aside), without listing or
-/// measuring anything: `None` where there is no usable cache file (see [`cache_file`]), an empty
-/// list on a machine without a hardware GPU. `--backend all` and
+/// The hardware GPUs the cached calibration measured (the CPU aside), or before any calibration
+/// each hardware GPU listed (once, as `--backend all` takes them), without listing or measuring
+/// anything: `None` where not every backend built in has been listed (by this process, or by an
+/// earlier one that recorded it in the cache file, see [`cache_file`]), an empty list on a
+/// machine without a hardware GPU. `--backend all` and
 /// [`hardware_devices`](crate::spread::hardware_devices) take their devices from it when it is
 /// there; `b3accel bench --calibrate` remakes it.
 ///
@@ -318,11 +512,16 @@ fn curve_from_json(v: &serde_json::Value, gpu: bool) -> Option<Curve> {
 /// }
 /// ```
 pub fn cached_gpus() -> Option<Vec<Device>> {
-    cached().map(|cal| cal.gpus.iter().map(|g| g.device).collect())
+    if let Some(cal) = cached() {
+        return Some(cal.gpus.iter().map(|g| g.device).collect());
+    }
+    let all = listed_all()?;
+    Some(one_per_gpu_named(all.iter().filter(|l| l.hardware).map(|l| (l.device, l.name.as_str()))))
 }
 
-/// Every GPU device the cached calibration found, software ones included, without asking any
-/// driver: `None` where there is no usable cache file.
+/// Every GPU device the drivers listed, software ones included, without asking any driver: `None`
+/// where not every backend built in has been listed (by this process, or by an earlier one that
+/// recorded it in the cache file).
 ///
 /// ```
 /// if let Some(found) = b3accel::auto::cached_devices() {
@@ -330,7 +529,7 @@ pub fn cached_gpus() -> Option<Vec<Device>> {
 /// }
 /// ```
 pub fn cached_devices() -> Option<Vec<Device>> {
-    cached().map(|cal| cal.found.clone())
+    listed_all().map(|all| all.iter().map(|l| l.device).collect())
 }
 
 /// What the cached calibration knows of `device`, without measuring or opening anything: its
@@ -347,44 +546,107 @@ pub(crate) fn cached_rate(device: Device, len: u64) -> Option<(f64, std::time::D
     Some((rate, std::time::Duration::from_secs_f64(curve.open_seconds)))
 }
 
-/// The cached calibration, if the file is there, whole, of this format and made by this build
-/// on this machine; anything else (garbage included) is no calibration.
-fn load() -> Option<Calibration> {
+/// What the cache file knows, if it is there, whole, of this format and made by this build on
+/// this machine; anything else (garbage included) is nothing known.
+fn load() -> Option<Known> {
     let path = cache_file()?;
-    let v: serde_json::Value = serde_json::from_slice(&cache::read(&path, CACHE_MAX_BYTES)?).ok()?;
+    let known = parse(&cache::read(&path, CACHE_MAX_BYTES)?)?;
+    Some(Known { path: Some(path), ..known })
+}
+
+/// A cache file's contents, if every value in it is one this crate could have written: each
+/// backend's record a list of distinct devices of that backend with short names, and curves (see
+/// [`curve_from_json`]) only where every backend built in is listed, one per hardware GPU listed
+/// at most.
+fn parse(bytes: &[u8]) -> Option<Known> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     if v["format"].as_u64()? != CACHE_FORMAT || v["fingerprint"].as_str()? != fingerprint() {
         return None;
     }
-    let cal = Calibration {
-        cpu: curve_from_json(&v["cpu"], false)?,
-        gpus: v["gpus"].as_array()?.iter().map(|g| curve_from_json(g, true)).collect::<Option<Vec<_>>>()?,
-        found: v["found"]
-            .as_array()?
+    let mut known = Known::default();
+    for (key, list) in v["listed"].as_object()? {
+        let kind = built_backends().into_iter().find(|k| k.to_string() == *key)?;
+        let list = list
+            .as_array()
+            .filter(|l| l.len() <= MAX_LISTED)?
             .iter()
-            .map(|d| d.as_str()?.parse().ok().filter(|d| matches!(d, Device::OpenCl(_) | Device::Wgpu(_))))
-            .collect::<Option<Vec<_>>>()?,
-        source: format!("calibration cached in {}", path.display()),
+            .map(|d| {
+                let device: Device = d["device"].as_str()?.parse().ok()?;
+                let name = d["name"].as_str().filter(|n| n.len() <= 256)?.to_string();
+                let fits = match device {
+                    Device::OpenCl(_) => kind == BackendKind::OpenCl,
+                    Device::Wgpu(_) => kind == BackendKind::Wgpu,
+                    _ => false,
+                };
+                fits.then_some(Listed { device, name, hardware: d["hardware"].as_bool()? })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let mut ids: Vec<String> = list.iter().map(|l| l.device.to_string()).collect();
+        ids.sort();
+        ids.dedup();
+        (ids.len() == list.len()).then_some(())?;
+        *known.slot(kind)? = Some(list);
+    }
+    let m = &v["measured"];
+    if !m.is_null() {
+        let cpu = curve_from_json(&m["cpu"], false)?;
+        let gpus = m["gpus"].as_array()?.iter().map(|g| curve_from_json(g, true)).collect::<Option<Vec<_>>>()?;
+        // Each GPU once, and each a hardware GPU listed.
+        let all = known.all()?;
+        let mut seen: Vec<String> = gpus.iter().map(|g| g.device.to_string()).collect();
+        seen.sort();
+        seen.dedup();
+        let listed_hardware = |d: Device| all.iter().any(|l| l.device == d && l.hardware);
+        (seen.len() == gpus.len() && gpus.iter().all(|g| listed_hardware(g.device))).then_some(())?;
+        known.measured = Some((cpu, gpus));
+    }
+    Some(known)
+}
+
+/// The cache file's contents for `known`.
+fn to_json(known: &Known) -> Vec<u8> {
+    let list = |l: &Vec<Listed>| {
+        l.iter()
+            .map(|d| serde_json::json!({"device": d.device.to_string(), "name": d.name, "hardware": d.hardware}))
+            .collect::<Vec<_>>()
     };
-    // Each GPU once, and every calibrated one among those found.
-    let mut seen: Vec<String> = cal.gpus.iter().map(|g| g.device.to_string()).collect();
-    let count = seen.len();
-    seen.sort();
-    seen.dedup();
-    (seen.len() == count && cal.gpus.iter().all(|g| cal.found.contains(&g.device))).then_some(cal)
+    let mut listed = serde_json::Map::new();
+    for kind in built_backends() {
+        if let Some(l) = known.get(kind) {
+            listed.insert(kind.to_string(), list(l).into());
+        }
+    }
+    let measured = known.measured.as_ref().map(|(cpu, gpus)| {
+        serde_json::json!({"cpu": curve_to_json(cpu), "gpus": gpus.iter().map(curve_to_json).collect::<Vec<_>>()})
+    });
+    let json = serde_json::json!({
+        "format": CACHE_FORMAT,
+        "fingerprint": fingerprint(),
+        "listed": listed,
+        "measured": measured,
+    });
+    serde_json::to_vec_pretty(&json).unwrap_or_default()
 }
 
 fn measure_and_store(verbose: bool) -> Calibration {
     // A process that opens a GPU pays its driver's start too, which listing the devices does
-    // here first: each GPU's open time counts it.
-    let listing = Instant::now();
-    let found = devices();
-    let driver_start = listing.elapsed().as_secs_f64();
-    let gpus = hardware_gpus(&found);
-    let cpu_info = CpuBackend::new().info().clone();
+    // (here, or earlier in this process): each GPU's open time counts it. A recalibration
+    // (`verbose`: `bench --calibrate`) lists anew.
+    let (listed, driver_start) = match (listed_here_all(), verbose) {
+        (Some(done), false) => done,
+        _ => {
+            super::registry::backend_status();
+            listed_here_all().unwrap_or_default()
+        }
+    };
+    let hardware: Vec<&Listed> = listed.iter().filter(|l| l.hardware).collect();
+    let once = one_per_gpu_named(hardware.iter().map(|l| (l.device, l.name.as_str())));
+    let gpus: Vec<(Device, String)> =
+        hardware.iter().filter(|l| once.contains(&l.device)).map(|l| (l.device, l.name.clone())).collect();
     let mut cal = Calibration {
-        cpu: Curve { device: Device::Cpu, name: cpu_info.name, points: Vec::new(), open_seconds: 0.0 },
+        cpu: cpu_curve(),
         gpus: Vec::new(),
-        found: found.iter().map(|d| d.device).filter(|&d| d != Device::Cpu).collect(),
+        found: listed.iter().map(|l| l.device).collect(),
         source: "calibrated in this process".into(),
     };
     // The curves are the whole machine's (cached_rate scales the CPU's to the caller's pool), so
@@ -396,35 +658,45 @@ fn measure_and_store(verbose: bool) -> Calibration {
         Err(_) => run(),
     }
     if let Some(path) = cache_file() {
-        let json = serde_json::json!({
-            "format": CACHE_FORMAT,
-            "fingerprint": fingerprint(),
-            "cpu": curve_to_json(&cal.cpu),
-            "gpus": cal.gpus.iter().map(curve_to_json).collect::<Vec<_>>(),
-            "found": cal.found.iter().map(Device::to_string).collect::<Vec<_>>(),
+        let measured = (cal.cpu.clone(), cal.gpus.clone());
+        let written = cache::update(&path, CACHE_MAX_BYTES, true, |old| {
+            let mut known = old.as_deref().and_then(parse).unwrap_or_default();
+            // The devices as this process listed them: the curves are theirs.
+            let here = LISTED_HERE.lock().unwrap_or_else(|p| p.into_inner());
+            for kind in built_backends() {
+                *known.slot(kind)? = here.0.get(kind).cloned();
+            }
+            known.measured = Some(measured);
+            Some(to_json(&known))
         });
-        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
-        if cache::write_atomic(&path, text.as_bytes()).is_ok() {
+        if written.unwrap_or(false) {
             cal.source = format!("calibrated and cached in {}", path.display());
         }
     }
     cal
 }
 
+/// Every GPU device this process listed itself, with how long the listing took, where it has
+/// listed every backend built in.
+fn listed_here_all() -> Option<(Vec<Listed>, f64)> {
+    let here = LISTED_HERE.lock().unwrap_or_else(|p| p.into_inner());
+    Some((here.0.all()?, here.1))
+}
+
 /// Measures the CPU and each GPU of `gpus` into `cal` (the CPU's curve only where a GPU was
 /// measured: with none, Auto needs no curve).
-fn measure_devices(cal: &mut Calibration, gpus: &[DeviceInfo], driver_start: f64, verbose: bool) {
+fn measure_devices(cal: &mut Calibration, gpus: &[(Device, String)], driver_start: f64, verbose: bool) {
     if !gpus.is_empty() {
         let data = calibration_input(*CALIBRATION_SIZES.last().expect("sizes") as usize);
         let cpu_points = measure(&*backend(Device::Cpu).expect("the CPU backend always opens"), &data, verbose);
-        for g in gpus.iter().cloned() {
+        for (device, name) in gpus.iter().cloned() {
             // A GPU that fails to open or to hash is simply not a candidate.
             let opening = Instant::now();
-            if let Ok(b) = backend(g.device) {
+            if let Ok(b) = backend(device) {
                 let open_seconds = driver_start + opening.elapsed().as_secs_f64();
                 let points = measure(&*b, &data, verbose);
                 if points.len() == CALIBRATION_SIZES.len() {
-                    cal.gpus.push(Curve { device: g.device, name: g.name, points, open_seconds });
+                    cal.gpus.push(Curve { device, name, points, open_seconds });
                 }
             }
         }

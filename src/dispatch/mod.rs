@@ -9,4 +9,4 @@ mod registry;
 pub mod spread;
 
 pub(crate) use registry::{auto_backend, cpu_backend};
-pub use registry::{backend, backend_status, devices, opening_in_background, settle, BackendStatus};
+pub use registry::{backend, backend_status, check_devices, devices, opening_in_background, settle, BackendStatus};

@@ -8,9 +8,7 @@ use crate::backends::opencl;
 use crate::backends::wgpu;
 use crate::dispatch::auto::AutoBackend;
 use crate::dispatch::fault;
-#[cfg(not(all(feature = "opencl", feature = "wgpu")))]
-use crate::tree::Error;
-use crate::tree::{Backend, BackendKind, Device, DeviceInfo, Result};
+use crate::tree::{Backend, BackendKind, Device, DeviceInfo, Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -50,21 +48,84 @@ pub struct BackendStatus {
     pub devices: Result<Vec<DeviceInfo>>,
 }
 
-/// Each GPU backend compiled into this build, with its devices or the reason it has none.
+/// Each GPU backend compiled into this build, with its devices or the reason it has none. What
+/// it finds is kept for the rest of the process and recorded in Auto's cache file (see
+/// [`auto`](crate::auto)), so that later processes need not ask the drivers again.
 ///
 /// ```
 /// let built = b3accel::backend_status().len();
 /// assert!(built <= 2);
 /// ```
-#[allow(clippy::vec_init_then_push)] // one push per backend compiled in
 pub fn backend_status() -> Vec<BackendStatus> {
-    #[allow(unused_mut)]
+    list_backends(&[BackendKind::OpenCl, BackendKind::Wgpu])
+}
+
+/// [`backend_status`] of the backends of `kinds` alone (those built in): each driver listed is
+/// kept and recorded, the others are not asked.
+fn list_backends(kinds: &[BackendKind]) -> Vec<BackendStatus> {
+    let _one = lock(&ONE_AT_A_TIME);
+    let start = std::time::Instant::now();
     let mut out = Vec::new();
-    #[cfg(feature = "opencl")]
-    out.push(BackendStatus { backend: BackendKind::OpenCl, devices: opencl::enumerate() });
-    #[cfg(feature = "wgpu")]
-    out.push(BackendStatus { backend: BackendKind::Wgpu, devices: wgpu::enumerate() });
+    for &kind in kinds {
+        let devices = match kind {
+            #[cfg(feature = "opencl")]
+            BackendKind::OpenCl => opencl::enumerate(),
+            #[cfg(feature = "wgpu")]
+            BackendKind::Wgpu => wgpu::enumerate(),
+            _ => continue,
+        };
+        out.push(BackendStatus { backend: kind, devices });
+    }
+    if !out.is_empty() {
+        super::auto::note_listing(&out, start.elapsed().as_secs_f64());
+    }
     out
+}
+
+/// Whether each device of `devices` is there, asking only the drivers of the backends they name
+/// (each listed once, and what it lists recorded as [`backend_status`] does): `Ok` for a device
+/// the listing has (and for the CPU), else the error [`backend`] gives for a device that is not
+/// there (a backend not built in, a runtime missing, no device of that index). Nothing is opened.
+///
+/// ```
+/// use b3accel::Device;
+/// let verdicts = b3accel::check_devices(&[Device::Cpu, Device::Wgpu(999)]);
+/// assert!(verdicts[0].is_ok());
+/// assert!(verdicts[1].is_err());
+/// ```
+pub fn check_devices(devices: &[Device]) -> Vec<Result<()>> {
+    let mut kinds: Vec<BackendKind> = Vec::new();
+    for d in devices {
+        let kind = match d {
+            Device::OpenCl(_) => BackendKind::OpenCl,
+            Device::Wgpu(_) => BackendKind::Wgpu,
+            _ => continue,
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    let statuses = list_backends(&kinds);
+    devices.iter().map(|&d| verdict(d, &statuses)).collect()
+}
+
+/// Whether `device` is among what `statuses` listed, in [`backend`]'s words where it is not.
+fn verdict(device: Device, statuses: &[BackendStatus]) -> Result<()> {
+    let kind = match device {
+        Device::OpenCl(_) => BackendKind::OpenCl,
+        Device::Wgpu(_) => BackendKind::Wgpu,
+        _ => return Ok(()),
+    };
+    let Some(status) = statuses.iter().find(|s| s.backend == kind) else {
+        // Not built in: opening it says so without asking any driver.
+        return backend(device).map(|_| ());
+    };
+    match &status.devices {
+        Ok(list) if list.iter().any(|d| d.device == device) => Ok(()),
+        Ok(list) => Err(Error::NoSuchDevice { device, available: list.len() }),
+        Err(Error::Unavailable { reason, .. }) => Err(Error::Unavailable { device, reason: reason.clone() }),
+        Err(e) => Err(Error::Unavailable { device, reason: e.to_string() }),
+    }
 }
 
 /// The backend that runs `device`, opened on first use and shared for the life of the process
@@ -131,9 +192,6 @@ pub(crate) fn start_opening(device: Device) {
         map.insert(device, None);
     }
     let spawned = std::thread::Builder::new().name(format!("b3accel open {device}")).spawn(move || {
-        // One device opens at a time: NVIDIA's OpenCL and Vulkan drivers starting side by side
-        // in one process have hung (and crashed) on the GPU machine.
-        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
         let _one = lock(&ONE_AT_A_TIME);
         let outcome = backend(device);
         let mut map = lock(starting());
@@ -146,6 +204,11 @@ pub(crate) fn start_opening(device: Device) {
         lock(starting()).insert(device, Some(format!("cannot start a thread to open it: {e}")));
     }
 }
+
+/// Held while a driver starts in the background (a device opening) or lists its devices: one at
+/// a time, since NVIDIA's OpenCL and Vulkan drivers starting side by side in one process have
+/// hung (and crashed) on the GPU machine.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Why `device` failed to open in the background, if it did.
 pub(crate) fn open_failure(device: Device) -> Option<String> {
@@ -221,17 +284,22 @@ fn open_wgpu(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
 /// The devices of `found` with each GPU that OpenCL lists left out of wgpu's list (matched by
 /// name, as many times as OpenCL has it).
 pub(crate) fn one_per_gpu(found: &[DeviceInfo]) -> Vec<Device> {
+    one_per_gpu_named(found.iter().map(|d| (d.device, d.name.as_str())))
+}
+
+/// [`one_per_gpu`] of devices given with their names.
+pub(crate) fn one_per_gpu_named<'a>(found: impl Iterator<Item = (Device, &'a str)> + Clone) -> Vec<Device> {
     let mut opencl_names: Vec<&str> =
-        found.iter().filter(|d| d.backend == BackendKind::OpenCl).map(|d| d.name.as_str()).collect();
+        found.clone().filter(|(d, _)| matches!(d, Device::OpenCl(_))).map(|(_, n)| n).collect();
     let mut out = Vec::new();
-    for d in found {
-        if d.backend == BackendKind::Wgpu {
-            if let Some(i) = opencl_names.iter().position(|n| *n == d.name) {
+    for (device, name) in found {
+        if matches!(device, Device::Wgpu(_)) {
+            if let Some(i) = opencl_names.iter().position(|n| *n == name) {
                 opencl_names.swap_remove(i);
                 continue;
             }
         }
-        out.push(d.device);
+        out.push(device);
     }
     out
 }

@@ -2,7 +2,10 @@
 //! `src/core/cache.rs`): many processes calibrating into one file at once leave one whole, valid
 //! file and never show a reader a torn one; a file of garbage, of another format or of another
 //! build is ignored, never trusted, and never a reason to fail; only b3accel's own files (empty,
-//! or with its fingerprint) are replaced.
+//! or with its fingerprint) are replaced. The devices a listing finds are recorded there, so that
+//! only the first run on a machine lists them: `auto` on a fresh cache hashes on the CPU while a
+//! process of its own records them, and a device list checks its names beside the hash; a name
+//! that is not there fails, fresh cache or warm.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,17 +21,53 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Whether `text` is a calibration this build wrote: JSON with the current format, a fingerprint
-/// of this version and a CPU curve.
+/// of this version, the devices of every backend built in, and a CPU curve.
 fn is_valid(text: &str) -> Result<(), String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text:?}"))?;
-    let fingerprint = v["fingerprint"].as_str().ok_or("no fingerprint")?;
-    if v["format"] != 2 || !fingerprint.starts_with(&format!("b3accel {} |", env!("CARGO_PKG_VERSION"))) {
-        return Err(format!("not this build's calibration: {text}"));
-    }
-    if !v["cpu"]["points"].is_array() || !v["gpus"].is_array() {
+    let v = is_record(text)?;
+    if !v["measured"]["cpu"]["points"].is_array() || !v["measured"]["gpus"].is_array() {
         return Err(format!("no curves: {text}"));
     }
     Ok(())
+}
+
+/// The GPU backends built in, as the cache file names them.
+fn built() -> Vec<&'static str> {
+    let mut kinds = Vec::new();
+    if cfg!(feature = "opencl") {
+        kinds.push("opencl");
+    }
+    if cfg!(feature = "wgpu") {
+        kinds.push("wgpu");
+    }
+    kinds
+}
+
+/// Whether `text` is a cache file of this build recording the devices of every backend built
+/// in (calibrated or not); the file as JSON.
+fn is_record(text: &str) -> Result<serde_json::Value, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text:?}"))?;
+    let fingerprint = v["fingerprint"].as_str().ok_or("no fingerprint")?;
+    if v["format"] != 3 || !fingerprint.starts_with(&format!("b3accel {} |", env!("CARGO_PKG_VERSION"))) {
+        return Err(format!("not this build's cache file: {text}"));
+    }
+    if let Some(kind) = built().into_iter().find(|k| !v["listed"][k].is_array()) {
+        return Err(format!("{kind}'s devices are not recorded: {text}"));
+    }
+    Ok(v)
+}
+
+/// The cache file at `path` once it records every backend's devices (written by a process that
+/// `b3accel` left running), waiting up to a minute for it.
+fn wait_for_record(path: &Path) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        match is_record(&text) {
+            Ok(v) => return v,
+            Err(e) if start.elapsed() > std::time::Duration::from_secs(60) => panic!("no record after a minute: {e}"),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
 }
 
 /// Eight processes, each calibrating into the same file again and again and reading it between
@@ -117,8 +156,17 @@ fn garbage_foreign_and_torn_files_are_ignored_and_only_ours_replaced() {
     for (what, bytes) in ours {
         std::fs::write(&cal, &bytes).unwrap();
         hash_with_calibration(&dir, &cal);
+        // Nothing known: the run hashed on the CPU and left a process recording the devices.
+        wait_for_record(&cal);
+        // The next run calibrates, where it has a hardware GPU to measure.
+        hash_with_calibration(&dir, &cal);
         let text = std::fs::read_to_string(&cal).unwrap();
-        is_valid(&text).unwrap_or_else(|e| panic!("{what}: not replaced by a valid calibration: {e}"));
+        let v = is_record(&text).unwrap_or_else(|e| panic!("{what}: not replaced by a valid record: {e}"));
+        let hardware =
+            built().iter().flat_map(|k| v["listed"][k].as_array().unwrap().clone()).any(|d| d["hardware"] == true);
+        if hardware {
+            is_valid(&text).unwrap_or_else(|e| panic!("{what}: not replaced by a valid calibration: {e}"));
+        }
     }
     let not_ours: Vec<(&str, Vec<u8>)> = vec![
         ("binary garbage", (0..5000u32).map(|i| (i * 37 % 256) as u8).collect()),
@@ -222,11 +270,15 @@ fn all_takes_its_gpus_from_the_calibration_cache() {
     let out = Command::new(B3ACCEL).args(["bench", "--calibrate"]).env("B3ACCEL_CALIBRATION", &cal).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    if !cfg!(feature = "opencl") {
+        return;
+    }
     let absent = serde_json::json!({
         "device": "opencl:97", "name": "a GPU that is not here", "points": [[4194304, 1.0]], "open_seconds": 0.5
     });
-    v["gpus"].as_array_mut().unwrap().push(absent);
-    v["found"].as_array_mut().unwrap().push("opencl:97".into());
+    v["measured"]["gpus"].as_array_mut().unwrap().push(absent);
+    let listed = serde_json::json!({"device": "opencl:97", "name": "a GPU that is not here", "hardware": true});
+    v["listed"]["opencl"].as_array_mut().unwrap().push(listed);
     std::fs::write(&cal, v.to_string()).unwrap();
     let data: Vec<u8> = (0..(70 << 20) + 5).map(|i: usize| (i % 239) as u8).collect();
     std::fs::write(dir.join("f"), &data).unwrap();
@@ -266,7 +318,7 @@ fn a_list_starts_no_gpu_for_a_call_the_cpu_finishes_first() {
     let exe = std::env::current_exe().unwrap();
     for (what, rate, expect_opening) in [("fast", 1e15, false), ("slow", 1e3, true)] {
         let mut cal = made.clone();
-        cal["cpu"]["points"] = serde_json::json!([[4194304, rate], [536870912, rate]]);
+        cal["measured"]["cpu"]["points"] = serde_json::json!([[4194304, rate], [536870912, rate]]);
         let file = dir.join(format!("{what}.json"));
         std::fs::write(&file, cal.to_string()).unwrap();
         let out = Command::new(&exe)
@@ -314,4 +366,127 @@ fn list_start_child() {
     assert_eq!(gpu_bytes > 0, started, "{gpu} hashed {gpu_bytes} bytes: {:?}", list.last_shares());
     b3accel::settle();
     println!("opening checked with {gpu}");
+}
+
+/// Runs `b3accel ARGS` in `dir` with the cache file `cal`; checks that it did not crash.
+fn b3accel_with(dir: &Path, cal: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(B3ACCEL).args(args).current_dir(dir).env("B3ACCEL_CALIBRATION", cal).output().unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 2), "{args:?} crashed: {out:?}");
+    out
+}
+
+/// A device of the first GPU backend built in that lists one (by the library, in this process),
+/// as `--backend` names it.
+fn some_gpu() -> Option<String> {
+    b3accel::backend_status().into_iter().find_map(|s| Some(s.devices.ok()?.first()?.device.to_string()))
+}
+
+/// A device list that names a device this machine or build lacks fails with the library's
+/// words for it (exit status 1), whether the cache file records the devices (checked before any
+/// input) or not (checked beside the hash, the verdict at the end: standard output then holds
+/// the right lines, as the CPU hashed the input). Run again with the record made by the failing
+/// runs themselves.
+#[test]
+fn a_list_naming_a_device_that_is_not_there_fails_on_a_fresh_and_a_warm_cache() {
+    let dir = scratch("bad-names");
+    let data: Vec<u8> = (0..(5 << 20) + 11).map(|i: usize| (i % 239) as u8).collect();
+    std::fs::write(dir.join("f"), &data).unwrap();
+    let line = format!("{}  f\n", blake3::hash(&data).to_hex());
+    for (n, bad) in ["cpu,opencl:999", "cpu,wgpu:7", "wgpu:7,cpu", "cpu,wgpu:99,opencl:999"].into_iter().enumerate() {
+        let cal = dir.join(format!("cal-{n}.json"));
+        let named = |l: &str| {
+            bad.split(',').skip_while(|d| *d == "cpu").any(|d| l.starts_with(&format!("b3accel: device {d}")))
+        };
+        let warmed = |what: &str| {
+            let out = b3accel_with(&dir, &cal, &["--backend", bad, "f"]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{bad}, {what}: {stderr}");
+            assert!(stderr.lines().any(named), "{bad}, {what}: {stderr}");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.is_empty() || stdout == line, "{bad}, {what}: {stdout}");
+        };
+        warmed("fresh cache");
+        warmed("the backends it names recorded by the run before");
+        // Auto records every backend's devices (in a process it leaves behind).
+        let out = b3accel_with(&dir, &cal, &["f"]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), line);
+        wait_for_record(&cal);
+        warmed("every backend recorded");
+        // The devices subcommand refuses it alike.
+        let out = b3accel_with(&dir, &cal, &["devices", "--backend", bad]);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A device list records what it lists (only the backends it names), as Auto does; a later list
+/// run takes the devices from the record and asks no driver: a device added to the record by hand
+/// is taken as it is (a listing would have found it absent), and the file is not rewritten.
+#[test]
+fn a_list_records_its_devices_and_a_later_list_lists_nothing() {
+    let Some(gpu) = some_gpu() else {
+        assert!(std::env::var("CI").is_err(), "no GPU device to list under CI");
+        eprintln!("NO GPU DEVICE: the list's record was not checked");
+        return;
+    };
+    let dir = scratch("list-record");
+    let cal = dir.join("cal.json");
+    let data: Vec<u8> = (0..(3 << 20) + 5).map(|i: usize| (i % 233) as u8).collect();
+    std::fs::write(dir.join("f"), &data).unwrap();
+    let line = format!("{}  f\n", blake3::hash(&data).to_hex());
+    let list = format!("cpu,{gpu}");
+    let kind = gpu.split(':').next().unwrap();
+    let out = b3accel_with(&dir, &cal, &["--backend", &list, "f"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), line);
+    // The run waited for its check, which recorded what it listed: this backend, and no other.
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    let recorded = v["listed"][kind].as_array().unwrap_or_else(|| panic!("{kind} not recorded: {v}"));
+    assert!(recorded.iter().any(|d| d["device"] == gpu.as_str()), "{gpu} not recorded: {v}");
+    for other in built().into_iter().filter(|k| *k != kind) {
+        assert!(v["listed"][other].is_null(), "{other} was listed for a list that does not name it: {v}");
+    }
+    // A device only the record knows of.
+    let ghost = format!("{kind}:97");
+    v["listed"][kind]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"device": ghost, "name": "ghost", "hardware": false}));
+    let text = serde_json::to_string_pretty(&v).unwrap();
+    std::fs::write(&cal, &text).unwrap();
+    let ghost_list = format!("cpu,{gpu},{ghost}");
+    for args in
+        [&["--backend", &list, "f"][..], &["--backend", &ghost_list, "f"], &["-v", "--backend", &ghost_list, "f"]]
+    {
+        let out = b3accel_with(&dir, &cal, args);
+        assert!(out.status.success(), "{args:?}: listed again? {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), line, "{args:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("checked beside the hash"), "{args:?}");
+        assert_eq!(std::fs::read_to_string(&cal).unwrap(), text, "{args:?}: the record was rewritten");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `auto` on a fresh cache hashes at once on the CPU, with right lines, and leaves a process
+/// that records every backend's devices; the next run takes them from the record.
+#[test]
+fn auto_on_a_fresh_cache_hashes_on_the_cpu_and_records_the_devices() {
+    let dir = scratch("auto-fresh");
+    let cal = dir.join("cal.json");
+    let data: Vec<u8> = (0..(6 << 20) + 1).map(|i: usize| (i % 227) as u8).collect();
+    std::fs::write(dir.join("f"), &data).unwrap();
+    let line = format!("{}  f\n", blake3::hash(&data).to_hex());
+    let out = b3accel_with(&dir, &cal, &["-vv", "f", "-"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{line}{}  -\n", blake3::hash(b"").to_hex()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !built().is_empty() {
+        assert!(stderr.contains("f: hashed on cpu: this machine's devices are not known yet"), "{stderr}");
+    }
+    let v = wait_for_record(&cal);
+    let out = b3accel_with(&dir, &cal, &["-vv", "f"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), line);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not known yet"), "{v}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -46,13 +46,19 @@ fn calibration_naming(dir: &Path, device: Device) -> PathBuf {
     assert!(out.status.success(), "bench --calibrate: {}", String::from_utf8_lossy(&out.stderr));
     let mut cal: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let point = |size: u64| serde_json::json!([size, 1e15]);
-    cal["cpu"]["points"] = serde_json::json!([[4u64 << 20, 1e6], [512u64 << 20, 1e6]]);
-    cal["gpus"] = serde_json::json!([{
+    let name = "the injected device, calibrated fastest by this test";
+    cal["measured"]["cpu"]["points"] = serde_json::json!([[4u64 << 20, 1e6], [512u64 << 20, 1e6]]);
+    cal["measured"]["gpus"] = serde_json::json!([{
         "device": device.to_string(),
-        "name": "the injected device, calibrated fastest by this test",
+        "name": name,
         "points": [point(4 << 20), point(512 << 20)],
         "open_seconds": 0.0,
     }]);
+    // A calibrated GPU is one the record lists as a hardware GPU.
+    let kind = device.to_string().split(':').next().unwrap().to_string();
+    let listed = cal["listed"][&kind].as_array_mut().expect("the backend's devices recorded");
+    listed.retain(|d| d["device"] != device.to_string().as_str());
+    listed.push(serde_json::json!({"device": device.to_string(), "name": name, "hardware": true}));
     std::fs::write(&path, serde_json::to_vec_pretty(&cal).unwrap()).unwrap();
     path
 }
