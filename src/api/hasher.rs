@@ -247,7 +247,6 @@ impl Hasher {
     }
 
     /// How many bytes the hasher gathers before it hands them to the device.
-
     pub(crate) fn batch(&self) -> usize {
         self.batch
     }
