@@ -389,11 +389,7 @@ impl<'a> Input<'a> {
     /// ```
     pub fn with_bytes<R: Send>(self, f: impl FnOnce(&[u8]) -> R + Send) -> Result<R> {
         match self.content(ReadMode::Auto)? {
-            Content::Mapped { map, file, opened } => {
-                let out = truncated::guard(&map, || with_pages(&map, f))?;
-                unchanged(&file, &opened)?;
-                Ok(out)
-            }
+            Content::Mapped { map, file, opened } => from_map(&map, &file, &opened, f),
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| Ok(f(bytes)))
             }
@@ -470,12 +466,7 @@ impl<'a> Input<'a> {
         let progress = options.progress;
         match self.content(options.read)? {
             Content::Mapped { map, file, opened } => {
-                // A map whose file was truncated reads zeros where the bytes were (past the last
-                // page: SIGBUS, which the guard turns into an error): the file must be as it was.
-                let out =
-                    truncated::guard(&map, || with_pages(&map, |bytes| in_pieces(hasher, bytes, progress, last)))??;
-                unchanged(&file, &opened)?;
-                Ok(out)
+                from_map(&map, &file, &opened, |bytes| in_pieces(hasher, bytes, progress, last))?
             }
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| in_pieces(hasher, bytes, progress, last))
@@ -613,13 +604,22 @@ fn from_the_front(
     unchanged(file, opened)
 }
 
+/// Runs `f` over the bytes of `map`, a map of `file`, which must still be as it was when
+/// `opened` once `f` is done: a map whose file was truncated reads zeros where the bytes were
+/// (or, past its last page, raises SIGBUS, which the guard turns into an error).
+fn from_map<T: Send>(map: &Mmap, file: &File, opened: &Identity, f: impl FnOnce(&[u8]) -> T + Send) -> Result<T> {
+    let out = truncated::guard(map, || with_pages(map, f))?;
+    unchanged(file, opened)?;
+    Ok(out)
+}
+
 /// Whether `file` is still as it was when `opened`: an error ([`io::ErrorKind::InvalidData`])
 /// saying so if its size, modification time or change time moved while it was read.
 fn unchanged(file: &File, opened: &Identity) -> Result<()> {
     if Identity::of_meta(&file.metadata()?) != *opened {
         return Err(Error::Io(io::Error::new(
             io::ErrorKind::InvalidData,
-            "the file changed while it was being read (its size or modification time is not what it was)",
+            "the file changed while it was being read (its size, modification time or change time is not what it was)",
         )));
     }
     Ok(())
