@@ -15,6 +15,8 @@
 #     --iops N, --bps N, --readahead KIB   the throttle: reads/s, bytes/s, readahead
 #                       [THROTTLE_IOPS 150, THROTTLE_BPS 209715200, THROTTLE_READAHEAD_KB 128]
 #     --warm            leave the page cache alone (one warm-up read first): files in memory
+#     --base PATH       another b3accel binary (say, an older build) measured beside it, on its
+#                       default path: rows "base b3accel" and "base b3accel -r" [B3ACCEL_BASE]
 #
 # The files are made once under DIR and reused (made again when the sizes asked for differ). After
 # each drop of the cache the commands' programs and libraries are read back, so that a run reads
@@ -46,6 +48,7 @@ throttle_iops=${THROTTLE_IOPS:-150}
 throttle_bps=${THROTTLE_BPS:-209715200}
 throttle_ra=${THROTTLE_READAHEAD_KB:-128}
 warm=${WARM:-0}
+base=${B3ACCEL_BASE:-}
 given=("$@")
 
 while [ $# -gt 0 ]; do
@@ -66,6 +69,7 @@ while [ $# -gt 0 ]; do
         --iops) throttle_iops=$2 ;;
         --bps) throttle_bps=$2 ;;
         --readahead) throttle_ra=$2 ;;
+        --base) base=$2 ;;
         *) die "unknown option '$1' (--help lists the options)" ;;
     esac
     shift 2
@@ -252,9 +256,11 @@ file_cases=() tree_cases=()
 if [ "$file_bytes" -gt 0 ]; then
     file_cases=("dd iflag=direct bs=16M" "cat" "b3sum" "b3sum --no-mmap" "b3accel" "b3accel --no-mmap")
     [ "$has_read" = 1 ] && file_cases+=("b3accel --read stream" "b3accel --read map")
+    [ -n "$base" ] && file_cases+=("base b3accel")
 fi
 if [ "$tree_files" -gt 0 ]; then
     tree_cases=("cat (sorted list)" "b3sum (sorted list)" "b3accel -r" "b3accel --no-mmap -r")
+    [ -n "$base" ] && tree_cases+=("base b3accel -r")
 fi
 
 # run_case NAME: runs one command, its hashes (if any) to $tmp/out, anything else to /dev/null.
@@ -268,6 +274,8 @@ run_case() {
         "b3accel --no-mmap") "$b3accel" --no-mmap -- "$big" > "$tmp/out" ;;
         "b3accel --read stream") "$b3accel" --read stream -- "$big" > "$tmp/out" ;;
         "b3accel --read map") "$b3accel" --read map -- "$big" > "$tmp/out" ;;
+        "base b3accel") "$base" -- "$big" > "$tmp/out" ;;
+        "base b3accel -r") "$base" -r -- "$tree" > "$tmp/out" ;;
         "cat (sorted list)") find "$tree" -type f -print0 | sort -z | xargs -0 cat -- > /dev/null ;;
         "b3sum (sorted list)") find "$tree" -type f -print0 | sort -z | xargs -0 "$b3sum" -- > "$tmp/out" ;;
         "b3accel -r") "$b3accel" -r -- "$tree" > "$tmp/out" ;;
