@@ -125,7 +125,14 @@ fn streaming_across_many_segments() {
         for seg in [CHUNK_LEN, 4 * CHUNK_LEN, 64 * CHUNK_LEN] {
             let gpu = open(i, WgpuOptions { segment_bytes: Some(seg), ..Default::default() });
             assert_eq!(gpu.segment_bytes(), seg as u64);
-            for len in [seg + 1, 3 * seg + 7, 300 * CHUNK_LEN + 5, (1 << 20) + 17] {
+            // Hundreds of segments at the smallest size; a MiB where segments are larger.
+            let lens = [
+                seg + 1,
+                3 * seg + 7,
+                300 * CHUNK_LEN + 5,
+                if seg < 64 * CHUNK_LEN { 2 * seg } else { (1 << 20) + 17 },
+            ];
+            for len in lens {
                 let data = pattern(len);
                 for mode in &modes() {
                     assert_eq!(
