@@ -396,19 +396,20 @@ fn record_in_background() {
         Command::new(exe).env(LIST_ENV, "").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
 }
 
-/// In a process started to list devices for another ([`LIST_ENV`] set): lists them and ends the
-/// process; otherwise returns at once. Recording every device (the variable empty) runs at the
-/// lowest priority and only where the record is still missing and its directory there; checking
-/// devices writes one line per device on standard output, `ok` or `error MESSAGE`.
+/// In a process started to list devices for another ([`LIST_ENV`] set): lists them at the lowest
+/// priority and ends the process; otherwise returns at once. Recording every device (the variable
+/// empty) runs only where the record is still missing and its directory there; checking devices
+/// writes one line per device on standard output, `ok` or `error MESSAGE`.
 pub fn serve_listing() {
     let Some(asked) = std::env::var_os(LIST_ENV) else { return };
     let asked = asked.to_string_lossy().into_owned();
+    // The lowest priority: the run that started this one hashes meanwhile and does not wait.
+    #[cfg(unix)]
+    // SAFETY: a plain system call on this process; a failure leaves its priority as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
     if asked.is_empty() {
-        #[cfg(unix)]
-        // SAFETY: a plain system call on this process; a failure leaves its priority as it was.
-        unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-        }
         let dir_there =
             b3accel::auto::cache_file().as_deref().and_then(std::path::Path::parent).is_some_and(|d| d.is_dir());
         if dir_there && b3accel::auto::cached_devices().is_none() {
@@ -470,11 +471,26 @@ impl Beside {
     }
 }
 
-/// The verdict of the check started beside the hash, awaited here (at the end of the run): the
-/// first GPU of the list that is not there is the run's error. Where the checking process ended
-/// without a verdict, the devices are checked here.
+/// The verdict of the check started beside the hash, taken here (at the end of the run) if it is
+/// in: the first GPU of the list that is not there is the run's error. A check still under way is
+/// not waited for (no input needed the drivers it waits on): the run says the devices are not
+/// checked yet and succeeds, and the checking process records them, so that later runs check the
+/// names before any input. Where the checking process ended without a verdict, the devices are
+/// checked here.
 pub fn verdict() -> Result<(), Fatal> {
-    let Some(beside) = lock(&BESIDE).take() else { return Ok(()) };
+    let Some(mut beside) = lock(&BESIDE).take() else { return Ok(()) };
+    if let BesideHow::Child(child) = &mut beside.how {
+        if matches!(child.try_wait(), Ok(None)) {
+            let names: Vec<String> = beside.devices.iter().map(Device::to_string).collect();
+            crate::warn(format_args!(
+                "{} not checked yet: this machine's {} still being listed when the input was hashed (on the \
+                 CPU); they are recorded for later runs, which check the names first",
+                names.join(", "),
+                if names.len() == 1 { "device was" } else { "devices were" },
+            ));
+            return Ok(());
+        }
+    }
     let from_child = |child: &mut std::process::Child| -> Option<Vec<Result<(), String>>> {
         let lines: Vec<String> =
             BufReader::new(child.stdout.take()?).lines().take(beside.devices.len()).collect::<Result<_, _>>().ok()?;

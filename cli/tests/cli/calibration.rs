@@ -381,11 +381,28 @@ fn some_gpu() -> Option<String> {
     b3accel::backend_status().into_iter().find_map(|s| Some(s.devices.ok()?.first()?.device.to_string()))
 }
 
+/// The cache file at `path` once it records the devices of the built backends that `list` names
+/// (written by the process a list run starts to check them), waiting up to a minute for it.
+fn wait_for_named(path: &Path, list: &str) {
+    let start = std::time::Instant::now();
+    let kinds: Vec<&str> = built().into_iter().filter(|k| list.split(',').any(|d| d.starts_with(k))).collect();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if kinds.iter().all(|k| v["listed"][k].is_array()) {
+            return;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "{list}: not recorded after a minute: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A device list that names a device this machine or build lacks fails with the library's
-/// words for it (exit status 1), whether the cache file records the devices (checked before any
-/// input) or not (checked beside the hash, the verdict at the end: standard output then holds
-/// the right lines, as the CPU hashed the input). Run again with the record made by the failing
-/// runs themselves.
+/// words for it (exit status 1) once the cache file records the devices (checked before any
+/// input). On a fresh cache the names are checked beside the hash: the run fails alike if the
+/// verdict is in when the CPU has hashed the input, else it says the names are not checked yet
+/// and succeeds (no input waits for drivers it does not need); either way standard output holds
+/// the right lines. Run again with the record made by the first run's check.
 #[test]
 fn a_list_naming_a_device_that_is_not_there_fails_on_a_fresh_and_a_warm_cache() {
     let dir = scratch("bad-names");
@@ -405,7 +422,19 @@ fn a_list_naming_a_device_that_is_not_there_fails_on_a_fresh_and_a_warm_cache() 
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(stdout.is_empty() || stdout == line, "{bad}, {what}: {stdout}");
         };
-        warmed("fresh cache");
+        let out = b3accel_with(&dir, &cal, &["--backend", bad, "f"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let unchecked = stderr
+            .lines()
+            .any(|l| l.contains("not checked yet") && bad.split(',').all(|d| l.contains(d) || d == "cpu"));
+        match out.status.code() {
+            Some(1) => assert!(stderr.lines().any(named), "{bad}, fresh cache: {stderr}"),
+            Some(0) => assert!(unchecked, "{bad}, fresh cache: succeeded without saying so: {stderr}"),
+            code => panic!("{bad}, fresh cache: exit status {code:?}: {stderr}"),
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.is_empty() || stdout == line, "{bad}, fresh cache: {stdout}");
+        wait_for_named(&cal, bad);
         warmed("the backends it names recorded by the run before");
         // Auto records every backend's devices (in a process it leaves behind).
         let out = b3accel_with(&dir, &cal, &["f"]);
@@ -439,7 +468,8 @@ fn a_list_records_its_devices_and_a_later_list_lists_nothing() {
     let out = b3accel_with(&dir, &cal, &["--backend", &list, "f"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), line);
-    // The run waited for its check, which recorded what it listed: this backend, and no other.
+    // Its check recorded what it listed: this backend, and no other.
+    wait_for_named(&cal, &list);
     let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
     let recorded = v["listed"][kind].as_array().unwrap_or_else(|| panic!("{kind} not recorded: {v}"));
     assert!(recorded.iter().any(|d| d["device"] == gpu.as_str()), "{gpu} not recorded: {v}");

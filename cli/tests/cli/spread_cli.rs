@@ -196,8 +196,9 @@ fn bad_device_lists_are_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains(EVERY_FORM), "{}", String::from_utf8_lossy(&out.stderr));
     let built = b3accel::backend_status();
-    // With its backend recorded (by a first run), a name the record lacks fails before any input
-    // is hashed; on a fresh cache, after it (tests/calibration.rs).
+    // With the backends recorded (`devices` lists and records them), a name the record lacks
+    // fails before any input is hashed (a fresh cache: calibration.rs).
+    assert!(b3accel(dir.path(), &["devices"], b"").status.success());
     for device in ["opencl:999", "wgpu:999"] {
         assert_eq!(b3accel(dir.path(), &["--backend", &format!("cpu,{device}"), "a"], b"").status.code(), Some(1));
     }
