@@ -40,11 +40,10 @@ fn slice_chunks(size: u64, start: u64, len: u64) -> ChunkRanges {
     ChunkRanges::from(ChunkNum(first)..ChunkNum(last))
 }
 
-/// bao-tree's response for `ranges`, after the size header.
-fn bao_tree_response(data: &[u8], k: u8, ranges: &ChunkRanges) -> Vec<u8> {
-    let ob = PreOrderMemOutboard::create(data, BlockSize::from_chunk_log(k));
+/// bao-tree's response for `ranges` from `data` and its outboard `ob`, after the size header.
+fn bao_tree_response(data: &[u8], ob: &PreOrderMemOutboard, ranges: &ChunkRanges) -> Vec<u8> {
     let mut out = (data.len() as u64).to_le_bytes().to_vec();
-    bao_tree::io::sync::encode_ranges_validated(data, &ob, ranges, &mut out).unwrap();
+    bao_tree::io::sync::encode_ranges_validated(data, ob, ranges, &mut out).unwrap();
     out
 }
 
@@ -74,7 +73,7 @@ fn outboards_and_encodings_match_bao_and_bao_tree() {
                 assert_eq!(encoded, bao::encode::encode(&data).0, "{what}");
                 assert_eq!(pre.to_bytes(), bao::encode::outboard(&data).0, "{what}");
             }
-            assert_eq!(encoded, bao_tree_response(&data, k, &ChunkRanges::all()), "{what}");
+            assert_eq!(encoded, bao_tree_response(&data, &oracle_pre, &ChunkRanges::all()), "{what}");
 
             let mut out = Vec::new();
             assert_eq!(decode(&encoded[..], &hash, k, &mut out).unwrap(), size, "{what}");
@@ -125,6 +124,7 @@ fn slices_match_bao_and_bao_tree_and_decode() {
             let (encoded, hash) = encode_with(&*cpu, &data, k).unwrap();
             let (pre, _) = outboard_with(&*cpu, &data, k, Order::Pre).unwrap();
             let (post, _) = outboard_with(&*cpu, &data, k, Order::Post).unwrap();
+            let oracle = PreOrderMemOutboard::create(&data, BlockSize::from_chunk_log(k));
             for (start, len) in ranges(size, k, &mut rng) {
                 let what = format!("size {size}, group log {k}, slice {start}+{len}");
                 let s = slice(&encoded, k, start, len).unwrap();
@@ -140,7 +140,7 @@ fn slices_match_bao_and_bao_tree_and_decode() {
                     decode_slice(&s[..], &hash, k, start, len, &mut ours).unwrap();
                     assert_eq!(ours, theirs, "{what}");
                 }
-                assert_eq!(s, bao_tree_response(&data, k, &slice_chunks(size, start, len)), "{what}");
+                assert_eq!(s, bao_tree_response(&data, &oracle, &slice_chunks(size, start, len)), "{what}");
                 assert_eq!(slice_outboard(&data, &pre, start, len).unwrap(), s, "{what}, pre-order");
                 assert_eq!(slice_outboard(&data, &post, start, len).unwrap(), s, "{what}, post-order");
                 let mut out = Vec::new();
@@ -273,13 +273,14 @@ fn bad_arguments_are_errors() {
 
 #[test]
 fn every_backend_gives_the_same_outboards() {
-    let data = pattern(300 * 1024 + 77);
+    // Past 64 chunks (a GPU work-group) and a partial last group; small, as software GPUs are slow.
+    let data = pattern(65 * 1024 + 77);
     let cpu = cpu();
-    for k in [0u8, 2, 4] {
+    for k in [0u8, 4] {
         let (pre, hash) = outboard_with(&*cpu, &data, k, Order::Pre).unwrap();
         let (encoded, _) = encode_with(&*cpu, &data, k).unwrap();
         for t in targets() {
-            for len in [4096 + 1, 64 * 1024, data.len()] {
+            for len in [4096 + 1, data.len()] {
                 let d = &data[..len];
                 let (ob, h) = outboard_with(&*t.backend, d, k, Order::Post).unwrap();
                 let (cpu_ob, cpu_h) = outboard_with(&*cpu, d, k, Order::Post).unwrap();

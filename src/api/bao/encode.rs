@@ -262,7 +262,7 @@ fn write_encoded(tree: Tree, cvs: &Cvs, data: &[u8], node: Node, out: &mut Vec<u
 /// let data = vec![1u8; 40_000];
 /// let (ob, hash) = outboard_with(&*cpu, &data, 4, Order::Post)?;
 /// assert_eq!(hash, blake3::hash(&data));
-/// assert_eq!(ob.parents().len(), 64); // three 16 KiB groups: two parents
+/// assert_eq!(ob.parents().len(), 2 * 64); // three 16 KiB groups: two parents
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn outboard_with(
