@@ -36,6 +36,10 @@
 //! leaves with BLAKE3 as the 2-to-1 hash (read the [`merkle`] module's note on domain separation
 //! before using its proofs), and [`hash_many`] / [`hash_each`] hash batches of independent
 //! messages.
+//!
+//! Verified streaming: [`bao`] computes the outboards, combined encodings and slices of the `bao`
+//! and `bao-tree` crates (chunk groups of any power of two of chunks, pre-order or post-order) on
+//! any device, and decodes them, releasing no byte that has not verified.
 
 //! # Where things are
 //!
@@ -60,6 +64,7 @@ mod core;
 mod dispatch;
 mod tree;
 
+pub use crate::api::bao;
 pub use crate::api::file::{self, hash_file_on};
 pub use crate::api::hasher::Hasher;
 pub use crate::api::hazmat;

@@ -57,6 +57,7 @@ subcommands! {
     Subtree(subtree::Args) => subtree::run,
     Merge(merge::Args) => merge::run,
     Bench(bench::Args) => bench::run,
+    Bao(bao::Args) => bao::run,
 }
 
 const NAME: &str = "b3accel";

@@ -1,6 +1,7 @@
 //! The `b3accel._b3accel` extension: the crate's public API for Python (the pure-Python
 //! `b3accel` package on top of it documents and shapes it).
 
+mod bao;
 mod buffer;
 mod errors;
 mod files;
@@ -100,6 +101,11 @@ fn _b3accel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tree::merkle_root, m)?)?;
     m.add_function(wrap_pyfunction!(tree::merkle_tree, m)?)?;
     m.add_function(wrap_pyfunction!(tree::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(bao::outboard, m)?)?;
+    m.add_function(wrap_pyfunction!(bao::encode, m)?)?;
+    m.add_function(wrap_pyfunction!(bao::decode, m)?)?;
+    m.add_function(wrap_pyfunction!(bao::slice, m)?)?;
+    m.add_function(wrap_pyfunction!(bao::decode_slice, m)?)?;
     m.add_function(wrap_pyfunction!(files::hash_local_files, m)?)?;
     m.add_function(wrap_pyfunction!(files::local_file_subtree, m)?)?;
     m.add_function(wrap_pyfunction!(files::local_file_sizes, m)?)?;

@@ -1,7 +1,8 @@
 //! Layer 5, the public API's types and functions beyond the one-shot calls in `lib.rs`: the
 //! incremental [`Hasher`](hasher::Hasher), files and readers, BLAKE3's tree as a tool (`hazmat`)
-//! and the Merkle API.
+//! the Merkle API and verified streaming (`bao`).
 
+pub mod bao;
 mod blocks;
 pub mod file;
 pub(crate) mod hasher;

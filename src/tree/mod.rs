@@ -31,7 +31,8 @@ pub use mode::Mode;
 pub(crate) use output::Output;
 pub use output::OutputReader;
 pub(crate) use stack::{
-    chunk_output, hash_all, hash_small, merge_segments, root_from_chunk_cvs, root_hash_all, top_by_subtrees, CvStack,
+    chunk_output, hash_all, hash_small, merge_segments, root_from_chunk_cvs, root_hash_all, subtree_node,
+    top_by_subtrees, CvStack,
 };
 #[cfg(any(feature = "opencl", feature = "wgpu"))]
 pub(crate) use stack::{hash_resident, last_chunk_len};

@@ -457,6 +457,28 @@ pub(crate) fn hash_all<B: Bulk + ?Sized>(backend: &B, input: &[u8], domain: Doma
     top_of_run(backend, input, 0, domain)
 }
 
+/// The top node of `input`, one whole subtree that starts at chunk `first_chunk` (a whole input
+/// when that is 0): its chaining value is the subtree's CV, its root hash the input's hash when it
+/// is the whole input. The bao module hashes chunk groups and the nodes inside them with it.
+pub(crate) fn subtree_node<B: Bulk + ?Sized>(
+    backend: &B,
+    input: &[u8],
+    first_chunk: u64,
+    domain: Domain,
+) -> Result<Output> {
+    if first_chunk > 0 && input.is_empty() {
+        return Err(Error::InvalidInput("a subtree after chunk 0 has at least one byte".to_string()));
+    }
+    let max_chunks = if first_chunk == 0 { u64::MAX } else { 1u64 << first_chunk.trailing_zeros() };
+    if (input.len() as u64).div_ceil(CHUNK_LEN as u64) > max_chunks {
+        return Err(Error::InvalidInput(format!(
+            "{} bytes at chunk {first_chunk} go past the largest subtree that can start there",
+            input.len()
+        )));
+    }
+    top_of_run(backend, input, first_chunk, domain)
+}
+
 /// The root hash of a whole input held in memory: [`hash_all`]'s root hash, without building
 /// the root node.
 pub(crate) fn root_hash_all<B: Bulk + ?Sized>(backend: &B, input: &[u8], domain: Domain) -> Result<[u8; 32]> {

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod bao_cli;
 mod big;
 mod calibration;
 mod cli;
