@@ -4,7 +4,6 @@
 use crate::{Fatal, Global};
 use b3accel::spread::{Spread, SPREAD_MIN_BYTES};
 use b3accel::{Backend, Cv, Device, DeviceInfo};
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -90,9 +89,8 @@ impl Choice {
 
     /// As [`devices`](Self::devices), without waiting for drivers that the run's inputs may not
     /// need, where this machine's devices are not known yet (a fresh machine or cache): a list's
-    /// GPUs whose backend has never been listed are checked beside the hash ([`Beside`]; the
-    /// verdict is awaited at the end, [`verdict`]), and `all` is the CPU alone while the devices
-    /// are listed and recorded in the background for later runs. The second value says what was
+    /// GPUs whose backend has never been listed are not checked in this run, and `all` is the CPU
+    /// alone, while the devices are listed and recorded after the run for later runs ([`finish`]). The second value says what was
     /// left for later, for `-v`.
     fn devices_beside(&self, recordable: bool) -> Result<(Option<Vec<Device>>, Later), Fatal> {
         match self {
@@ -109,7 +107,7 @@ impl Choice {
                 if unknown.is_empty() {
                     return Ok((Some(list.clone()), Later::Nothing));
                 }
-                Beside::start(&unknown);
+                *lock(&AFTER) = Some(After::Check(unknown.clone()));
                 Ok((Some(list.clone()), Later::Checking(unknown)))
             }
             _ => Ok((self.devices()?, Later::Nothing)),
@@ -267,7 +265,7 @@ enum Later {
     Nothing,
     /// The devices are being listed in the background, and recorded for later runs.
     Recording,
-    /// These GPUs of a list are being checked beside the hash.
+    /// These GPUs of a list are not checked in this run: their backend is listed after it.
     Checking(Vec<Device>),
 }
 
@@ -302,8 +300,8 @@ fn recordable() -> bool {
 /// A run never waits for the drivers to list devices that its inputs may not need: where this
 /// machine's devices are not known yet (nothing listed or recorded), `auto` hashes on the CPU and
 /// `all` is the CPU alone while a process of this program lists and records the devices for
-/// later runs; a list's GPUs are checked beside the hash, the verdict awaited at the end
-/// ([`verdict`]).
+/// later runs ([`finish`]); a list's GPUs whose backend was never listed are checked by later
+/// runs, not this one.
 pub fn open(global: &Global) -> Result<Devices, Fatal> {
     let verbose = global.verbose > 0;
     let threads = rayon::current_num_threads();
@@ -362,7 +360,7 @@ pub fn open(global: &Global) -> Result<Devices, Fatal> {
                         crate::warn(format_args!("{UNLISTED}; --backend all is the CPU alone in this run"))
                     }
                     Later::Checking(gpus) => crate::warn(format_args!(
-                        "{} {} checked beside the hash: {} backend has not been listed on this machine yet",
+                        "{} {} not checked in this run: {} backend has not been listed on this machine yet",
                         gpus.iter().map(Device::to_string).collect::<Vec<_>>().join(", "),
                         if gpus.len() == 1 { "is" } else { "are" },
                         if gpus.len() == 1 { "its" } else { "their" },
@@ -384,22 +382,59 @@ const UNLISTED: &str = "this machine's devices are not known yet: they are being
 /// devices to check, separated by commas.
 const LIST_ENV: &str = "B3ACCEL_LIST_DEVICES";
 
-/// Starts a process of this program that lists every device at the lowest priority and records
-/// them in the cache file, and returns at once: listing takes a few hundred milliseconds on a
-/// machine with GPU drivers, which no input of this run waits for. The cache directory is made
-/// before ([`recordable`]), so that the listing process need not make one after this process
-/// has gone. If it cannot be started, a later run tries again.
+/// What the run leaves to a process of this program, started once its inputs are done
+/// ([`finish`]): listing every backend's devices, or only the backends of the devices named.
+enum After {
+    Record,
+    Check(Vec<Device>),
+}
+
+/// The listing this run leaves for later, if any.
+static AFTER: Mutex<Option<After>> = Mutex::new(None);
+
+/// Leaves listing and recording every device to a process of this program started at the end of
+/// the run ([`finish`]): listing takes a few hundred milliseconds of CPU on a machine with GPU
+/// drivers, which no input of this run waits for or shares its cores with. The cache directory
+/// is made before ([`recordable`]), so that the listing process need not make one after this
+/// process has gone.
 fn record_in_background() {
-    let Ok(exe) = std::env::current_exe() else { return };
-    // Dropping the handle neither waits for the process nor ends it.
-    let _ =
-        Command::new(exe).env(LIST_ENV, "").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    lock(&AFTER).get_or_insert(After::Record);
+}
+
+/// Starts the listing the run left for later ([`record_in_background`], a list's devices whose
+/// backend was never listed) in a process of this program at the lowest priority, which records
+/// what it finds and is not waited for. A list's devices are then not checked in this run: it
+/// says so, and later runs check the names against the record before any input. If the process
+/// cannot be started, a later run tries again.
+pub fn finish() {
+    let Some(after) = lock(&AFTER).take() else { return };
+    let names = match &after {
+        After::Record => String::new(),
+        After::Check(devices) => devices.iter().map(Device::to_string).collect::<Vec<_>>().join(","),
+    };
+    if let Ok(exe) = std::env::current_exe() {
+        // Dropping the handle neither waits for the process nor ends it.
+        let _ = Command::new(exe)
+            .env(LIST_ENV, &names)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+    }
+    if let After::Check(devices) = after {
+        crate::warn(format_args!(
+            "{names} not checked yet: {} backend has not been listed on this machine, and the CPU hashed \
+             the input{}; it is listed now for later runs, which check the names first",
+            if devices.len() == 1 { "its" } else { "their" },
+            if devices.len() == 1 { "" } else { "s" },
+        ));
+    }
 }
 
 /// In a process started to list devices for another ([`LIST_ENV`] set): lists them at the lowest
 /// priority and ends the process; otherwise returns at once. Recording every device (the variable
 /// empty) runs only where the record is still missing and its directory there; checking devices
-/// writes one line per device on standard output, `ok` or `error MESSAGE`.
+/// lists their backends, which records them.
 pub fn serve_listing() {
     let Some(asked) = std::env::var_os(LIST_ENV) else { return };
     let asked = asked.to_string_lossy().into_owned();
@@ -418,101 +453,9 @@ pub fn serve_listing() {
         std::process::exit(0);
     }
     let devices: Vec<Device> = asked.split(',').filter_map(|n| n.parse().ok()).collect();
-    let mut text = String::new();
-    for verdict in b3accel::check_devices(&devices) {
-        match verdict {
-            Ok(()) => text.push_str("ok\n"),
-            Err(e) => text.push_str(&format!("error {}\n", e.to_string().replace('\n', " "))),
-        }
-    }
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    // Listing the devices' backends records them.
+    let _ = b3accel::check_devices(&devices);
     std::process::exit(0);
-}
-
-/// A check of a list's GPUs that runs beside the hash: in a process of this program
-/// ([`serve_listing`]), whose drivers' start and exit never touch this one (a thread of the run
-/// slowed a 1 GiB hash more, docs/performance.md), else in a thread.
-struct Beside {
-    devices: Vec<Device>,
-    how: BesideHow,
-}
-
-enum BesideHow {
-    Thread(std::thread::JoinHandle<Vec<b3accel::Result<()>>>),
-    Child(std::process::Child),
-}
-
-/// The check under way, if any.
-static BESIDE: Mutex<Option<Beside>> = Mutex::new(None);
-
-impl Beside {
-    /// Starts checking `devices` (listing only their backends, which records them).
-    fn start(devices: &[Device]) {
-        let names: Vec<String> = devices.iter().map(Device::to_string).collect();
-        let child = std::env::current_exe().ok().and_then(|exe| {
-            Command::new(exe)
-                .env(LIST_ENV, names.join(","))
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .ok()
-        });
-        let how = match child {
-            Some(c) => BesideHow::Child(c),
-            // Where no process can be started, a thread of this one checks them.
-            None => {
-                let list = devices.to_vec();
-                BesideHow::Thread(std::thread::spawn(move || b3accel::check_devices(&list)))
-            }
-        };
-        *lock(&BESIDE) = Some(Beside { devices: devices.to_vec(), how });
-    }
-}
-
-/// The verdict of the check started beside the hash, taken here (at the end of the run) if it is
-/// in: the first GPU of the list that is not there is the run's error. A check still under way is
-/// not waited for (no input needed the drivers it waits on): the run says the devices are not
-/// checked yet and succeeds, and the checking process records them, so that later runs check the
-/// names before any input. Where the checking process ended without a verdict, the devices are
-/// checked here.
-pub fn verdict() -> Result<(), Fatal> {
-    let Some(mut beside) = lock(&BESIDE).take() else { return Ok(()) };
-    if let BesideHow::Child(child) = &mut beside.how {
-        if matches!(child.try_wait(), Ok(None)) {
-            let names: Vec<String> = beside.devices.iter().map(Device::to_string).collect();
-            crate::warn(format_args!(
-                "{} not checked yet: this machine's {} still being listed when the input was hashed (on the \
-                 CPU); they are recorded for later runs, which check the names first",
-                names.join(", "),
-                if names.len() == 1 { "device was" } else { "devices were" },
-            ));
-            return Ok(());
-        }
-    }
-    let from_child = |child: &mut std::process::Child| -> Option<Vec<Result<(), String>>> {
-        let lines: Vec<String> =
-            BufReader::new(child.stdout.take()?).lines().take(beside.devices.len()).collect::<Result<_, _>>().ok()?;
-        (lines.len() == beside.devices.len()).then_some(())?;
-        lines
-            .into_iter()
-            .map(|l| match l.strip_prefix("error ") {
-                Some(e) => Some(Err(e.to_string())),
-                None => (l == "ok").then_some(Ok(())),
-            })
-            .collect()
-    };
-    let here = || b3accel::check_devices(&beside.devices).into_iter().map(|v| v.map_err(|e| e.to_string())).collect();
-    let verdicts: Vec<Result<(), String>> = match beside.how {
-        BesideHow::Thread(t) => match t.join() {
-            Ok(v) => v.into_iter().map(|v| v.map_err(|e| e.to_string())).collect(),
-            Err(_) => here(),
-        },
-        // The process is not waited for: it records and leaves on its own.
-        BesideHow::Child(mut c) => from_child(&mut c).unwrap_or_else(here),
-    };
-    verdicts.into_iter().collect::<Result<(), String>>().map_err(Fatal)
 }
 
 /// The `-v` note for a list or `all`.

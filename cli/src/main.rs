@@ -261,8 +261,8 @@ fn main() -> ExitCode {
         None if cli.hash.check => check::run(cli.hash, &cli.global),
         None => hash::run(cli.hash, &cli.global),
     };
-    // A list's GPUs checked beside the hash: the verdict, now that the inputs are done.
-    let outcome = outcome.and_then(|code| choice::verdict().map(|()| code));
+    // The devices' listing this run left for later (a fresh machine), now that the inputs are done.
+    choice::finish();
     let code = match outcome {
         Ok(code) => code,
         Err(e) => {
