@@ -405,8 +405,9 @@ fn record_in_background() {
 /// backend was never listed) in a process of this program at the lowest priority, which records
 /// what it finds and is not waited for. A list's devices are then not checked in this run: it
 /// says so, and later runs check the names against the record before any input. If the process
-/// cannot be started, a later run tries again.
-pub fn finish() {
+/// cannot be started, a later run tries again. `succeeded`: whether the run did (a failed run's
+/// error already says what went wrong).
+pub fn finish(succeeded: bool) {
     let Some(after) = lock(&AFTER).take() else { return };
     let names = match &after {
         After::Record => String::new(),
@@ -421,7 +422,7 @@ pub fn finish() {
             .stderr(Stdio::null())
             .spawn();
     }
-    if let After::Check(devices) = after {
+    if let (After::Check(devices), true) = (after, succeeded) {
         crate::warn(format_args!(
             "{names} not checked yet: {} backend has not been listed on this machine, and the CPU hashed \
              the input{}; it is listed now for later runs, which check the names first",

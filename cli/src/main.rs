@@ -262,7 +262,7 @@ fn main() -> ExitCode {
         None => hash::run(cli.hash, &cli.global),
     };
     // The devices' listing this run left for later (a fresh machine), now that the inputs are done.
-    choice::finish();
+    choice::finish(outcome.is_ok());
     let code = match outcome {
         Ok(code) => code,
         Err(e) => {
