@@ -1,5 +1,9 @@
 //! `b3accel`: a drop-in for `b3sum` that also picks the device it hashes on.
 //!
+//! The binary (`main.rs`) calls [`main`]; a program that registers a backend of its own first
+//! (`b3accel::register_backend`) and then calls [`main`] is the command line with that backend
+//! in `devices`, `--backend` and `bench`.
+//!
 //! With no subcommand it hashes (or, with `--check`, checks) exactly as `b3sum` 1.8.7 does: the
 //! same standard output and the same exit statuses. Subcommands add what `b3sum` has no room for.
 //!
@@ -111,7 +115,7 @@ struct Cli {
 
 /// When to draw the `--progress` bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ProgressWhen {
+pub(crate) enum ProgressWhen {
     /// When standard error is a terminal and the work lasts more than a second.
     Auto,
     /// Always (on standard error, even when it is not a terminal).
@@ -122,7 +126,7 @@ pub enum ProgressWhen {
 
 /// Options that every command takes.
 #[derive(clap::Args, Clone, Debug)]
-pub struct Global {
+pub(crate) struct Global {
     /// The device to hash on: auto, cpu, opencl[:N], wgpu[:N], a list such as cpu,opencl:1, or all
     ///
     /// `auto` chooses per input: inputs under 4 MiB are hashed on the CPU, larger ones on the
@@ -174,11 +178,11 @@ pub struct Global {
 
 /// What a command returns: its exit status, or a fatal error (printed as `b3accel: ...`, exit
 /// status 1).
-pub type Outcome = Result<ExitCode, Fatal>;
+pub(crate) type Outcome = Result<ExitCode, Fatal>;
 
 /// An error that ends the command.
 #[derive(Debug)]
-pub struct Fatal(pub String);
+pub(crate) struct Fatal(pub String);
 
 impl fmt::Display for Fatal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -203,7 +207,7 @@ impl From<std::io::Error> for Fatal {
 /// the library's stderr lock while it writes: a GPU driver starting on another thread (the
 /// library keeps its chatter off stderr by pointing descriptor 2 at /dev/null meanwhile) cannot
 /// swallow the message, and lines from different threads do not interleave.
-pub fn warn(msg: impl fmt::Display) {
+pub(crate) fn warn(msg: impl fmt::Display) {
     use std::io::Write;
     let _held = b3accel::stderr::lock();
     let _ = writeln!(std::io::stderr().lock(), "{NAME}: {msg}");
@@ -220,7 +224,7 @@ fn check_cpu_env() {
 }
 
 /// Ends the process with a usage error (exit status 2), as clap does for the errors it finds.
-pub fn usage_error(msg: impl fmt::Display) -> ! {
+pub(crate) fn usage_error(msg: impl fmt::Display) -> ! {
     Cli::command().error(clap::error::ErrorKind::ArgumentConflict, msg).exit()
 }
 
@@ -238,7 +242,15 @@ fn init_threads(num_threads: Option<usize>) -> Result<(), Fatal> {
     builder.build_global().map_err(|e| Fatal(format!("cannot start the thread pool: {e}")))
 }
 
-fn main() -> ExitCode {
+/// Runs the command line on this process's arguments, and returns its exit status.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     // Register any backend of your own here (`b3accel::register_backend`), then:
+///     b3accel_cli::main()
+/// }
+/// ```
+pub fn main() -> ExitCode {
     // A process started to list devices for another b3accel does that alone.
     choice::serve_listing();
     let cmd = Cli::command();

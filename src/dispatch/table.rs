@@ -153,7 +153,7 @@ impl BackendEntry {
     }
 }
 
-/// One backend's enumeration result, as [`backend_status`] reports it.
+/// One backend's enumeration result, as [`backend_status`](crate::backend_status) reports it.
 ///
 /// ```
 /// for s in b3accel::backend_status() {
