@@ -81,11 +81,12 @@ pub use crate::core::constants::{flags, BLOCK_LEN, CHUNK_LEN, IV, KEY_LEN, OUT_L
 pub use crate::dispatch::auto;
 pub use crate::dispatch::spread;
 pub use crate::dispatch::{
-    backend, backend_status, check_devices, devices, opening_in_background, settle, BackendStatus,
+    backend, backend_status, backends, check_devices, device_names, devices, opening_in_background, register_backend,
+    settle, BackendEntry, BackendStatus, ListFn, OpenFn,
 };
 pub use crate::tree::{
-    subtree_count, Backend, BackendKind, Device, DeviceInfo, DeviceKind, Error, FeaturePath, Mode, OutputReader,
-    Result, Timed, Timings,
+    subtree_count, Backend, BackendId, BackendKind, Device, DeviceInfo, DeviceKind, Error, FeaturePath, Mode,
+    OutputReader, Result, Timed, Timings,
 };
 pub use blake3::Hash;
 

@@ -20,8 +20,11 @@ pub enum Choice {
     All,
 }
 
-/// Every form `--backend` accepts, for its error messages.
-const FORMS: &str = "--backend takes auto, cpu, opencl[:N], wgpu[:N], a list such as cpu,opencl:0, or all";
+/// Every form `--backend` accepts, for its error messages: the device names of the library's
+/// table of backends, a list, or `all`.
+fn forms() -> String {
+    format!("--backend takes {}, a list such as cpu,opencl:0, or all", b3accel::device_names().join(", "))
+}
 
 impl FromStr for Choice {
     type Err = String;
@@ -29,7 +32,7 @@ impl FromStr for Choice {
     /// `all`, a device, or devices separated by commas. A list with an empty name (`cpu,,wgpu`),
     /// `auto` or `all` in it is refused; a device named twice is used once.
     fn from_str(s: &str) -> Result<Choice, String> {
-        Self::parse(s).map_err(|e| format!("{e}; {FORMS}"))
+        Self::parse(s).map_err(|e| format!("{e}; {}", forms()))
     }
 }
 
@@ -626,7 +629,7 @@ mod tests {
         {
             let e = bad.parse::<Choice>().expect_err(bad);
             assert!(e.contains(bad) || e.contains("invalid device"), "{bad}: {e}");
-            assert!(e.ends_with(FORMS), "{bad}: {e}");
+            assert!(e.ends_with(&forms()), "{bad}: {e}");
         }
         assert_eq!(list_name(&[Device::Cpu, Device::OpenCl(1)]), "cpu+opencl:1");
     }

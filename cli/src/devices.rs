@@ -123,20 +123,24 @@ fn report_for(devices: &[Device]) -> Result<Vec<BackendReport>, Fatal> {
     Ok(out)
 }
 
+/// Each backend of the table ([`b3accel::backends`]), in its order, with its devices.
 fn reports() -> Vec<BackendReport> {
     let cpu = b3accel::devices().into_iter().filter(|d| d.backend == BackendKind::Cpu).collect();
     let mut out = vec![BackendReport { backend: BackendKind::Cpu, devices: Ok(cpu) }];
     let statuses = b3accel::backend_status();
-    for (kind, feature) in [(BackendKind::OpenCl, "opencl"), (BackendKind::Wgpu, "wgpu")] {
-        let devices = match statuses.iter().find(|s| s.backend == kind) {
+    for entry in b3accel::backends().iter().filter(|e| BackendKind::from(e.id()) != BackendKind::Cpu) {
+        let devices = match statuses.iter().find(|s| s.backend.id() == entry.id()) {
             Some(s) => match &s.devices {
                 Ok(list) if list.is_empty() => Err("no device found".to_string()),
                 Ok(list) => Ok(list.clone()),
                 Err(e) => Err(e.to_string()),
             },
-            None => Err(format!("not built into this binary (rebuild with `--features {feature}`)")),
+            None => Err(match entry.feature() {
+                Some(feature) => format!("not built into this binary (rebuild with `--features {feature}`)"),
+                None => "not built into this binary".to_string(),
+            }),
         };
-        out.push(BackendReport { backend: kind, devices });
+        out.push(BackendReport { backend: entry.id().into(), devices });
     }
     out
 }

@@ -74,17 +74,11 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
-/// The backends this build includes: "cpu", and "wgpu" and "opencl" where built in.
+/// The backends this build includes, in the order of the library's table of backends: "cpu",
+/// then "opencl" and "wgpu" where built in.
 #[pyfunction]
 fn built_backends() -> Vec<&'static str> {
-    let mut names = vec!["cpu"];
-    if cfg!(feature = "wgpu") {
-        names.push("wgpu");
-    }
-    if cfg!(feature = "opencl") {
-        names.push("opencl");
-    }
-    names
+    b3accel::backends().iter().filter(|b| b.is_built()).map(|b| b.name()).collect()
 }
 
 #[pymodule]

@@ -44,8 +44,8 @@ fn parse(value: &str) -> std::result::Result<Fault, String> {
     };
     let after = after.trim().parse::<u64>().map_err(|_| bad("the number of calls is not a number"))?;
     let device = device.parse::<Device>().map_err(|e| bad(&e.to_string()))?;
-    if !matches!(device, Device::OpenCl(_) | Device::Wgpu(_)) {
-        return Err(bad("only a GPU device (opencl:N or wgpu:N) can be made to fail"));
+    if !device.is_gpu() {
+        return Err(bad("only a device of a GPU backend (such as opencl:N or wgpu:N) can be made to fail"));
     }
     Ok(Fault { device, after, failure })
 }

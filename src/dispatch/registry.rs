@@ -1,20 +1,19 @@
-//! The registry: which devices this machine has, and the backend that runs each `Device`, opened
-//! once per process.
+//! The registry: which devices this machine has, and the backend that runs each `Device` but
+//! `Device::Auto`, opened once per process; the backends and how to list and open their devices
+//! come from the table (`table.rs`).
 
 use crate::backends::cpu::CpuBackend;
-#[cfg(feature = "opencl")]
-use crate::backends::opencl;
-#[cfg(feature = "wgpu")]
-use crate::backends::wgpu;
-use crate::dispatch::auto::AutoBackend;
 use crate::dispatch::fault;
-use crate::tree::{Backend, BackendKind, Device, DeviceInfo, Error, Result};
+use crate::dispatch::record;
+use crate::dispatch::table::{self, BackendEntry, BackendStatus};
+use crate::tree::{Backend, BackendId, Device, DeviceInfo, Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Every device this machine has: the CPU first, then each OpenCL device and each wgpu adapter
-/// (for the backends compiled in). A backend whose runtime is missing contributes no devices;
-/// [`backend_status`] says why.
+/// Every device this machine has, backend by backend in the order of the table of backends
+/// ([`backends`](crate::backends)): the CPU first, then each OpenCL device and each wgpu adapter
+/// (for the backends compiled in), then each device of a backend registered at run time. A
+/// backend whose runtime is missing contributes no devices; [`backend_status`] says why.
 ///
 /// ```
 /// let all = b3accel::devices();
@@ -30,62 +29,45 @@ pub fn devices() -> Vec<DeviceInfo> {
     all
 }
 
-/// One GPU backend's enumeration result, as [`backend_status`] reports it.
-///
-/// ```
-/// for s in b3accel::backend_status() {
-///     match &s.devices {
-///         Ok(list) => println!("{}: {} device(s)", s.backend, list.len()),
-///         Err(e) => println!("{}: unavailable: {e}", s.backend),
-///     }
-/// }
-/// ```
-#[derive(Debug)]
-pub struct BackendStatus {
-    /// Which backend.
-    pub backend: BackendKind,
-    /// Its devices, or why it has none (no runtime, no driver).
-    pub devices: Result<Vec<DeviceInfo>>,
-}
-
-/// Each GPU backend compiled into this build, with its devices or the reason it has none. What
-/// it finds is kept for the rest of the process and recorded in Auto's cache file (see
-/// [`auto`](crate::auto)), so that later processes need not ask the drivers again.
+/// Each backend built into this build but the CPU's (the GPU backends, then those registered
+/// at run time), with its devices or the reason it has none. What the GPU backends find is kept
+/// for the rest of the process and recorded in Auto's cache file (see [`auto`](crate::auto)), so
+/// that later processes need not ask the drivers again.
 ///
 /// ```
 /// let built = b3accel::backend_status().len();
 /// assert!(built <= 2);
 /// ```
 pub fn backend_status() -> Vec<BackendStatus> {
-    list_backends(&[BackendKind::OpenCl, BackendKind::Wgpu])
+    let ids: Vec<BackendId> = listed_backends().iter().map(BackendEntry::id).collect();
+    list_backends(&ids)
 }
 
-/// [`backend_status`] of the backends of `kinds` alone (those built in): each driver listed is
-/// kept and recorded, the others are not asked.
-fn list_backends(kinds: &[BackendKind]) -> Vec<BackendStatus> {
+/// The backends [`backend_status`] reports: every one built in but the CPU's.
+fn listed_backends() -> Vec<BackendEntry> {
+    table::backends().into_iter().filter(|e| e.is_built() && e.id() != BackendId::CPU).collect()
+}
+
+/// [`backend_status`] of the backends `ids` alone (those built in): each driver listed is kept
+/// and recorded, the others are not asked.
+fn list_backends(ids: &[BackendId]) -> Vec<BackendStatus> {
     let _one = lock(&ONE_AT_A_TIME);
     let start = std::time::Instant::now();
     let mut out = Vec::new();
-    for &kind in kinds {
-        let devices = match kind {
-            #[cfg(feature = "opencl")]
-            BackendKind::OpenCl => opencl::enumerate(),
-            #[cfg(feature = "wgpu")]
-            BackendKind::Wgpu => wgpu::enumerate(),
-            _ => continue,
-        };
-        out.push(BackendStatus { backend: kind, devices });
+    for e in listed_backends().into_iter().filter(|e| ids.contains(&e.id())) {
+        out.push(BackendStatus { backend: e.id().into(), devices: e.list() });
     }
     if !out.is_empty() {
-        super::auto::note_listing(&out, start.elapsed().as_secs_f64());
+        record::note_listing(&out, start.elapsed().as_secs_f64());
     }
     out
 }
 
 /// Whether each device of `devices` is there, asking only the drivers of the backends they name
 /// (each listed once, and what it lists recorded as [`backend_status`] does): `Ok` for a device
-/// the listing has (and for the CPU), else the error [`backend`] gives for a device that is not
-/// there (a backend not built in, a runtime missing, no device of that index). Nothing is opened.
+/// the listing has (and for the CPU), else the error [`backend`](crate::backend) gives for a
+/// device that is not there (a backend not built in, a runtime missing, no device of that index).
+/// Nothing is opened.
 ///
 /// ```
 /// use b3accel::Device;
@@ -94,29 +76,22 @@ fn list_backends(kinds: &[BackendKind]) -> Vec<BackendStatus> {
 /// assert!(verdicts[1].is_err());
 /// ```
 pub fn check_devices(devices: &[Device]) -> Vec<Result<()>> {
-    let mut kinds: Vec<BackendKind> = Vec::new();
-    for d in devices {
-        let kind = match d {
-            Device::OpenCl(_) => BackendKind::OpenCl,
-            Device::Wgpu(_) => BackendKind::Wgpu,
-            _ => continue,
-        };
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
+    let mut ids: Vec<BackendId> = Vec::new();
+    for d in devices.iter().filter(|d| d.index().is_some()) {
+        if let Some(id) = d.backend_id().filter(|id| !ids.contains(id)) {
+            ids.push(id);
         }
     }
-    let statuses = list_backends(&kinds);
+    let statuses = list_backends(&ids);
     devices.iter().map(|&d| verdict(d, &statuses)).collect()
 }
 
 /// Whether `device` is among what `statuses` listed, in [`backend`]'s words where it is not.
 fn verdict(device: Device, statuses: &[BackendStatus]) -> Result<()> {
-    let kind = match device {
-        Device::OpenCl(_) => BackendKind::OpenCl,
-        Device::Wgpu(_) => BackendKind::Wgpu,
-        _ => return Ok(()),
+    let Some(id) = device.backend_id().filter(|_| device.index().is_some()) else {
+        return Ok(());
     };
-    let Some(status) = statuses.iter().find(|s| s.backend == kind) else {
+    let Some(status) = statuses.iter().find(|s| s.backend.id() == id) else {
         // Not built in: opening it says so without asking any driver.
         return backend(device).map(|_| ());
     };
@@ -128,26 +103,20 @@ fn verdict(device: Device, statuses: &[BackendStatus]) -> Result<()> {
     }
 }
 
-/// The backend that runs `device`, opened on first use and shared for the life of the process
-/// (GPU programs are built once per device).
-///
-/// ```
-/// let cpu = b3accel::backend(b3accel::Device::Cpu).unwrap();
-/// assert_eq!(cpu.info().device, b3accel::Device::Cpu);
-/// ```
-pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
+/// The backend that runs `device` (any but `Device::Auto`, which `dispatch::backend` opens), opened
+/// on first use and shared for the life of the process (GPU programs are built once per device).
+pub(crate) fn backend(device: Device) -> Result<Arc<dyn Backend>> {
     if let Some(b) = ready(device) {
         return Ok(b);
     }
     // Opened outside the lock: a slow driver start must not stall users of other devices. Two
     // threads may race to open the same device; the first one stored wins.
-    let opened: Arc<dyn Backend> = match device {
-        Device::Auto => Arc::new(AutoBackend::new()),
-        Device::Cpu => cpu_backend().clone(),
-        // A GPU backend as `B3ACCEL_FAULT` may ask it to misbehave (a testing aid).
-        Device::OpenCl(i) => fault::wrap(device, open_opencl(device, i)?)?,
-        Device::Wgpu(i) => fault::wrap(device, open_wgpu(device, i)?)?,
-    };
+    let id = device.backend_id().ok_or_else(|| Error::InvalidInput("auto is no one device to open".into()))?;
+    let entry = table::entry(id).filter(|_| id.device(device.index().unwrap_or(0)) == device);
+    let entry = entry.ok_or_else(|| Error::InvalidInput(format!("{device} is no device of the table of backends")))?;
+    let opened = entry.open(device)?;
+    // A GPU backend as `B3ACCEL_FAULT` may ask it to misbehave (a testing aid).
+    let opened = if id.is_gpu() { fault::wrap(device, opened)? } else { opened };
     let mut map = lock(open_map());
     Ok(map.entry(device).or_insert(opened).clone())
 }
@@ -256,57 +225,41 @@ pub(crate) fn cpu_backend() -> &'static Arc<dyn Backend> {
     CPU.get_or_init(|| Arc::new(CpuBackend::new()))
 }
 
-/// The backend behind `Device::Auto`, which always opens.
-pub(crate) fn auto_backend() -> Arc<dyn Backend> {
-    backend(Device::Auto).unwrap_or_else(|_| Arc::new(AutoBackend::new()))
-}
-
-#[cfg(feature = "opencl")]
-fn open_opencl(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(opencl::OpenClBackend::open(index)?))
-}
-
-#[cfg(not(feature = "opencl"))]
-fn open_opencl(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
-    Err(Error::NotBuilt { device, feature: "opencl" })
-}
-
-#[cfg(feature = "wgpu")]
-fn open_wgpu(_device: Device, index: usize) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(wgpu::WgpuBackend::open(index)?))
-}
-
-#[cfg(not(feature = "wgpu"))]
-fn open_wgpu(device: Device, _index: usize) -> Result<Arc<dyn Backend>> {
-    Err(Error::NotBuilt { device, feature: "wgpu" })
-}
-
-/// The devices of `found` with each GPU that OpenCL lists left out of wgpu's list (matched by
-/// name, as many times as OpenCL has it).
+/// The devices of `found` with each GPU that a backend earlier in the table lists left out of
+/// the later backends' lists (matched by name, as many times as the earlier backend has it): a
+/// GPU that OpenCL and wgpu both list is taken once, through OpenCL.
 pub(crate) fn one_per_gpu(found: &[DeviceInfo]) -> Vec<Device> {
     one_per_gpu_named(found.iter().map(|d| (d.device, d.name.as_str())))
 }
 
 /// [`one_per_gpu`] of devices given with their names.
-pub(crate) fn one_per_gpu_named<'a>(found: impl Iterator<Item = (Device, &'a str)> + Clone) -> Vec<Device> {
-    let mut opencl_names: Vec<&str> =
-        found.clone().filter(|(d, _)| matches!(d, Device::OpenCl(_))).map(|(_, n)| n).collect();
-    let mut out = Vec::new();
-    for (device, name) in found {
-        if matches!(device, Device::Wgpu(_)) {
-            if let Some(i) = opencl_names.iter().position(|n| *n == name) {
-                opencl_names.swap_remove(i);
-                continue;
+pub(crate) fn one_per_gpu_named<'a>(found: impl Iterator<Item = (Device, &'a str)>) -> Vec<Device> {
+    let found: Vec<(Device, &str)> = found.collect();
+    let place = |d: &Device| d.backend_id().map_or(usize::MAX, table::position);
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    order.sort_by_key(|&i| place(&found[i].0));
+    // Each GPU kept, with the later backends that matched one of their devices to it.
+    let mut kept: Vec<(&str, usize, Vec<BackendId>)> = Vec::new();
+    let mut dropped = vec![false; found.len()];
+    for i in order {
+        let (device, name) = found[i];
+        let Some(id) = device.backend_id().filter(|id| id.is_gpu()) else { continue };
+        let p = place(&device);
+        match kept.iter_mut().find(|(n, q, matched)| *n == name && *q < p && !matched.contains(&id)) {
+            Some((_, _, matched)) => {
+                matched.push(id);
+                dropped[i] = true;
             }
+            None => kept.push((name, p, Vec::new())),
         }
-        out.push(device);
     }
-    out
+    found.iter().zip(dropped).filter(|(_, d)| !d).map(|((device, _), _)| *device).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::BackendKind;
 
     fn info(device: Device, backend: BackendKind, name: &str) -> DeviceInfo {
         DeviceInfo { device, backend, name: name.into(), ..crate::backends::cpu::CpuBackend::new().info().clone() }

@@ -8,7 +8,6 @@ mod backend;
 mod bulk;
 mod context;
 mod device;
-mod device_name;
 mod error;
 pub(crate) mod merkle;
 mod mode;
@@ -24,7 +23,7 @@ pub(crate) use backend::{check_blocks_args, check_subtree_args, check_subtree_to
 pub use backend::{Backend, Timed, Timings};
 pub use bulk::subtree_count;
 pub(crate) use bulk::{subtree_sizes, MAX_SUBTREE};
-pub use device::{BackendKind, Device, DeviceInfo, DeviceKind, FeaturePath};
+pub use device::{BackendId, BackendKind, Device, DeviceInfo, DeviceKind, FeaturePath};
 pub use error::{Error, Result};
 pub(crate) use mode::Domain;
 pub use mode::Mode;
