@@ -192,7 +192,7 @@ impl Job<'_> {
         let mut filled = 0;
         while filled < want {
             let offset = at + filled as u64;
-            let aligned = filled % DIRECT_ALIGN == 0 && offset % DIRECT_ALIGN as u64 == 0;
+            let aligned = filled.is_multiple_of(DIRECT_ALIGN) && offset.is_multiple_of(DIRECT_ALIGN as u64);
             let direct = self.direct.filter(|_| aligned && !self.refused.load(Ordering::Relaxed));
             let read = match direct {
                 Some(direct) => read_at(direct, &mut room[filled..want.next_multiple_of(DIRECT_ALIGN)], offset),
