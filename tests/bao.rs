@@ -292,3 +292,21 @@ fn every_backend_gives_the_same_outboards() {
         }
     }
 }
+
+/// A large input in small groups: tens of thousands of groups in one call to the CPU backend,
+/// on the pool and on one thread (whose calls once nested once per group, past the stack), with
+/// bytes equal to the oracles'.
+#[test]
+fn many_groups_in_one_call_match_the_oracles() {
+    let data = pattern((32 << 20) + 5);
+    let pre_k0 = bao::encode::outboard(&data).0;
+    let pre_k4 = PreOrderMemOutboard::create(&data, BlockSize::from_chunk_log(4)).into_inner_with_prefix();
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    for (k, want) in [(0u8, &pre_k0), (4, &pre_k4)] {
+        let (ob, hash) = outboard_with(&*cpu(), &data, k, Order::Pre).unwrap();
+        assert_eq!(hash, blake3::hash(&data), "group log {k}");
+        assert!(ob.to_bytes() == *want, "group log {k}, the pool");
+        let (ob, _) = one_thread.install(|| outboard_with(&*cpu(), &data, k, Order::Pre)).unwrap();
+        assert!(ob.to_bytes() == *want, "group log {k}, one thread");
+    }
+}

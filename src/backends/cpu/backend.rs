@@ -596,6 +596,24 @@ impl CpuBackend {
             return self.leaf_subtrees(input, first_chunk, max, key, flags, plan, out);
         }
         let size = (1u64 << (u64::BITS - 1 - (chunks as u64).leading_zeros())).min(max) as usize;
+        if size as u64 == max && chunks >= 4 * size {
+            // Many subtrees of the cap's size: halves at a subtree boundary, so that the depth of
+            // the calls grows with the log of their number, not with the number.
+            let half = chunks / size / 2 * size;
+            let (left, right) = input.split_at(half * CHUNK_LEN);
+            let (left_out, right_out) = out.split_at_mut(half / size);
+            let right_first = first_chunk + half as u64;
+            if plan.pool && right.len() >= PARALLEL_GRAIN_BYTES {
+                rayon::join(
+                    || self.subtrees(left, first_chunk, max, key, flags, plan, left_out),
+                    || self.subtrees(right, right_first, max, key, flags, plan, right_out),
+                );
+            } else {
+                self.subtrees(left, first_chunk, max, key, flags, plan, left_out);
+                self.subtrees(right, right_first, max, key, flags, plan, right_out);
+            }
+            return;
+        }
         let (head, tail) = input.split_at(size * CHUNK_LEN);
         let (first, rest) = out.split_first_mut().expect("one CV per subtree");
         let tail_first = first_chunk + size as u64;
