@@ -37,6 +37,9 @@ debug = false
 
 [profile.dev.package.b3accel]
 opt-level = 1
+
+[profile.dev.package.blake3]
+opt-level = 3
 TOML
 cp "$repo/Cargo.lock" "$app/Cargo.lock"
 echo 'fn main() {}' > "$app/src/main.rs"

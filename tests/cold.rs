@@ -84,9 +84,9 @@ fn evict(path: &Path) {
     unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
 }
 
-/// Files out of the page cache are read around it (`O_DIRECT` where the file system allows), the
-/// default (`Auto`) path for them: bit-exact at sizes around the block, for whole files and for
-/// ranges that start on and off a page boundary.
+/// Files out of the page cache take the default (`Auto`) path for them, read from the front:
+/// bit-exact at sizes around the block, for whole files and for ranges that start on and off a
+/// page boundary.
 #[cfg(target_os = "linux")]
 #[test]
 fn files_out_of_the_page_cache_match_upstream() {

@@ -406,13 +406,12 @@ fn record_in_background() {
 
 /// Starts the listing the run left for later ([`record_in_background`], a list's devices whose
 /// backend was never listed) in a process of this program at the lowest priority, which records
-/// what it finds and is not waited for. A list's devices are then not checked in this run: it
-/// says so, and later runs check the names against the record before any input. If the process
-/// cannot be started, a later run tries again. `succeeded`: whether the run did (a failed run's
-/// error already says what went wrong).
-pub fn finish(succeeded: bool) {
+/// what it finds and is not waited for. A list's devices are then not checked in this run (`-v`
+/// says so), and later runs check the names against the record before any input. If the process
+/// cannot be started, a later run tries again.
+pub fn finish() {
     let Some(after) = lock(&AFTER).take() else { return };
-    let names = match &after {
+    let names = match after {
         After::Record => String::new(),
         After::Check(devices) => devices.iter().map(Device::to_string).collect::<Vec<_>>().join(","),
     };
@@ -424,14 +423,6 @@ pub fn finish(succeeded: bool) {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn();
-    }
-    if let (After::Check(devices), true) = (after, succeeded) {
-        crate::warn(format_args!(
-            "{names} not checked yet: {} backend has not been listed on this machine, and the CPU hashed \
-             the input{}; it is listed now for later runs, which check the names first",
-            if devices.len() == 1 { "its" } else { "their" },
-            if devices.len() == 1 { "" } else { "s" },
-        ));
     }
 }
 

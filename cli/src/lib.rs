@@ -274,7 +274,7 @@ pub fn main() -> ExitCode {
         None => hash::run(cli.hash, &cli.global),
     };
     // The devices' listing this run left for later (a fresh machine), now that the inputs are done.
-    choice::finish(outcome.is_ok());
+    choice::finish();
     let code = match outcome {
         Ok(code) => code,
         Err(e) => {

@@ -7,19 +7,12 @@
 //! caller takes the blocks in file order, hashing one while the next ones are read. At most
 //! `depth + 2` blocks are held, whatever the file's size. Every read also holds one of its
 //! device's [`Permits`], so that files read side by side share the device's depth.
-//!
-//! Given a direct handle on the file (`O_DIRECT`, see [`open_direct`](super::storage::open_direct)),
-//! the readers read through it into page-aligned buffers: the disk writes the bytes straight
-//! where they are hashed and no core copies them out of the page cache. A read the handle
-//! refuses (a file system that takes the flag but not the read) is read through `file`, as are
-//! the reads after it.
 
-use super::storage::{Permits, ReadPlan, DIRECT_ALIGN};
+use super::storage::{Permits, ReadPlan};
 use crate::tree::{Error, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// The readers' and the caller's shared state.
@@ -27,11 +20,11 @@ struct State {
     /// The next block to claim for reading.
     next: u64,
     /// Buffers free for a reader to fill.
-    free: Vec<Buffer>,
+    free: Vec<Vec<u8>>,
     /// Buffers that may still be made.
     unmade: usize,
     /// Blocks read (or failed), by index, waiting for the caller.
-    ready: BTreeMap<u64, io::Result<Buffer>>,
+    ready: BTreeMap<u64, io::Result<Vec<u8>>>,
     /// Set when the caller stops early: the readers stop too.
     stop: bool,
 }
@@ -63,13 +56,11 @@ impl Drop for StopOnDrop<'_> {
 
 /// Calls `each(bytes, last)` on bytes `start..start + len` of `file`, in order, one block of
 /// `plan.block` bytes at a time (`last` on the final one), while up to `plan.depth` reader
-/// threads read the blocks after it, through `direct` where given. Every read holds one of
-/// `permits`. A file that ends before `start + len` is an error ([`io::ErrorKind::UnexpectedEof`],
-/// saying where it ended); so is a read error, or an error that `each` returns, which stops the
-/// reading.
+/// threads read the blocks after it. Every read holds one of `permits`. A file that ends before
+/// `start + len` is an error ([`io::ErrorKind::UnexpectedEof`], saying where it ended); so is a
+/// read error, or an error that `each` returns, which stops the reading.
 pub(crate) fn read_in_order(
     file: &File,
-    direct: Option<&File>,
     start: u64,
     len: u64,
     plan: ReadPlan,
@@ -92,8 +83,7 @@ pub(crate) fn read_in_order(
         }),
         changed: Condvar::new(),
     };
-    let capacity = (block.min(len) as usize).next_multiple_of(DIRECT_ALIGN);
-    let job = Job { file, direct, refused: AtomicBool::new(false), start, len, block, blocks, capacity };
+    let job = Job { file, start, len, block, blocks };
     std::thread::scope(|s| {
         for _ in 0..readers {
             s.spawn(|| job.read_blocks(permits, &shared));
@@ -109,7 +99,7 @@ pub(crate) fn read_in_order(
             };
             drop(state);
             let bytes = bytes.map_err(Error::Io)?;
-            each(bytes.filled(), i + 1 == blocks)?;
+            each(&bytes, i + 1 == blocks)?;
             shared.lock().free.push(bytes);
             shared.changed.notify_all();
         }
@@ -118,18 +108,13 @@ pub(crate) fn read_in_order(
 }
 
 /// What the readers read: `blocks` blocks of `block` bytes (the last one shorter) covering bytes
-/// `start..start + len` of `file`, through `direct` while it takes the reads.
+/// `start..start + len` of `file`.
 struct Job<'a> {
     file: &'a File,
-    direct: Option<&'a File>,
-    /// Set once `direct` refused a read: the rest goes through `file`.
-    refused: AtomicBool,
     start: u64,
     len: u64,
     block: u64,
     blocks: u64,
-    /// Bytes per buffer: a block, rounded up to a whole number of direct reads.
-    capacity: usize,
 }
 
 impl Job<'_> {
@@ -162,16 +147,12 @@ impl Job<'_> {
     }
 
     /// Block `i`, read into `buffer` (or a new one) while holding a permit.
-    fn read_block(&self, i: u64, buffer: Option<Buffer>, permits: &Permits) -> io::Result<Buffer> {
+    fn read_block(&self, i: u64, buffer: Option<Vec<u8>>, permits: &Permits) -> io::Result<Vec<u8>> {
         let offset = i * self.block;
         let want = self.block.min(self.len - offset) as usize;
-        let mut buffer = match buffer {
-            Some(buffer) => buffer,
-            None => Buffer::new(self.capacity)?,
-        };
+        let mut buffer = buffer_of(buffer, want)?;
         let _permit = permits.take();
-        let got = self.read_into(buffer.room(), want, self.start + offset)?;
-        buffer.len = want;
+        let got = read_full_at(self.file, &mut buffer, self.start + offset)?;
         if got < want {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -184,61 +165,31 @@ impl Job<'_> {
         }
         Ok(buffer)
     }
+}
 
-    /// Reads bytes from `at` into `room` until `want` of them are in or the file ends; returns
-    /// how many are in (more than `want` where a direct read rounded up went past them). A read
-    /// goes through the direct handle while it is aligned and the handle has refused none.
-    fn read_into(&self, room: &mut [u8], want: usize, at: u64) -> io::Result<usize> {
-        let mut filled = 0;
-        while filled < want {
-            let offset = at + filled as u64;
-            let aligned = filled.is_multiple_of(DIRECT_ALIGN) && offset.is_multiple_of(DIRECT_ALIGN as u64);
-            let direct = self.direct.filter(|_| aligned && !self.refused.load(Ordering::Relaxed));
-            let read = match direct {
-                Some(direct) => read_at(direct, &mut room[filled..want.next_multiple_of(DIRECT_ALIGN)], offset),
-                None => read_at(self.file, &mut room[filled..want], offset),
-            };
-            match read {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if direct.is_some() && e.kind() == io::ErrorKind::InvalidInput => {
-                    self.refused.store(true, Ordering::Relaxed);
-                }
-                Err(e) => return Err(e),
-            }
+/// `buffer` (or a new one, where there is none) holding `len` bytes.
+fn buffer_of(buffer: Option<Vec<u8>>, len: usize) -> io::Result<Vec<u8>> {
+    let mut buffer = buffer.unwrap_or_default();
+    if buffer.capacity() < len {
+        buffer.try_reserve_exact(len - buffer.len()).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+    }
+    buffer.resize(len, 0);
+    Ok(buffer)
+}
+
+/// Reads into all of `buf` from `offset`, or up to the file's end; returns the bytes read.
+/// Interrupted and short reads are retried.
+pub(crate) fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match read_at(file, &mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         }
-        Ok(filled)
     }
-}
-
-/// A block's buffer: `capacity` bytes starting at a [`DIRECT_ALIGN`] boundary, as direct reads
-/// need, of which the first `len` hold the block.
-struct Buffer {
-    bytes: Vec<u8>,
-    at: usize,
-    len: usize,
-}
-
-impl Buffer {
-    fn new(capacity: usize) -> io::Result<Buffer> {
-        let mut bytes = Vec::new();
-        bytes.try_reserve_exact(capacity + DIRECT_ALIGN).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-        bytes.resize(capacity + DIRECT_ALIGN, 0);
-        let at = bytes.as_ptr().align_offset(DIRECT_ALIGN);
-        Ok(Buffer { bytes, at, len: 0 })
-    }
-
-    /// All of the buffer's aligned bytes, to read into.
-    fn room(&mut self) -> &mut [u8] {
-        let end = self.bytes.len() - DIRECT_ALIGN + self.at;
-        &mut self.bytes[self.at..end]
-    }
-
-    /// The block's bytes.
-    fn filled(&self) -> &[u8] {
-        &self.bytes[self.at..self.at + self.len]
-    }
+    Ok(filled)
 }
 
 #[cfg(unix)]
@@ -267,7 +218,7 @@ mod tests {
         let permits = Permits::new(depth.max(1));
         let mut got = Vec::new();
         let mut lasts = Vec::new();
-        read_in_order(file, None, start, len, ReadPlan { block, depth }, &permits, |bytes, last| {
+        read_in_order(file, start, len, ReadPlan { block, depth }, &permits, |bytes, last| {
             got.extend_from_slice(bytes);
             lasts.push(last);
             Ok(())
@@ -292,32 +243,6 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// Through a direct handle (where this file system gives one): the same bytes at any offset,
-    /// aligned or not, any block size and depth, and a range that ends before the file does.
-    #[test]
-    fn direct_reads_give_every_byte_in_order() {
-        let data: Vec<u8> = (0..3 * 65_536 + 777u32).map(|i| (i * 13 + (i >> 11)) as u8).collect();
-        let (path, file) = temp_file("direct", &data);
-        let direct = super::super::storage::open_direct(&file);
-        let whole = data.len() as u64;
-        for (start, len) in [(0, whole), (0, 65_536), (4096, whole - 4096), (4096, 5000), (1, whole - 1), (0, 0)] {
-            for block in [4096, 65_536, 1 << 20] {
-                for depth in [1, 3] {
-                    let permits = Permits::new(depth);
-                    let mut got = Vec::new();
-                    let plan = ReadPlan { block, depth };
-                    read_in_order(&file, direct.as_ref(), start, len, plan, &permits, |bytes, _| {
-                        got.extend_from_slice(bytes);
-                        Ok(())
-                    })
-                    .unwrap();
-                    assert!(got == data[start as usize..(start + len) as usize], "{start}+{len} {block} {depth}");
-                }
-            }
-        }
-        std::fs::remove_file(&path).unwrap();
-    }
-
     #[test]
     fn a_file_shorter_than_asked_is_an_error_saying_where_it_ended() {
         let (path, file) = temp_file("short", &[1u8; 10_000]);
@@ -331,7 +256,7 @@ mod tests {
         let (path, file) = temp_file("stop", &[2u8; 100_000]);
         let permits = Permits::new(3);
         let mut calls = 0;
-        let err = read_in_order(&file, None, 0, 100_000, ReadPlan { block: 1024, depth: 3 }, &permits, |_, _| {
+        let err = read_in_order(&file, 0, 100_000, ReadPlan { block: 1024, depth: 3 }, &permits, |_, _| {
             calls += 1;
             if calls == 3 {
                 return Err(Error::InvalidInput("enough".into()));

@@ -11,11 +11,7 @@
 //!   of up to 4 MiB, else blocks of 8 MiB with a few reads in flight (two on a spinning disk or a
 //!   network file system, more on an SSD: [`Storage`]), each block hashed on every core while
 //!   the next ones are read. Memory stays bounded whatever the file's size, and the disk is read
-//!   at its own speed instead of seeking for every page that many threads fault in a map. On
-//!   Linux the blocks are read around the page cache (`O_DIRECT`, where the file system takes
-//!   it; not over a network): the disk writes them straight into the buffers they are hashed
-//!   from, so no core spends its time copying them out of the cache, and the cache keeps what it
-//!   held;
+//!   at its own speed instead of seeking for every page that many threads fault in a map;
 //! - a smaller regular file (under 1 MiB in memory, under 16 KiB otherwise) is read whole into
 //!   a buffer that each thread keeps, and hashed in one call: many small files cost no
 //!   allocation, and a copy out of the page cache costs less than a map at that size;
@@ -42,7 +38,7 @@
 
 use super::blocks::read_in_order;
 use super::mapped::with_pages;
-use super::storage::{advise_sequential, cached_fraction, open_direct, Disk, IN_MEMORY};
+use super::storage::{advise_sequential, cached_fraction, Disk, IN_MEMORY};
 pub use super::storage::{ReadPlan, Storage};
 use super::truncated;
 use crate::api::hasher::Hasher;
@@ -200,7 +196,7 @@ enum Content<'a> {
     Small { file: File, start: u64, len: u64, exact: bool, from_disk: bool },
     /// A large part of a regular file, to read from the front: exactly `len` bytes from `start`,
     /// of a file that must stay as it was `opened`.
-    Blocks { file: File, start: u64, len: u64, opened: Identity, from_disk: bool },
+    Blocks { file: File, start: u64, len: u64, opened: Identity },
     /// A stream, at the input's first byte; with a limit, exactly that many bytes.
     Stream(Box<dyn Read + 'a>, Option<u64>),
 }
@@ -397,11 +393,11 @@ impl<'a> Input<'a> {
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| Ok(f(bytes)))
             }
-            Content::Blocks { file, start, len, opened, from_disk } => {
+            Content::Blocks { file, start, len, opened } => {
                 let mut bytes = Vec::new();
                 let want = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
                 bytes.try_reserve_exact(want).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-                from_the_front(&file, start, len, &opened, from_disk, |block, _| {
+                from_the_front(&file, start, len, &opened, |block, _| {
                     bytes.extend_from_slice(block);
                     Ok(())
                 })?;
@@ -441,7 +437,7 @@ impl<'a> Input<'a> {
                 if len <= READ_WHOLE_MAX {
                     return Ok(Content::Small { file, start, len, exact, from_disk: !cached });
                 }
-                Ok(Content::Blocks { file, start, len, opened, from_disk: !cached })
+                Ok(Content::Blocks { file, start, len, opened })
             }
             Source::Stream(mut reader) => {
                 let Some((start, len)) = self.range else {
@@ -475,10 +471,10 @@ impl<'a> Input<'a> {
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| in_pieces(hasher, bytes, progress, last))
             }
-            Content::Blocks { file, start, len, opened, from_disk } => {
+            Content::Blocks { file, start, len, opened } => {
                 let mut last = Some(last);
                 let mut out = None;
-                from_the_front(&file, start, len, &opened, from_disk, |block, is_last| {
+                from_the_front(&file, start, len, &opened, |block, is_last| {
                     if !is_last {
                         hasher.feed(block, true)?;
                     } else if let Some(last) = last.take() {
@@ -594,20 +590,17 @@ impl Identity {
 
 /// Reads bytes `start..start + len` of `file` from the front, as the device it lives on wants
 /// (see the `blocks` module), calling `each(block, last)` on each block in order; then checks
-/// that the file is still as it was when `opened`. Bytes `from_disk` (not in the page cache) are
-/// read around the cache where the file system allows, except over a network.
+/// that the file is still as it was when `opened`.
 fn from_the_front(
     file: &File,
     start: u64,
     len: u64,
     opened: &Identity,
-    from_disk: bool,
     each: impl FnMut(&[u8], bool) -> Result<()>,
 ) -> Result<()> {
     let disk = Disk::of(file);
     advise_sequential(file, start, len);
-    let direct = if from_disk && disk.storage != Storage::Network { open_direct(file) } else { None };
-    read_in_order(file, direct.as_ref(), start, len, disk.plan, &disk.permits, each)?;
+    read_in_order(file, start, len, disk.plan, &disk.permits, each)?;
     unchanged(file, opened)
 }
 

@@ -25,10 +25,6 @@ pub(crate) const IN_MEMORY: f64 = 31.0 / 32.0;
 /// enough that a disk reads each one at its full speed.
 pub(crate) const BLOCK: usize = 8 << 20;
 
-/// Direct reads (`O_DIRECT`) need their buffers, offsets and lengths aligned to the disk's logical
-/// block size; a page covers every size Linux supports.
-pub(crate) const DIRECT_ALIGN: usize = 4096;
-
 /// What a file is stored on, as far as reading it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Storage {
@@ -119,7 +115,6 @@ pub(crate) fn cached_fraction(file: &File, start: u64, len: u64) -> Option<f64> 
 /// The device a file lives on, as this process reads it: its kind, the plan for reading it,
 /// and the permits that bound the reads in flight on it.
 pub(crate) struct Disk {
-    pub(crate) storage: Storage,
     pub(crate) plan: ReadPlan,
     pub(crate) permits: Permits,
 }
@@ -133,9 +128,8 @@ impl Disk {
         disks
             .entry(id)
             .or_insert_with(|| {
-                let storage = Storage::of(file);
-                let plan = storage.plan();
-                Arc::new(Disk { storage, plan, permits: Permits::new(plan.depth) })
+                let plan = Storage::of(file).plan();
+                Arc::new(Disk { plan, permits: Permits::new(plan.depth) })
             })
             .clone()
     }
@@ -187,22 +181,6 @@ fn device_id(file: &File) -> u64 {
     }
 }
 
-/// A second handle on `file` (the same open file, reopened) that reads around the page cache
-/// (`O_DIRECT`), where the system and the file system allow it; `None` elsewhere. Reading a file
-/// that is not in memory through it, the disk writes each block straight into the buffer it is
-/// hashed from: no core copies it out of the page cache, and the cache keeps what it held.
-pub(crate) fn open_direct(file: &File) -> Option<File> {
-    #[cfg(target_os = "linux")]
-    {
-        linux::open_direct(file)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = file;
-        None
-    }
-}
-
 /// Asks the kernel to read `file` ahead in order (the readahead window doubled), where it can.
 pub(crate) fn advise_sequential(file: &File, start: u64, len: u64) {
     #[cfg(target_os = "linux")]
@@ -223,15 +201,6 @@ mod linux {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
     use std::path::{Path, PathBuf};
-
-    /// `file` reopened through `/proc/self/fd` with `O_DIRECT`, if that gives the same file.
-    pub(super) fn open_direct(file: &File) -> Option<File> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-        let direct = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok()?;
-        let (a, b) = (file.metadata().ok()?, direct.metadata().ok()?);
-        (a.dev() == b.dev() && a.ino() == b.ino()).then_some(direct)
-    }
 
     /// File system magic numbers (`statfs.f_type`) of network and FUSE file systems.
     const NETWORK: [u32; 10] = [
