@@ -11,7 +11,11 @@
 //!   of up to 4 MiB, else blocks of 8 MiB with a few reads in flight (two on a spinning disk or a
 //!   network file system, more on an SSD: [`Storage`]), each block hashed on every core while
 //!   the next ones are read. Memory stays bounded whatever the file's size, and the disk is read
-//!   at its own speed instead of seeking for every page that many threads fault in a map;
+//!   at its own speed instead of seeking for every page that many threads fault in a map. The
+//!   exception is a disk that reads 4 MiB or more ahead of every fault (its `read_ahead_kb`, as
+//!   virtual machines' disks often do) and is neither spinning nor a network file system: there
+//!   a file over 4 MiB is mapped as if it were in memory, as each fault reads several MiB and a
+//!   map costs no copy out of the page cache;
 //! - a smaller regular file (under 1 MiB in memory, under 16 KiB otherwise) is read whole into
 //!   a buffer that each thread keeps, and hashed in one call: many small files cost no
 //!   allocation, and a copy out of the page cache costs less than a map at that size;
@@ -429,7 +433,10 @@ impl<'a> Input<'a> {
                 let cached =
                     len < MMAP_MIN || read == ReadMode::Map || asked.unwrap_or_else(|| in_memory(&file, start, len));
                 let map_min = if read == ReadMode::Map { MMAP_MIN } else { AUTO_MAP_MIN };
-                if len >= map_min && cached && read != ReadMode::Stream {
+                // A large file not in memory is mapped too where its disk reads far enough ahead
+                // of each fault: a map costs no copy out of the page cache.
+                let mapped = cached || (len > READ_WHOLE_MAX && Disk::of(&file).map_pays);
+                if len >= map_min && mapped && read != ReadMode::Stream {
                     if let Some(map) = map(&file, start, len, exact) {
                         return Ok(Content::Mapped { map, file, opened });
                     }
