@@ -310,3 +310,40 @@ fn many_groups_in_one_call_match_the_oracles() {
         assert!(ob.to_bytes() == *want, "group log {k}, one thread");
     }
 }
+
+/// Large inputs, where GPU backends hash on the device rather than handing small inputs back to
+/// the CPU: every backend's outboards in both orders and its encoding equal to bao's (group log 0)
+/// and bao-tree's (group log 4), at 4 MiB and a partial chunk (a chunk count that is no power of
+/// two) on every CPU kernel and hardware GPU, and at 64 MiB and a few chunks more (tens of
+/// work-groups, a partial last group) on hardware GPUs. Software GPUs, which take seconds per
+/// MiB in small groups, are covered by `every_backend_gives_the_same_outboards`.
+#[test]
+fn large_inputs_match_the_oracles_on_every_backend() {
+    let targets: Vec<_> = targets().into_iter().filter(|t| !t.backend.info().is_software_gpu()).collect();
+    for size in [(4 << 20) + 1025, (64 << 20) + 3 * 1024 + 5] {
+        let on: Vec<_> = targets.iter().filter(|t| size < (64 << 20) || t.backend.info().device.is_gpu()).collect();
+        if on.is_empty() {
+            continue;
+        }
+        let data = pattern(size);
+        for k in [0u8, 4] {
+            let pre_oracle = PreOrderMemOutboard::create(&data, BlockSize::from_chunk_log(k));
+            let post_oracle = PostOrderMemOutboard::create(&data, BlockSize::from_chunk_log(k));
+            let encoded_oracle = bao_tree_response(&data, &pre_oracle, &ChunkRanges::all());
+            let bao_outboard = (k == 0).then(|| bao::encode::outboard(&data).0);
+            for t in &on {
+                let what = format!("{}, size {size}, group log {k}", t.name);
+                let (pre, hash) = outboard_with(&*t.backend, &data, k, Order::Pre).unwrap();
+                assert_eq!(hash, pre_oracle.root, "{what}");
+                assert!(pre.parents() == &pre_oracle.data[..], "pre-order outboard, {what}");
+                let (post, _) = outboard_with(&*t.backend, &data, k, Order::Post).unwrap();
+                assert!(post.parents() == &post_oracle.data[..], "post-order outboard, {what}");
+                let (encoded, _) = encode_with(&*t.backend, &data, k).unwrap();
+                assert!(encoded == encoded_oracle, "encoding, {what}");
+                if let Some(bao_outboard) = &bao_outboard {
+                    assert!(pre.to_bytes() == *bao_outboard, "bao's outboard, {what}");
+                }
+            }
+        }
+    }
+}
