@@ -14,8 +14,8 @@
 //!   at its own speed instead of seeking for every page that many threads fault in a map. The
 //!   exception is a disk that reads 4 MiB or more ahead of every fault (its `read_ahead_kb`, as
 //!   virtual machines' disks often do) and is neither spinning nor a network file system: there
-//!   a file over 4 MiB is mapped as if it were in memory, as each fault reads several MiB and a
-//!   map costs no copy out of the page cache;
+//!   a file over 4 MiB and up to half of the machine's memory is mapped as if it were in memory,
+//!   as each fault reads several MiB and a map costs no copy out of the page cache;
 //! - a smaller regular file (under 1 MiB in memory, under 16 KiB otherwise) is read whole into
 //!   a buffer that each thread keeps, and hashed in one call: many small files cost no
 //!   allocation, and a copy out of the page cache costs less than a map at that size;
@@ -434,8 +434,9 @@ impl<'a> Input<'a> {
                     len < MMAP_MIN || read == ReadMode::Map || asked.unwrap_or_else(|| in_memory(&file, start, len));
                 let map_min = if read == ReadMode::Map { MMAP_MIN } else { AUTO_MAP_MIN };
                 // A large file not in memory is mapped too where its disk reads far enough ahead
-                // of each fault: a map costs no copy out of the page cache.
-                let mapped = cached || (len > READ_WHOLE_MAX && Disk::of(&file).map_pays);
+                // of each fault (a map costs no copy out of the page cache), unless it is too
+                // large for memory: the threads populating a map read ahead of the hash.
+                let mapped = cached || (len > READ_WHOLE_MAX && len <= half_of_memory() && Disk::of(&file).map_pays);
                 if len >= map_min && mapped && read != ReadMode::Stream {
                     if let Some(map) = map(&file, start, len, exact) {
                         return Ok(Content::Mapped { map, file, opened });
@@ -569,6 +570,20 @@ fn map(file: &File, start: u64, len: u64, exact: bool) -> Option<Mmap> {
 /// system cannot tell, as before there was a choice: yes.
 fn in_memory(file: &File, start: u64, len: u64) -> bool {
     cached_fraction(file, start, len).is_none_or(|f| f >= IN_MEMORY)
+}
+
+/// Half of this machine's memory (the largest file not in memory that is mapped rather than read
+/// from the front); 0 where the system does not say.
+fn half_of_memory() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysinfo fills the struct it is given and reads nothing else.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sysinfo(&mut info) } == 0 {
+            return (info.totalram as u64).saturating_mul(u64::from(info.mem_unit)) / 2;
+        }
+    }
+    0
 }
 
 /// What a file's contents were, as far as a reader can cheaply see: compared before and after
