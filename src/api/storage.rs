@@ -257,26 +257,34 @@ mod linux {
                 return Storage::Memory;
             }
         }
-        let Ok(meta) = file.metadata() else { return Storage::Unknown };
-        let dev = meta.dev();
-        let (major, minor) = (libc::major(dev), libc::minor(dev));
-        let Ok(node) = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) else {
-            return Storage::Unknown;
-        };
-        medium(&node, 0).unwrap_or(Storage::Unknown)
+        block_node(file).and_then(|node| medium(&node, 0)).unwrap_or(Storage::Unknown)
+    }
+
+    /// The sysfs node of the block device `file` lives on (`/sys/dev/block/MAJ:MIN`, resolved).
+    fn block_node(file: &File) -> Option<PathBuf> {
+        let dev = file.metadata().ok()?.dev();
+        std::fs::canonicalize(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev))).ok()
+    }
+
+    /// The disk of the block device at sysfs `node`: a partition's parent, else the node itself.
+    fn disk_of(node: &Path) -> Option<&Path> {
+        if node.join("partition").exists() {
+            node.parent()
+        } else {
+            Some(node)
+        }
     }
 
     /// See [`super::readahead_window`]: the queue of the file's block device (a partition's disk;
     /// a device-mapper device has a queue of its own).
     pub(super) fn readahead_window(file: &File) -> Option<usize> {
-        let dev = file.metadata().ok()?.dev();
-        window_of(&std::fs::canonicalize(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev))).ok()?)
+        window_of(&block_node(file)?)
     }
 
     /// The readahead window of the block device at sysfs `node` (a partition's: its disk's).
     pub(super) fn window_of(node: &Path) -> Option<usize> {
-        let disk = if node.join("partition").exists() { node.parent()? } else { node };
-        let kib: usize = std::fs::read_to_string(disk.join("queue/read_ahead_kb")).ok()?.trim().parse().ok()?;
+        let queue = disk_of(node)?.join("queue/read_ahead_kb");
+        let kib: usize = std::fs::read_to_string(queue).ok()?.trim().parse().ok()?;
         Some(kib << 10)
     }
 
@@ -291,7 +299,7 @@ mod linux {
         if depth > 8 {
             return None;
         }
-        let disk: PathBuf = if node.join("partition").exists() { node.parent()?.to_path_buf() } else { node.into() };
+        let disk = disk_of(node)?;
         let below: Vec<PathBuf> = std::fs::read_dir(disk.join("slaves"))
             .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.path()).collect())
             .unwrap_or_default();
