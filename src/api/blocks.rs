@@ -7,6 +7,13 @@
 //! caller takes the blocks in file order, hashing one while the next ones are read. At most
 //! `depth + 2` blocks are held, whatever the file's size. Every read also holds one of its
 //! device's [`Permits`], so that files read side by side share the device's depth.
+//!
+//! A file not in memory is read around the page cache (Linux's `O_DIRECT`) where its file system
+//! takes it: the disk then writes each block straight into its buffer, sparing a copy out of the
+//! page cache that costs as much CPU as hashing, and the reads in flight reach the disk as large
+//! requests side by side rather than as the kernel's readahead (docs/performance.md, "Files not in
+//! memory"). Where it does not (tmpfs, some FUSE file systems, an unaligned start), the blocks
+//! are read through the page cache.
 
 use super::storage::{Permits, ReadPlan};
 use crate::tree::{Error, Result};
@@ -15,16 +22,40 @@ use std::fs::File;
 use std::io;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+/// The alignment of offsets, lengths and buffers that reads around the page cache need: the
+/// largest logical block size of common disks.
+const DIRECT_ALIGN: usize = 4096;
+
+/// Buffers of direct reads start on a huge page (2 MiB) and ask for huge pages: a request of a
+/// disk holds a limited number of contiguous pieces of memory (often 254), so a buffer of 4 KiB
+/// pages caps each request at about 1 MiB, and a disk limited in requests a second (a spinning
+/// one, or a throttled volume) at a quarter of what 4 MiB requests carry.
+const DIRECT_BUFFER_ALIGN: usize = 2 << 20;
+
+/// One block's buffer: `len` bytes from `at` in `bytes` (`at` aligns them for direct reads).
+#[derive(Default)]
+struct Buffer {
+    bytes: Vec<u8>,
+    at: usize,
+    len: usize,
+}
+
+impl Buffer {
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[self.at..self.at + self.len]
+    }
+}
+
 /// The readers' and the caller's shared state.
 struct State {
     /// The next block to claim for reading.
     next: u64,
     /// Buffers free for a reader to fill.
-    free: Vec<Vec<u8>>,
+    free: Vec<Buffer>,
     /// Buffers that may still be made.
     unmade: usize,
     /// Blocks read (or failed), by index, waiting for the caller.
-    ready: BTreeMap<u64, io::Result<Vec<u8>>>,
+    ready: BTreeMap<u64, io::Result<Buffer>>,
     /// Set when the caller stops early: the readers stop too.
     stop: bool,
 }
@@ -56,7 +87,8 @@ impl Drop for StopOnDrop<'_> {
 
 /// Calls `each(bytes, last)` on bytes `start..start + len` of `file`, in order, one block of
 /// `plan.block` bytes at a time (`last` on the final one), while up to `plan.depth` reader
-/// threads read the blocks after it. Every read holds one of `permits`. A file that ends before
+/// threads read the blocks after it; around the page cache where `direct` asks it and the file
+/// system takes it (see the module's notes). Every read holds one of `permits`. A file that ends before
 /// `start + len` is an error ([`io::ErrorKind::UnexpectedEof`], saying where it ended); so is a
 /// read error, or an error that `each` returns, which stops the reading.
 pub(crate) fn read_in_order(
@@ -65,6 +97,7 @@ pub(crate) fn read_in_order(
     len: u64,
     plan: ReadPlan,
     permits: &Permits,
+    direct: bool,
     mut each: impl FnMut(&[u8], bool) -> Result<()>,
 ) -> Result<()> {
     let block = plan.block as u64;
@@ -83,7 +116,13 @@ pub(crate) fn read_in_order(
         }),
         changed: Condvar::new(),
     };
-    let job = Job { file, start, len, block, blocks };
+    let around_cache =
+        if direct && start.is_multiple_of(DIRECT_ALIGN as u64) && block.is_multiple_of(DIRECT_ALIGN as u64) {
+            open_direct(file)
+        } else {
+            None
+        };
+    let job = Job { file, around_cache: around_cache.as_ref(), start, len, block, blocks };
     std::thread::scope(|s| {
         for _ in 0..readers {
             s.spawn(|| job.read_blocks(permits, &shared));
@@ -99,7 +138,7 @@ pub(crate) fn read_in_order(
             };
             drop(state);
             let bytes = bytes.map_err(Error::Io)?;
-            each(&bytes, i + 1 == blocks)?;
+            each(bytes.as_slice(), i + 1 == blocks)?;
             shared.lock().free.push(bytes);
             shared.changed.notify_all();
         }
@@ -111,6 +150,8 @@ pub(crate) fn read_in_order(
 /// `start..start + len` of `file`.
 struct Job<'a> {
     file: &'a File,
+    /// The same file opened to be read around the page cache, where that was asked and works.
+    around_cache: Option<&'a File>,
     start: u64,
     len: u64,
     block: u64,
@@ -147,12 +188,28 @@ impl Job<'_> {
     }
 
     /// Block `i`, read into `buffer` (or a new one) while holding a permit.
-    fn read_block(&self, i: u64, buffer: Option<Vec<u8>>, permits: &Permits) -> io::Result<Vec<u8>> {
+    fn read_block(&self, i: u64, buffer: Option<Buffer>, permits: &Permits) -> io::Result<Buffer> {
         let offset = i * self.block;
         let want = self.block.min(self.len - offset) as usize;
-        let mut buffer = buffer_of(buffer, want)?;
         let _permit = permits.take();
-        let got = read_full_at(self.file, &mut buffer, self.start + offset)?;
+        let mut got = None;
+        let mut buffer = buffer.unwrap_or_default();
+        if let Some(direct) = self.around_cache {
+            // Whole aligned pages, up to or past the end of the file (the kernel stops there).
+            buffer_of(&mut buffer, want.next_multiple_of(DIRECT_ALIGN), DIRECT_BUFFER_ALIGN)?;
+            match read_direct_at(direct, &mut buffer.bytes[buffer.at..], self.start + offset) {
+                // A file system that opened the file for direct reads may still refuse them.
+                Err(e) if e.raw_os_error() == Some(EINVAL) => {}
+                read => got = Some(read?),
+            }
+        }
+        let got = match got {
+            Some(got) => got,
+            None => {
+                buffer_of(&mut buffer, want, 1)?;
+                read_full_at(self.file, &mut buffer.bytes[buffer.at..], self.start + offset)?
+            }
+        };
         if got < want {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -163,18 +220,78 @@ impl Job<'_> {
                 ),
             ));
         }
+        buffer.len = want;
         Ok(buffer)
     }
 }
 
-/// `buffer` (or a new one, where there is none) holding `len` bytes.
-fn buffer_of(buffer: Option<Vec<u8>>, len: usize) -> io::Result<Vec<u8>> {
-    let mut buffer = buffer.unwrap_or_default();
-    if buffer.capacity() < len {
-        buffer.try_reserve_exact(len - buffer.len()).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+/// Makes `buffer` hold `len` bytes from an offset aligned to `align` (huge pages asked for, where
+/// that is a huge page).
+fn buffer_of(buffer: &mut Buffer, len: usize, align: usize) -> io::Result<()> {
+    let bytes = &mut buffer.bytes;
+    if bytes.capacity() < len + align - 1 {
+        bytes.clear();
+        bytes.try_reserve_exact(len + align - 1).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        #[cfg(target_os = "linux")]
+        if align == DIRECT_BUFFER_ALIGN {
+            let at = bytes.as_ptr().align_offset(align);
+            let huge = (bytes.capacity() - at) / align * align;
+            // SAFETY: advice on memory this vector owns (its capacity, from an aligned offset);
+            // it changes how the memory is backed, never its contents.
+            unsafe { libc::madvise(bytes.as_mut_ptr().add(at).cast(), huge, libc::MADV_HUGEPAGE) };
+        }
     }
-    buffer.resize(len, 0);
-    Ok(buffer)
+    buffer.at = bytes.as_ptr().align_offset(align);
+    if bytes.len() < buffer.at + len {
+        bytes.resize(buffer.at + len, 0);
+    }
+    buffer.len = len;
+    Ok(())
+}
+
+/// `EINVAL`: what a direct read that the file system does not take fails with.
+#[cfg(target_os = "linux")]
+const EINVAL: i32 = libc::EINVAL;
+#[cfg(not(target_os = "linux"))]
+const EINVAL: i32 = 22;
+
+/// `file` opened again to be read around the page cache (`O_DIRECT`), where the system and its
+/// file system take that; `None` elsewhere.
+fn open_direct(file: &File) -> Option<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        // The descriptor's own entry in /proc opens the file it holds, even one renamed or removed.
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT | libc::O_NOCTTY).open(path).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+/// Reads whole aligned pages into `buf` (aligned, a whole number of pages long) from `offset`
+/// (aligned) of a file opened for direct reads, up to the file's end; returns the bytes read.
+fn read_direct_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match read_at(file, &mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => {
+                filled += n;
+                // Only the file's end leaves a read short of a whole page.
+                if !n.is_multiple_of(DIRECT_ALIGN) {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// Reads into all of `buf` from `offset`, or up to the file's end; returns the bytes read.
@@ -214,11 +331,18 @@ mod tests {
         (path, file)
     }
 
-    fn collect(file: &File, start: u64, len: u64, block: usize, depth: usize) -> Result<(Vec<u8>, Vec<bool>)> {
+    fn collect(
+        file: &File,
+        start: u64,
+        len: u64,
+        block: usize,
+        depth: usize,
+        direct: bool,
+    ) -> Result<(Vec<u8>, Vec<bool>)> {
         let permits = Permits::new(depth.max(1));
         let mut got = Vec::new();
         let mut lasts = Vec::new();
-        read_in_order(file, start, len, ReadPlan { block, depth }, &permits, |bytes, last| {
+        read_in_order(file, start, len, ReadPlan { block, depth }, &permits, direct, |bytes, last| {
             got.extend_from_slice(bytes);
             lasts.push(last);
             Ok(())
@@ -233,10 +357,13 @@ mod tests {
         for (start, len) in [(0, 300_001), (1, 300_000), (4096, 100_000), (299_999, 2), (7, 0)] {
             for block in [1024, 4096, 65_536, 1 << 20] {
                 for depth in [1, 2, 5] {
-                    let (got, lasts) = collect(&file, start, len, block, depth).unwrap();
-                    assert!(got == data[start as usize..(start + len) as usize], "{start}+{len} {block} {depth}");
-                    assert_eq!(lasts.iter().filter(|&&l| l).count(), 1);
-                    assert_eq!(lasts.last(), Some(&true));
+                    for direct in [false, true] {
+                        let (got, lasts) = collect(&file, start, len, block, depth, direct).unwrap();
+                        let at = format!("{start}+{len} {block} {depth} {direct}");
+                        assert!(got == data[start as usize..(start + len) as usize], "{at}");
+                        assert_eq!(lasts.iter().filter(|&&l| l).count(), 1);
+                        assert_eq!(lasts.last(), Some(&true));
+                    }
                 }
             }
         }
@@ -246,8 +373,10 @@ mod tests {
     #[test]
     fn a_file_shorter_than_asked_is_an_error_saying_where_it_ended() {
         let (path, file) = temp_file("short", &[1u8; 10_000]);
-        let err = collect(&file, 0, 20_000, 4096, 2).unwrap_err();
-        assert!(err.to_string().contains("ended at byte 10000"), "{err}");
+        for direct in [false, true] {
+            let err = collect(&file, 0, 20_000, 4096, 2, direct).unwrap_err();
+            assert!(err.to_string().contains("ended at byte 10000"), "{err}");
+        }
         std::fs::remove_file(&path).unwrap();
     }
 
@@ -256,7 +385,7 @@ mod tests {
         let (path, file) = temp_file("stop", &[2u8; 100_000]);
         let permits = Permits::new(3);
         let mut calls = 0;
-        let err = read_in_order(&file, 0, 100_000, ReadPlan { block: 1024, depth: 3 }, &permits, |_, _| {
+        let err = read_in_order(&file, 0, 100_000, ReadPlan { block: 1024, depth: 3 }, &permits, false, |_, _| {
             calls += 1;
             if calls == 3 {
                 return Err(Error::InvalidInput("enough".into()));

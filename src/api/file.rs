@@ -10,12 +10,10 @@
 //! - a regular file that is not in memory is read from the front, in order: one read for a file
 //!   of up to 4 MiB, else blocks of 8 MiB with a few reads in flight (two on a spinning disk or a
 //!   network file system, more on an SSD: [`Storage`]), each block hashed on every core while
-//!   the next ones are read. Memory stays bounded whatever the file's size, and the disk is read
-//!   at its own speed instead of seeking for every page that many threads fault in a map. The
-//!   exception is a disk that reads 4 MiB or more ahead of every fault (its `read_ahead_kb`, as
-//!   virtual machines' disks often do) and is neither spinning nor a network file system: there
-//!   a file over 4 MiB and up to half of the machine's memory is mapped as if it were in memory,
-//!   as each fault reads several MiB and a map costs no copy out of the page cache;
+//!   the next ones are read, around the page cache where the file system allows (no copy out of
+//!   it, and a file larger than memory evicts nothing). Memory stays bounded whatever the file's
+//!   size, and the disk is read at its own speed instead of seeking for every page that many
+//!   threads fault in a map;
 //! - a smaller regular file (under 1 MiB in memory, under 16 KiB otherwise) is read whole into
 //!   a buffer that each thread keeps, and hashed in one call: many small files cost no
 //!   allocation, and a copy out of the page cache costs less than a map at that size;
@@ -199,8 +197,9 @@ enum Content<'a> {
     /// memory, so the read takes one of its device's permits.
     Small { file: File, start: u64, len: u64, exact: bool, from_disk: bool },
     /// A large part of a regular file, to read from the front: exactly `len` bytes from `start`,
-    /// of a file that must stay as it was `opened`.
-    Blocks { file: File, start: u64, len: u64, opened: Identity },
+    /// of a file that must stay as it was `opened`. `from_disk`: not in memory, so read around the
+    /// page cache where the file system takes it.
+    Blocks { file: File, start: u64, len: u64, opened: Identity, from_disk: bool },
     /// A stream, at the input's first byte; with a limit, exactly that many bytes.
     Stream(Box<dyn Read + 'a>, Option<u64>),
 }
@@ -397,11 +396,11 @@ impl<'a> Input<'a> {
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| Ok(f(bytes)))
             }
-            Content::Blocks { file, start, len, opened } => {
+            Content::Blocks { file, start, len, opened, from_disk } => {
                 let mut bytes = Vec::new();
                 let want = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
                 bytes.try_reserve_exact(want).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-                from_the_front(&file, start, len, &opened, |block, _| {
+                from_the_front(&file, start, len, &opened, from_disk, |block, _| {
                     bytes.extend_from_slice(block);
                     Ok(())
                 })?;
@@ -433,11 +432,7 @@ impl<'a> Input<'a> {
                 let cached =
                     len < MMAP_MIN || read == ReadMode::Map || asked.unwrap_or_else(|| in_memory(&file, start, len));
                 let map_min = if read == ReadMode::Map { MMAP_MIN } else { AUTO_MAP_MIN };
-                // A large file not in memory is mapped too where its disk reads far enough ahead
-                // of each fault (a map costs no copy out of the page cache), unless it is too
-                // large for memory: the threads populating a map read ahead of the hash.
-                let mapped = cached || (len > READ_WHOLE_MAX && len <= half_of_memory() && Disk::of(&file).map_pays);
-                if len >= map_min && mapped && read != ReadMode::Stream {
+                if len >= map_min && cached && read != ReadMode::Stream {
                     if let Some(map) = map(&file, start, len, exact) {
                         return Ok(Content::Mapped { map, file, opened });
                     }
@@ -445,7 +440,7 @@ impl<'a> Input<'a> {
                 if len <= READ_WHOLE_MAX {
                     return Ok(Content::Small { file, start, len, exact, from_disk: !cached });
                 }
-                Ok(Content::Blocks { file, start, len, opened })
+                Ok(Content::Blocks { file, start, len, opened, from_disk: !cached })
             }
             Source::Stream(mut reader) => {
                 let Some((start, len)) = self.range else {
@@ -479,10 +474,10 @@ impl<'a> Input<'a> {
             Content::Small { file, start, len, exact, from_disk } => {
                 read_whole(file, start, len, exact, from_disk, |bytes| in_pieces(hasher, bytes, progress, last))
             }
-            Content::Blocks { file, start, len, opened } => {
+            Content::Blocks { file, start, len, opened, from_disk } => {
                 let mut last = Some(last);
                 let mut out = None;
-                from_the_front(&file, start, len, &opened, |block, is_last| {
+                from_the_front(&file, start, len, &opened, from_disk, |block, is_last| {
                     if !is_last {
                         hasher.feed(block, true)?;
                     } else if let Some(last) = last.take() {
@@ -572,20 +567,6 @@ fn in_memory(file: &File, start: u64, len: u64) -> bool {
     cached_fraction(file, start, len).is_none_or(|f| f >= IN_MEMORY)
 }
 
-/// Half of this machine's memory (the largest file not in memory that is mapped rather than read
-/// from the front); 0 where the system does not say.
-fn half_of_memory() -> u64 {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: sysinfo fills the struct it is given and reads nothing else.
-        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sysinfo(&mut info) } == 0 {
-            return (info.totalram as u64).saturating_mul(u64::from(info.mem_unit)) / 2;
-        }
-    }
-    0
-}
-
 /// What a file's contents were, as far as a reader can cheaply see: compared before and after
 /// reading it from the front.
 #[derive(PartialEq, Eq)]
@@ -611,18 +592,19 @@ impl Identity {
 }
 
 /// Reads bytes `start..start + len` of `file` from the front, as the device it lives on wants
-/// (see the `blocks` module), calling `each(block, last)` on each block in order; then checks
-/// that the file is still as it was when `opened`.
+/// (see the `blocks` module; around the page cache if `from_disk`), calling `each(block, last)`
+/// on each block in order; then checks that the file is still as it was when `opened`.
 fn from_the_front(
     file: &File,
     start: u64,
     len: u64,
     opened: &Identity,
+    from_disk: bool,
     each: impl FnMut(&[u8], bool) -> Result<()>,
 ) -> Result<()> {
     let disk = Disk::of(file);
     advise_sequential(file, start, len);
-    read_in_order(file, start, len, disk.plan, &disk.permits, each)?;
+    read_in_order(file, start, len, disk.plan, &disk.permits, from_disk, each)?;
     unchanged(file, opened)
 }
 

@@ -112,21 +112,12 @@ pub(crate) fn cached_fraction(file: &File, start: u64, len: u64) -> Option<f64> 
     }
 }
 
-/// The device a file lives on, as this process reads it: its kind, the plan for reading it,
-/// and the permits that bound the reads in flight on it.
+/// The device a file lives on, as this process reads it: the plan for reading it, and the
+/// permits that bound the reads in flight on it.
 pub(crate) struct Disk {
     pub(crate) plan: ReadPlan,
     pub(crate) permits: Permits,
-    /// Whether a map of a file not in memory reads it as fast as reading it from the front:
-    /// where each page fault reads at least [`MAP_READAHEAD_MIN`] ahead (the device's readahead
-    /// window) on storage that does not seek between the places that threads fault at once.
-    pub(crate) map_pays: bool,
 }
-
-/// The readahead window from which a map faulted by many threads reads a file not in memory as
-/// fast as reading it from the front: each fault then reads several MiB, and the device serves
-/// them side by side (docs/performance.md, "Files not in memory").
-pub(crate) const MAP_READAHEAD_MIN: usize = 4 << 20;
 
 impl Disk {
     /// The device `file` lives on, looked up at its first file and kept for the process.
@@ -137,11 +128,8 @@ impl Disk {
         disks
             .entry(id)
             .or_insert_with(|| {
-                let storage = Storage::of(file);
-                let plan = storage.plan();
-                let seeks = matches!(storage, Storage::Rotational | Storage::Network);
-                let map_pays = !seeks && readahead_window(file).is_some_and(|w| w >= MAP_READAHEAD_MIN);
-                Arc::new(Disk { plan, permits: Permits::new(plan.depth), map_pays })
+                let plan = Storage::of(file).plan();
+                Arc::new(Disk { plan, permits: Permits::new(plan.depth) })
             })
             .clone()
     }
@@ -176,20 +164,6 @@ impl Drop for Permit<'_> {
     fn drop(&mut self) {
         *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         self.0.freed.notify_one();
-    }
-}
-
-/// How far the kernel reads ahead of a page fault or a read of `file` (sysfs
-/// `queue/read_ahead_kb` of its block device), where known.
-fn readahead_window(file: &File) -> Option<usize> {
-    #[cfg(target_os = "linux")]
-    {
-        linux::readahead_window(file)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = file;
-        None
     }
 }
 
@@ -273,19 +247,6 @@ mod linux {
         } else {
             Some(node)
         }
-    }
-
-    /// See [`super::readahead_window`]: the queue of the file's block device (a partition's disk;
-    /// a device-mapper device has a queue of its own).
-    pub(super) fn readahead_window(file: &File) -> Option<usize> {
-        window_of(&block_node(file)?)
-    }
-
-    /// The readahead window of the block device at sysfs `node` (a partition's: its disk's).
-    pub(super) fn window_of(node: &Path) -> Option<usize> {
-        let queue = disk_of(node)?.join("queue/read_ahead_kb");
-        let kib: usize = std::fs::read_to_string(queue).ok()?.trim().parse().ok()?;
-        Some(kib << 10)
     }
 
     /// Disk drivers of virtual machines, whose `queue/rotational` says nothing of the medium
@@ -508,25 +469,6 @@ mod tests {
         assert_eq!(linux::medium(&virtio, 0), Some(Storage::Virtual));
         assert_eq!(linux::medium(&lvm, 0), Some(Storage::Virtual), "virtual over solid: virtual");
         assert_eq!(linux::medium(&root.join("missing"), 0), None);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_readahead_window_is_the_disks_a_partitions_its_disks() {
-        let root = std::env::temp_dir().join(format!("b3accel-sysfs-window-{}", std::process::id()));
-        let disk = root.join("vda");
-        std::fs::create_dir_all(disk.join("queue")).unwrap();
-        std::fs::write(disk.join("queue/read_ahead_kb"), "8192\n").unwrap();
-        let part = disk.join("vda1");
-        std::fs::create_dir_all(&part).unwrap();
-        std::fs::write(part.join("partition"), "1\n").unwrap();
-        assert_eq!(linux::window_of(&disk), Some(8 << 20));
-        assert_eq!(linux::window_of(&part), Some(8 << 20), "a partition reads ahead as its disk");
-        assert!(linux::window_of(&disk).is_some_and(|w| w >= MAP_READAHEAD_MIN));
-        std::fs::write(disk.join("queue/read_ahead_kb"), "128\n").unwrap();
-        assert!(linux::window_of(&part).is_some_and(|w| w < MAP_READAHEAD_MIN), "the kernel's default: read in order");
-        assert_eq!(linux::window_of(&root.join("missing")), None);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
