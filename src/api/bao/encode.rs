@@ -4,15 +4,20 @@
 
 use super::error::Error;
 use super::layout::{Node, Order, Place, Tree, HEADER_LEN, PARENT_LEN};
+use crate::backends::cpu::parent_cvs;
 use crate::core::compress::Cv;
 use crate::core::constants::IV;
 use crate::tree::merkle::{reduce, split_levels};
-use crate::tree::{merge_subtrees_non_root, merge_subtrees_root, subtree_node, Backend, Domain, TreeMode};
+use crate::tree::{merge_subtrees_root, subtree_node, Backend, Domain, TreeMode};
 use blake3::Hash;
 use rayon::prelude::*;
 
 /// Parents per rayon task when a level is wide enough to share out.
 const PARENTS_PER_TASK: usize = 4096;
+
+/// Subtrees of at least this many chunk groups write their two halves' parents on two rayon
+/// tasks.
+const GROUPS_PER_TASK: u64 = 4096;
 
 /// An outboard: a content's parent nodes apart from the content, in pre-order or post-order.
 /// [`to_bytes`](Outboard::to_bytes) gives the file bao and bao-tree write; the hash is kept
@@ -167,17 +172,18 @@ impl Cvs {
     }
 }
 
-/// The parents of one level: each 64-byte block `left || right` compressed as a non-root parent.
+/// The parents of one level: each 64-byte block `left || right` compressed as a non-root parent,
+/// many at a time on the CPU's SIMD kernels, on several cores where the level is wide.
 fn parents_of(blocks: &[[u8; 64]], out: &mut [Cv]) {
-    let one = |(block, cv): (&[u8; 64], &mut Cv)| {
-        let (left, right) = block.split_at(32);
-        let (left, right): (Cv, Cv) = (left.try_into().expect("32"), right.try_into().expect("32"));
-        *cv = merge_subtrees_non_root(&left, &right, TreeMode::Hash);
-    };
+    let children = blocks.as_flattened().as_chunks::<32>().0;
+    let flags = Domain::HASH.flags;
     if blocks.len() >= 2 * PARENTS_PER_TASK {
-        blocks.par_iter().zip(out.par_iter_mut()).with_min_len(PARENTS_PER_TASK).for_each(one);
+        children
+            .par_chunks(2 * PARENTS_PER_TASK)
+            .zip(out.par_chunks_mut(PARENTS_PER_TASK))
+            .for_each(|(children, out)| parent_cvs(children, &IV, flags, out));
     } else {
-        blocks.iter().zip(out.iter_mut()).for_each(one);
+        parent_cvs(children, &IV, flags, out);
     }
 }
 
@@ -219,20 +225,40 @@ fn compute(backend: &dyn Backend, data: &[u8], tree: Tree) -> Result<Cvs, Error>
     Ok(all)
 }
 
-/// Writes the outboard parent `node` at `place` and those below it into `out`.
-fn write_parents(tree: Tree, cvs: &Cvs, node: Node, place: Place, order: Order, out: &mut [u8]) {
+/// Writes the outboard parent `node` and those below it into `out`, the subtree's own part of
+/// the outboard: its groups less one parents, the node first (pre-order) or last (post-order),
+/// each half's parents together. Large halves are written on two rayon tasks.
+fn write_parents(tree: Tree, cvs: &Cvs, node: Node, order: Order, out: &mut [u8]) {
     if !tree.is_outboard_parent(node) {
         return;
     }
     let (left, right) = node.split();
     let k = tree.group_log();
     let (lg, rg) = (tree.groups_of(left), tree.groups_of(right));
-    let at = place.index(order, lg + rg) as usize * PARENT_LEN;
-    out[at..at + 32].copy_from_slice(&cvs.cv(left.start >> k, lg));
-    out[at + 32..at + PARENT_LEN].copy_from_slice(&cvs.cv(right.start >> k, rg));
-    let (lp, rp) = place.children(lg);
-    write_parents(tree, cvs, left, lp, order, out);
-    write_parents(tree, cvs, right, rp, order, out);
+    let (left_len, right_len) = ((lg - 1) as usize * PARENT_LEN, (rg - 1) as usize * PARENT_LEN);
+    let (pair, left_out, right_out) = match order {
+        Order::Pre => {
+            let (pair, rest) = out.split_at_mut(PARENT_LEN);
+            let (left_out, right_out) = rest.split_at_mut(left_len);
+            (pair, left_out, right_out)
+        }
+        Order::Post => {
+            let (rest, pair) = out.split_at_mut(left_len + right_len);
+            let (left_out, right_out) = rest.split_at_mut(left_len);
+            (pair, left_out, right_out)
+        }
+    };
+    pair[..32].copy_from_slice(&cvs.cv(left.start >> k, lg));
+    pair[32..].copy_from_slice(&cvs.cv(right.start >> k, rg));
+    if lg + rg >= GROUPS_PER_TASK {
+        rayon::join(
+            || write_parents(tree, cvs, left, order, left_out),
+            || write_parents(tree, cvs, right, order, right_out),
+        );
+    } else {
+        write_parents(tree, cvs, left, order, left_out);
+        write_parents(tree, cvs, right, order, right_out);
+    }
 }
 
 /// Appends the combined encoding of `node` (its parents before its children, content at the
@@ -274,7 +300,7 @@ pub fn outboard_with(
     let tree = Tree::new(data.len() as u64, group_log)?;
     let cvs = compute(backend, data, tree)?;
     let mut parents = vec![0u8; tree.outboard_len() as usize];
-    write_parents(tree, &cvs, tree.root(), Place::ROOT, order, &mut parents);
+    write_parents(tree, &cvs, tree.root(), order, &mut parents);
     Ok((Outboard { tree, order, parents }, cvs.hash))
 }
 

@@ -405,7 +405,7 @@ impl CpuBackend {
     }
 
     /// Parent CVs of consecutive pairs of CVs.
-    pub(super) fn parent_cvs(&self, children: &[Cv], key: &[u32; 8], flags: u32, out: &mut [Cv]) {
+    pub(crate) fn parent_cvs(&self, children: &[Cv], key: &[u32; 8], flags: u32, out: &mut [Cv]) {
         let job = Job {
             key,
             counter: 0,

@@ -42,3 +42,17 @@ mod upstream;
 pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 pub use backend::CpuBackend;
 pub use threads::on_this_thread;
+
+/// Parent chaining values of consecutive pairs of `children` (`out[i]` the parent of
+/// `children[2i]` and `children[2i + 1]`, never a root), many at a time on this CPU's widest
+/// kernel: for callers above the backends that keep every parent of a tree (bao outboards).
+pub(crate) fn parent_cvs(
+    children: &[crate::core::compress::Cv],
+    key: &[u32; 8],
+    flags: u32,
+    out: &mut [crate::core::compress::Cv],
+) {
+    static CPU: std::sync::OnceLock<CpuBackend> = std::sync::OnceLock::new();
+    debug_assert_eq!(children.len(), 2 * out.len());
+    CPU.get_or_init(CpuBackend::new).parent_cvs(children, key, flags, out);
+}
