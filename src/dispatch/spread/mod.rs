@@ -19,6 +19,10 @@
 //! takes a piece only if it would finish it before the others finish everything left; one whose
 //! call fails drops out, its piece going back to the queue.
 
+mod history;
+mod pieces;
+mod why;
+
 use super::auto::cached_rate;
 use super::registry::{backend, one_per_gpu, open_failure, opening, ready, start_opening};
 use crate::core::compress::Cv;
@@ -27,9 +31,12 @@ use crate::tree::{
     check_subtree_args, check_subtree_top_args, merge_segments, subtree_count, top_by_subtrees, Backend, BackendKind,
     Device, DeviceInfo, DeviceKind, Domain, Error, Result,
 };
+use history::History;
+use pieces::{lock, plan_pieces, Piece, Queue};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use why::Why;
 
 /// By default, inputs smaller than this go to the first device alone: below it, no other device
 /// has been measured to shorten a call ([`Spread::with_min_bytes`] changes it).
@@ -47,11 +54,6 @@ pub const SMALL_PIECE_BYTES: u64 = 4 << 20;
 const UNKNOWN_OPEN_FACTOR: f64 = 3.0;
 /// A device not open yet is opened only if the call is expected to end this much sooner with it.
 const OPEN_GAIN: f64 = 0.9;
-/// Where the faster way at a size is known, the other is tried again once the calls made the
-/// faster way since its last try have taken this many times what one try is expected to lose:
-/// retries cost at most about 1/64 of a list's time (a try with GPUs can take twenty small
-/// calls' time, so a fixed interval cost half the speed at 1 MiB; docs/performance.md).
-const RETRY_AFTER: f64 = 64.0;
 /// The first device leaves this share of its expected part to the queue, so that it can even
 /// out what the others' rates were wrong about.
 const FRONT_SLACK: f64 = 0.1;
@@ -126,116 +128,12 @@ pub struct Spread {
     copy_pools: OnceLock<Vec<Option<rayon::ThreadPool>>>,
 }
 
-/// What a list has measured in its calls.
-#[derive(Default)]
-struct History {
-    /// Each device's rate (bytes per second) on its pieces, the latest counting most.
-    rates: HashMap<Device, f64>,
-    /// Call rates by input size (the power of two at or below it).
-    sizes: HashMap<u32, SizeRecord>,
-    calls: u64,
-}
-
-/// How fast a list's calls of one size went, by the first device alone and with others.
-#[derive(Clone, Copy, Default)]
-struct SizeRecord {
-    alone: Option<f64>,
-    together: Option<f64>,
-    /// Calls made the faster way since the slower way was last tried.
-    since_retry: u64,
-}
-
-impl SizeRecord {
-    /// Whether the list's calls of this size go faster without the other devices, for a call of
-    /// `bytes` bytes: the way measured faster, except for a try of the other way once enough time
-    /// has gone by (see [`RETRY_AFTER`]); with only one way measured, the other is tried first.
-    fn alone_is_better(&self, bytes: u64) -> bool {
-        match (self.alone, self.together) {
-            (Some(a), Some(t)) => {
-                let (fast, slow) = (a.max(t), a.min(t));
-                let b = bytes as f64;
-                let retry = self.since_retry as f64 * (b / fast) >= RETRY_AFTER * (b / slow - b / fast);
-                (t < a) != retry
-            }
-            (None, Some(_)) => true,
-            _ => false,
-        }
-    }
-}
-
 /// A device that takes part in a call besides the first: its index in the call's members, its
 /// expected rate, and, for one still opening, when it is expected to be ready.
 struct Helper {
     k: usize,
     rate: Option<f64>,
     opens_in: Option<Duration>,
-}
-
-/// Why a device took part in a call or not: kept as numbers, put in words only when a report is
-/// asked for (formatting them cost small calls more than deciding).
-#[derive(Clone, Debug)]
-enum Why {
-    FailedToOpen(String),
-    FailedInCall(String),
-    Always,
-    /// Rates (bytes per second) of the device and of the first device.
-    TooSlow {
-        rate: f64,
-        first: Device,
-        first_rate: f64,
-    },
-    Measured(f64),
-    ToMeasure,
-    FirstNotMeasured(Device),
-    Opened {
-        first: Device,
-        alone: Duration,
-    },
-    NotWorthOpening {
-        open_time: Duration,
-        first: Device,
-        alone: Duration,
-    },
-    /// Rates of the calls of this size without the others and with them.
-    FasterAlone {
-        alone: f64,
-        together: f64,
-    },
-    MeasuringAlone(Device),
-}
-
-impl std::fmt::Display for Why {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let gb = |r: &f64| r / 1e9;
-        match self {
-            Why::FailedToOpen(e) => write!(f, "failed to open: {e}"),
-            Why::FailedInCall(e) => write!(f, "failed, its pieces hashed by the others: {e}"),
-            Why::Always => write!(f, "every device takes part (Joining::Always)"),
-            Why::TooSlow { rate, first, first_rate } => write!(
-                f,
-                "left out: at {:.1} GB/s it would not finish a piece before {first} finishes the input at {:.1} GB/s",
-                gb(rate),
-                gb(first_rate)
-            ),
-            Why::Measured(rate) => write!(f, "took part, measured at {:.1} GB/s", gb(rate)),
-            Why::ToMeasure => write!(f, "took part to be measured (no rate known yet)"),
-            Why::FirstNotMeasured(first) => write!(
-                f,
-                "not opened: {first}'s speed is not measured yet (`b3accel bench --calibrate` measures every device)"
-            ),
-            Why::Opened { first, alone } => write!(f, "opened, as {first} alone would need {alone:.0?}"),
-            Why::NotWorthOpening { open_time, first, alone } => {
-                write!(f, "not opened: it takes about {open_time:.1?} to open, and {first} alone needs {alone:.1?}")
-            }
-            Why::FasterAlone { alone, together } => write!(
-                f,
-                "left out: calls of this size were faster without the others ({:.1} GB/s against {:.1})",
-                gb(alone),
-                gb(together)
-            ),
-            Why::MeasuringAlone(first) => write!(f, "left out: {first} alone is being measured at this size"),
-        }
-    }
 }
 
 /// A call's report as kept: [`CallReport`] with the reasons not yet in words.
@@ -746,158 +644,6 @@ impl Spread {
 /// The power of two at or below `bytes`: calls of one such size share a record.
 fn size_class(bytes: u64) -> u32 {
     bytes.max(1).ilog2()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The pieces of one call still to hash and the devices' rates.
-///
-/// The first `reserved` pieces are the first device's share, which it takes before any other.
-/// Then every device takes from the rest: a device with no rate yet (the first piece it ever
-/// takes) takes the last piece, the smallest; one with a rate takes the front piece if it would
-/// finish it no later than the other devices would finish everything left, that piece
-/// included, or else the back piece under the same rule, or else stops: the others end sooner
-/// without it. The first device never stops while pieces are left.
-struct Queue<'a> {
-    pieces: &'a [Piece],
-    state: Mutex<QueueState>,
-}
-
-struct QueueState {
-    /// The first device's next reserved piece.
-    reserved: std::ops::Range<usize>,
-    front: usize,
-    back: usize,
-    /// Pieces a failed device gave back: taken before any other.
-    retry: Vec<usize>,
-    /// Bytes per second each device is expected to hash at (measured in this call, or before).
-    rates: Vec<Option<f64>>,
-    /// The rates measured in this call.
-    measured: Vec<Option<f64>>,
-    /// Whether each device may still take pieces (not failed, not stopped).
-    active: Vec<bool>,
-    /// Bytes each device hashed in this call.
-    shares: Vec<u64>,
-}
-
-impl<'a> Queue<'a> {
-    fn new(pieces: &'a [Piece], reserved: usize, rates: Vec<Option<f64>>, active: Vec<bool>) -> Queue<'a> {
-        let devices = rates.len();
-        let state = QueueState {
-            reserved: 0..reserved,
-            front: reserved,
-            back: pieces.len(),
-            retry: Vec::new(),
-            rates,
-            measured: vec![None; devices],
-            active,
-            shares: vec![0; devices],
-        };
-        Queue { pieces, state: Mutex::new(state) }
-    }
-
-    fn bytes(&self, i: usize) -> f64 {
-        (self.pieces[i].chunks * CHUNK_LEN as u64) as f64
-    }
-
-    fn is_empty(&self) -> bool {
-        let st = lock(&self.state);
-        st.front >= st.back && st.retry.is_empty() && st.reserved.is_empty()
-    }
-
-    /// The next piece for device `k`, or `None` when it should stop (see [`Queue`]).
-    fn take(&self, k: usize) -> Option<usize> {
-        let mut st = lock(&self.state);
-        if !st.active[k] {
-            return None;
-        }
-        if k == 0 {
-            if let Some(i) = st.reserved.next() {
-                return Some(i);
-            }
-        }
-        if let Some(i) = st.retry.pop() {
-            return Some(i);
-        }
-        if st.front >= st.back {
-            return None;
-        }
-        let Some(rate) = st.rates[k] else {
-            st.back -= 1;
-            return Some(st.back);
-        };
-        let reserved: f64 = st.reserved.clone().map(|i| self.bytes(i)).sum();
-        let left: f64 = (st.front..st.back).map(|i| self.bytes(i)).sum::<f64>() + reserved;
-        let others: f64 = (0..st.rates.len()).filter(|&j| j != k && st.active[j]).filter_map(|j| st.rates[j]).sum();
-        // Would device k finish piece i no later than the others would finish all that is left?
-        let worth = |i: usize| k == 0 || others <= 0.0 || self.bytes(i) / rate <= left / others;
-        if worth(st.front) {
-            st.front += 1;
-            Some(st.front - 1)
-        } else if worth(st.back - 1) {
-            st.back -= 1;
-            Some(st.back)
-        } else {
-            st.active[k] = false;
-            None
-        }
-    }
-
-    /// Device `k` hashed piece `i` in `took`.
-    fn done(&self, k: usize, i: usize, took: Duration) {
-        let bytes = self.bytes(i);
-        let mut st = lock(&self.state);
-        st.shares[k] += bytes as u64;
-        let rate = bytes / took.as_secs_f64().max(1e-9);
-        // The latest piece counts most: a device's rate changes as its pipeline warms up.
-        let blended = match st.measured[k] {
-            Some(r) => 0.5 * r + 0.5 * rate,
-            None => rate,
-        };
-        st.measured[k] = Some(blended);
-        st.rates[k] = Some(blended);
-    }
-
-    /// Device `k` failed on piece `i`: the piece goes back, the device stops.
-    fn fail(&self, k: usize, i: usize) {
-        let mut st = lock(&self.state);
-        st.retry.push(i);
-        st.active[k] = false;
-    }
-}
-
-/// A piece of the input: `chunks` chunks from chunk `start` of the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Piece {
-    start: u64,
-    chunks: u64,
-}
-
-/// The pieces chunks `from..n` of a run are cut into for `devices` devices: each a power of two
-/// of chunks (but the last) at a multiple of its size and no larger than `max_chunks`, so each
-/// is one complete subtree; `big` chunks while much is left, then smaller, down to `small`, so
-/// that the last pieces are small.
-fn plan_pieces(from: u64, n: u64, max_chunks: u64, devices: usize, big: u64, small: u64) -> Vec<Piece> {
-    let big = big.min(max_chunks);
-    let small = small.min(big);
-    let mut out = Vec::new();
-    let mut start = from;
-    while start < n {
-        let left = n - start;
-        // About a quarter of what is left per device, within [small, big], and no larger than
-        // the alignment of `start` allows.
-        let want = (left / (4 * devices.max(1) as u64)).clamp(small, big);
-        let mut size = 1u64 << want.ilog2();
-        if start > 0 {
-            size = size.min(1 << start.trailing_zeros());
-        }
-        let chunks = size.min(left);
-        out.push(Piece { start, chunks });
-        start += chunks;
-    }
-    out
 }
 
 /// How many threads a GPU in a list with the CPU copies host memory with: an eighth of the
