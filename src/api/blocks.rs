@@ -44,6 +44,10 @@ impl Buffer {
     fn as_slice(&self) -> &[u8] {
         &self.bytes[self.at..self.at + self.len]
     }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.bytes[self.at..self.at + self.len]
+    }
 }
 
 /// The readers' and the caller's shared state.
@@ -197,7 +201,7 @@ impl Job<'_> {
         if let Some(direct) = self.around_cache {
             // Whole aligned pages, up to or past the end of the file (the kernel stops there).
             buffer_of(&mut buffer, want.next_multiple_of(DIRECT_ALIGN), DIRECT_BUFFER_ALIGN)?;
-            match read_direct_at(direct, &mut buffer.bytes[buffer.at..], self.start + offset) {
+            match read_direct_at(direct, buffer.as_mut_slice(), self.start + offset) {
                 // A file system that opened the file for direct reads may still refuse them.
                 Err(e) if e.raw_os_error() == Some(EINVAL) => {}
                 read => got = Some(read?),
@@ -207,7 +211,7 @@ impl Job<'_> {
             Some(got) => got,
             None => {
                 buffer_of(&mut buffer, want, 1)?;
-                read_full_at(self.file, &mut buffer.bytes[buffer.at..], self.start + offset)?
+                read_full_at(self.file, buffer.as_mut_slice(), self.start + offset)?
             }
         };
         if got < want {
