@@ -3,71 +3,13 @@
 //! it, `hash_on` and device lists hash on it and give upstream's hash, with no file of the
 //! crate naming it.
 
-use b3accel::{Backend, BackendEntry, BackendId, BackendKind, Cv, Device, DeviceInfo, DeviceKind, Error};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+#[path = "support/counted_backend.rs"]
+mod counted_backend;
 
-/// The test backend's devices.
-const DEVICES: usize = 2;
-
-/// Calls that reached the test backend's devices, all of them together.
-static CALLS: AtomicU64 = AtomicU64::new(0);
-
-/// A GPU backend for the test: its "kernels" are the CPU backend's, and every call is counted,
-/// so that a hash can be shown to have gone through it.
-struct Counted {
-    info: DeviceInfo,
-    cpu: Arc<dyn Backend>,
-}
-
-impl Backend for Counted {
-    fn info(&self) -> &DeviceInfo {
-        &self.info
-    }
-
-    fn chunk_subtrees_capped(
-        &self,
-        input: &[u8],
-        first_chunk: u64,
-        max_chunks: u64,
-        key: &[u32; 8],
-        flags: u32,
-        out: &mut [Cv],
-    ) -> b3accel::Result<()> {
-        CALLS.fetch_add(1, Ordering::Relaxed);
-        self.cpu.chunk_subtrees_capped(input, first_chunk, max_chunks, key, flags, out)
-    }
-
-    fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> b3accel::Result<()> {
-        CALLS.fetch_add(1, Ordering::Relaxed);
-        self.cpu.hash_blocks(blocks, out)
-    }
-}
-
-fn info(id: BackendId, index: usize) -> DeviceInfo {
-    DeviceInfo {
-        device: id.device(index),
-        backend: id.into(),
-        // A GPU API in software on the CPU, as PoCL and lavapipe are: Auto never picks it.
-        kind: DeviceKind::Cpu,
-        name: format!("counted device {index}"),
-        api: "test".into(),
-        driver: "tests/registered_backend.rs".into(),
-        memory_bytes: None,
-        compute_units: None,
-    }
-}
-
-fn list(id: BackendId) -> b3accel::Result<Vec<DeviceInfo>> {
-    Ok((0..DEVICES).map(|i| info(id, i)).collect())
-}
-
-fn open(id: BackendId, index: usize) -> b3accel::Result<Arc<dyn Backend>> {
-    if index >= DEVICES {
-        return Err(Error::NoSuchDevice { device: id.device(index), available: DEVICES });
-    }
-    Ok(Arc::new(Counted { info: info(id, index), cpu: b3accel::backend(Device::Cpu)? }))
-}
+use b3accel::{BackendEntry, BackendId, BackendKind, Device, Error};
+use counted_backend::{list, open, CALLS, DEVICES};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 /// The test backend's id, registered once for the whole test program.
 fn counted() -> BackendId {
