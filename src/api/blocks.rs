@@ -202,8 +202,9 @@ impl Job<'_> {
             // Whole aligned pages, up to or past the end of the file (the kernel stops there).
             buffer_of(&mut buffer, want.next_multiple_of(DIRECT_ALIGN), DIRECT_BUFFER_ALIGN)?;
             match read_direct_at(direct, buffer.as_mut_slice(), self.start + offset) {
-                // A file system that opened the file for direct reads may still refuse them.
-                Err(e) if e.raw_os_error() == Some(EINVAL) => {}
+                // A file system that opened the file for direct reads may still refuse them
+                // (EINVAL, which the standard library reports as `InvalidInput`).
+                Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
                 read => got = Some(read?),
             }
         }
@@ -252,12 +253,6 @@ fn buffer_of(buffer: &mut Buffer, len: usize, align: usize) -> io::Result<()> {
     buffer.len = len;
     Ok(())
 }
-
-/// `EINVAL`: what a direct read that the file system does not take fails with.
-#[cfg(target_os = "linux")]
-const EINVAL: i32 = libc::EINVAL;
-#[cfg(not(target_os = "linux"))]
-const EINVAL: i32 = 22;
 
 /// `file` opened again to be read around the page cache (`O_DIRECT`), where the system and its
 /// file system take that; `None` elsewhere.
