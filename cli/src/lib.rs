@@ -289,11 +289,11 @@ pub fn main() -> ExitCode {
 }
 
 /// Ends the process while a device list's GPU is still opening in the background (the CPU
-/// finished first: on the GPU machine, 1 GiB before a GPU is up), without waiting for it. The
-/// normal exit would run the driver's exit handlers under the thread still inside it, which
-/// crashed NVIDIA's drivers; waiting (`b3accel::settle`) cost `--backend all` 0.6 s on a 64 MiB
-/// file. So on Unix the output is flushed and the process leaves without exit handlers;
-/// elsewhere it waits.
+/// finished first), without waiting for it. The normal exit would run the driver's exit
+/// handlers under the thread still inside it, which has crashed NVIDIA's drivers; waiting
+/// (`b3accel::settle`) would add the rest of the GPU's start (docs/performance.md) to a run
+/// that needs nothing from it. So on Unix the output is flushed and the process leaves without
+/// exit handlers; elsewhere it waits.
 fn leave_now(code: ExitCode) -> ! {
     use std::io::Write;
     let status = if code == ExitCode::SUCCESS { 0 } else { 1 };

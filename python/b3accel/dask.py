@@ -36,9 +36,8 @@ if TYPE_CHECKING:
 
 DeviceArg = Union[str, Sequence[str], None]
 
-#: Default piece length: 256 MiB keeps Dask's cost per task (about 0.6 ms) far below a piece's
-#: read and hash time (about 50 ms on one core) while a 10 GiB object still makes 40 tasks; on
-#: 16 cores it hashed a page-cached file 1.2-1.4x faster than 64 MiB pieces (docs/dask.md).
+#: Default piece length: 256 MiB keeps Dask's cost per task far below a piece's read and hash
+#: time while a 10 GiB object still makes 40 tasks, and beat 64 MiB pieces (docs/dask.md).
 DEFAULT_PIECE_BYTES = 256 << 20
 
 #: At most this many small objects are hashed by one task (bytes are capped at a piece too).
@@ -337,8 +336,8 @@ def _check_mode(key: bytes | None, derive_key_context: str | None, length: int, 
 
 def _look_up(urls: Sequence[str], storage_options: dict[str, Any]) -> tuple[list[int], list[Identity]]:
     """Each object's size and identity, looked up on the client (a missing one is a
-    FileNotFoundError): local files all at once in parallel (a stat each, which for 100,000
-    files one after the other took a third of a second), the others through fsspec."""
+    FileNotFoundError): local files all at once in parallel (a stat each, slow one after the
+    other for many files), the others through fsspec."""
     if all(map(_plain_path, urls)):
         # Plain paths only (the common case of many files): one call, nothing per path here.
         plain_sizes, plain_ids = _local_identities(list(urls))

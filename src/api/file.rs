@@ -5,8 +5,8 @@
 //! - a regular file whose pages are in the page cache (all but a few: [`storage`](self#storage)
 //!   says how that is asked) and that is 1 MiB or more is memory-mapped and hashed from the map
 //!   in one call to the device; on Linux the pool's idle threads populate its pages while the
-//!   hash runs and tear the page tables down in parallel after it (`b3accel FILE` is about 1.5
-//!   times as fast as b3sum on a 16-core machine that way: docs/performance.md);
+//!   hash runs and tear the page tables down in parallel after it (`b3accel FILE` outruns b3sum
+//!   that way: docs/performance.md);
 //! - a regular file that is not in memory is read from the front, in order: one read for a file
 //!   of up to 4 MiB, else blocks of 8 MiB with a few reads in flight (two on a spinning disk or a
 //!   network file system, more on an SSD: [`Storage`]), each block hashed on every core while
@@ -58,7 +58,7 @@ use std::sync::Arc;
 /// Regular files of at least this size are mapped with `ReadMode::Map` (as b3sum does).
 const MMAP_MIN: u64 = 16 * 1024;
 /// With `ReadMode::Auto`, a file in memory is mapped from this size on: below it, one copy out of
-/// the page cache costs less than mapping and faulting (docs/performance.md, "Files in memory").
+/// the page cache costs less than mapping and faulting.
 const AUTO_MAP_MIN: u64 = 1 << 20;
 /// Regular files (or ranges of them) up to this size that are not mapped are read whole into a
 /// per-thread buffer and hashed in one call.

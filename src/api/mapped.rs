@@ -5,7 +5,7 @@
 //! mapping the pages in (some 16,000 page faults per GiB when the hash touches them first) and
 //! tearing the page tables down again (at `munmap`, or at the process's exit). Both are per-page
 //! work that several threads can do at once, but that one thread does when left alone: tearing
-//! down a 1 GiB map takes one core about as long as 16 threads take to hash it
+//! down a map takes one core about as long as a many-core machine takes to hash the file
 //! (docs/performance.md). So, on Linux, with more than one thread in the current rayon pool:
 //! - pages are populated (`MADV_POPULATE_READ`, Linux 5.14 and later) in pieces by the pool's
 //!   idle threads while the hash runs, the hash starting at once at the front of the file;
@@ -18,8 +18,8 @@
 //! Where the advice is not there (other systems, old kernels) or fails, nothing changes: pages are
 //! faulted in by the hash and torn down by `munmap`.
 //!
-//! On a 16-core machine this makes the whole process on a 1 GiB page-cached file about 1.5 times
-//! as fast as b3sum's (docs/performance.md).
+//! This makes the whole process on a large page-cached file faster than b3sum's
+//! (docs/performance.md).
 
 use memmap2::Mmap;
 

@@ -155,7 +155,7 @@ pub(crate) fn rounds<W: Word>(v: &mut [W; 16], m: &[W; 16]) {
 /// `$body` for each round `$r` from 0 to 6, written out so that every schedule index is a
 /// constant. No closure: a closure does not inherit the instruction sets of the function it is
 /// in, and where the compiler does not inline it (the tests' lightly optimised builds), every
-/// intrinsic in it became a call (the 8-lane kernel ran 40 times slower than upstream there).
+/// intrinsic in it became a call (the 8-lane kernel then ran many times slower than upstream).
 macro_rules! seven_rounds {
     (|$r:ident| $body:expr) => {{
         {

@@ -295,8 +295,7 @@ fn measure_devices(cal: &mut Calibration, gpus: &[(Device, String)], driver_star
     }
 }
 
-/// The calibration's input, `len` bytes, written by all the pool's threads (512 MiB took a
-/// single thread about half a second).
+/// The calibration's input, `len` bytes, written by all the pool's threads.
 fn calibration_input(len: usize) -> Vec<u8> {
     use rayon::prelude::*;
     let mut data = vec![0u8; len];

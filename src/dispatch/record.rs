@@ -258,8 +258,8 @@ pub fn cache_file_problem() -> Option<String> {
 
 /// The GPU backends built in (and registered), as the calibration file's name gives them: `cpu`
 /// where there are none, else their names joined by `-` in the table's order (`opencl`, `wgpu`,
-/// `opencl-wgpu`). On the GPU machine a default build and an OpenCL build, run in turns, each
-/// found the other's file (another fingerprint) and calibrated again: 2 s per process.
+/// `opencl-wgpu`). With one file, a default build and an OpenCL build run in turns would each
+/// find the other's (another fingerprint) and calibrate again in every process.
 fn build_tag() -> String {
     let names: Vec<&str> = built_backends().iter().map(|id| id.name()).collect();
     if names.is_empty() {

@@ -176,7 +176,7 @@ pub(crate) fn start_opening(device: Device) {
 
 /// Held while a driver starts in the background (a device opening) or lists its devices: one at
 /// a time, since NVIDIA's OpenCL and Vulkan drivers starting side by side in one process have
-/// hung (and crashed) on the GPU machine.
+/// hung and crashed.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Why `device` failed to open in the background, if it did.
@@ -203,9 +203,9 @@ pub fn opening_in_background() -> bool {
 /// Waits until no device is being opened in the background (see
 /// [`Spread`](crate::spread::Spread), which opens its GPUs that way), and returns at once when
 /// none is. Call it before a program ends: a process that exits while a GPU driver is still
-/// starting on another thread runs the driver's exit handlers under it, which crashed NVIDIA's
-/// drivers on the GPU machine (`b3accel --backend cpu,opencl:1,wgpu:0` on a small file, which the
-/// CPU hashes before the GPUs are up, died of SIGSEGV there).
+/// starting on another thread runs the driver's exit handlers under it, which has crashed
+/// NVIDIA's drivers (a device list given a small file, which the CPU hashes before the GPUs
+/// are up).
 ///
 /// ```
 /// let s = b3accel::spread::Spread::new(&[b3accel::Device::Cpu])?;

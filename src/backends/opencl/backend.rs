@@ -370,8 +370,8 @@ impl OpenClBackend {
     /// device list with the CPU does (`spread::copy_threads`).
     ///
     /// Staging copies on the calling pool's threads, wrapping leaves the copy to the driver:
-    /// staging is about 3x faster for the GPU alone, wrapping leaves the cores to the CPU's
-    /// share when both hash (docs/performance.md).
+    /// staging is faster for the GPU alone, wrapping leaves the cores to the CPU's share when
+    /// both hash (docs/performance.md).
     pub(super) fn wraps_in_place(&self) -> bool {
         match self.dev.host_uploads {
             HostUploads::Wrap => true,

@@ -58,8 +58,8 @@ pub struct OpenClOptions {
     /// further callers wait. `0` means the default, 4.
     pub max_workers: usize,
     /// Copy host data into the pinned staging buffers with non-temporal stores (x86-64): the
-    /// copy then does not read the destination into the cache first. Default: off, about 8%
-    /// slower end to end with them (the DMA engine reads a segment faster when part of it is still
+    /// copy then does not read the destination into the cache first. Default: off, slower end
+    /// to end with them (the DMA engine reads a segment faster when part of it is still
     /// in the CPU's cache; docs/performance.md). Worth trying where the copy, not the bus, is the
     /// bottleneck.
     pub streaming_stores: Option<bool>,
@@ -77,7 +77,7 @@ pub struct OpenClOptions {
     /// calling thread pool. Default (`None`): `$B3ACCEL_OPENCL_UPLOAD` (`host` or `staging`)
     /// where set, else in place on a CPU device and for a GPU in a device list with the CPU
     /// (whose copies would take cores from the CPU's share), staged otherwise: the driver's copy of
-    /// wrapped memory is about 3x slower than staging on 16 threads (docs/performance.md).
+    /// wrapped memory is slower than staging on a many-core pool (docs/performance.md).
     pub host_ptr_uploads: Option<bool>,
     /// The largest device buffer the backend allocates for streaming, in bytes. A larger request
     /// is treated like a device out of memory: the backend falls back to smaller segments. Useful

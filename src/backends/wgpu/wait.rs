@@ -12,9 +12,9 @@ const WAIT_LIMIT: Duration = Duration::from_secs(300);
 /// A blocking wait (`PollType::Wait`) sleeps in the driver and the kernel, and the host notices
 /// a finished submission late (later the longer it slept) and runs the next call's host work
 /// more slowly; polling (`PollType::Poll`, yielding the thread in between) makes device-resident
-/// calls up to a fifth faster (docs/performance.md). It costs one CPU core (yielding to any other
-/// thread) while a call waits, for at most this long, which covers a whole 4 GiB segment on that
-/// device; longer waits then block.
+/// calls faster (docs/performance.md). It costs one CPU core (yielding to any other thread)
+/// while a call waits, for at most this long, which covers a whole 4 GiB segment's kernels on a
+/// fast GPU (docs/performance.md); longer waits then block.
 const SPIN_LIMIT: Duration = Duration::from_millis(4);
 
 /// A pending `map_async`: set by wgpu's callback, which only stores the outcome.

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 /// Where the faster way at a size is known, the other is tried again once the calls made the
 /// faster way since its last try have taken this many times what one try is expected to lose:
-/// retries cost at most about 1/64 of a list's time (a try with GPUs can take twenty small
-/// calls' time, so a fixed interval cost half the speed at 1 MiB; docs/performance.md).
+/// retries cost at most about 1/64 of a list's time (a try with GPUs can take many small calls'
+/// time, which a fixed interval paid too often: docs/performance.md).
 pub(super) const RETRY_AFTER: f64 = 64.0;
 
 /// What a list has measured in its calls.

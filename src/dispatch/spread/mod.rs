@@ -41,8 +41,8 @@ use why::Why;
 /// By default, inputs smaller than this go to the first device alone: below it, no other device
 /// has been measured to shorten a call ([`Spread::with_min_bytes`] changes it).
 pub const SPREAD_MIN_BYTES: u64 = 64 << 20;
-/// A GPU's open time where the calibration has none: a GPU opened in 0.3-0.7 s on the GPU
-/// machine (docs/performance.md).
+/// A GPU's open time where the calibration has none: about what a GPU takes to open
+/// (docs/performance.md).
 pub(crate) const GPU_OPEN_TIME: Duration = Duration::from_millis(500);
 /// The largest piece by default (64 MiB): enough for a GPU's segment pipeline to fill.
 pub const BIG_PIECE_BYTES: u64 = 64 << 20;

@@ -392,8 +392,8 @@ fn as_m256i(v: [LanesAvx2; 8]) -> [__m256i; 8] {
 }
 
 /// Four chunks on two chains of rows of two inputs, then the levels above from there. Not
-/// inlined: inlined beside the other sizes, it ran 4 KiB at 0.90x upstream's speed against
-/// 0.95x with the chunks' CVs stored and [`subtree_top_avx2`] after.
+/// inlined: inlined beside the other sizes, it ran 4 KiB slower than storing the chunks' CVs and
+/// running [`subtree_top_avx2`] after (docs/performance.md).
 ///
 /// # Safety
 /// AVX2; four whole chunks are readable at `p`.
