@@ -2,7 +2,7 @@
 //! (`Features::PIPELINE_CACHE`: Vulkan): one cache per device, made from the file the last
 //! process wrote for the same adapter, driver and shader source, handed to every compute
 //! pipeline, and written back once the pipelines are built if the driver's data changed. The
-//! file's own header is checked (`core::cache::unseal`) before any byte reaches the driver;
+//! file's own header is checked (`gpu::cache_file`) before any byte reaches the driver;
 //! the driver in turn ignores data it cannot use (`fallback: true`). Elsewhere nothing changes.
 
 use super::pipelines::SHADER_SOURCE;
