@@ -799,7 +799,7 @@ fn explicit_wgpu_devices_keep_stderr_empty() {
     // 1000 leaves: not a power of two, several levels of the device's reduction.
     dir.write("leaves", &data(32 * 1000, 18));
     let want_hash = format!("{}  input\n", blake3::hash(&input).to_hex());
-    // The CPU's root (checked against upstream in tests/merkle_cli.rs) is the reference.
+    // The CPU's root (checked against upstream in merkle_cli.rs) is the reference.
     let cpu_root = b3accel(dir.path(), &["merkle", "--backend", "cpu", "leaves"], b"");
     assert!(cpu_root.status.success(), "{}", String::from_utf8_lossy(&cpu_root.stderr));
     assert_eq!(cpu_root.stdout.len(), 64 + "  leaves\n".len(), "{cpu_root:?}");
