@@ -2,9 +2,10 @@
 //! reference from a lower layer to a higher one, on `ocl` or `wgpu` inside `backends/gpu/`, on
 //! one backend naming another outside `#[cfg(test)]`, on a file other than `lib.rs` naming an
 //! item through the crate root (`crate::Hash` instead of its home), and on any import circle:
-//! between the entries (files and folders) of any folder, the top level included, in the library
-//! and in the command line's crate (`cli/src/`). The command line (layer 6) is a crate of its own
-//! that uses the library's public API only: it includes none of the library's files.
+//! between the entries (files and folders) of any folder, the top level included, in the library,
+//! the command line's crate (`cli/src/`) and the Python extension's (`python/src/`). The command
+//! line (layer 6) is a crate of its own that uses the library's public API only: it includes none
+//! of the library's files.
 //!
 //! The layers, lowest first (see the crate docs): 1 `core/`, 2 `tree/`, 3 `backends/` (`cpu/`,
 //! `gpu/`, `opencl/`, `wgpu/`), 4 `dispatch/`, 5 `api/` and `lib.rs`. Comments and string
@@ -756,16 +757,20 @@ fn folder_circles(folder: &str, files: &[SourceFile]) -> Vec<(String, BTreeSet<S
     out
 }
 
-/// No import circles: inside every folder of the library and of the command line, the files and
-/// subfolders import one another in one direction (the top level included).
+/// No import circles: inside every folder of the library, the command line and the Python
+/// extension, the files and subfolders import one another in one direction (the top level
+/// included).
 #[test]
 fn no_import_circles_in_any_folder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let library = crate_files(&root.join("src"), &[]);
     let cli = crate_files(&root.join("cli/src"), &[]);
+    let python = crate_files(&root.join("python/src"), &[]);
     assert!(library.len() >= 20 && cli.len() >= 5, "only {} + {} source files found", library.len(), cli.len());
+    assert!(python.len() >= 5, "only {} source files found under python/src", python.len());
     let mut found = folder_circles("src", &library);
     found.extend(folder_circles("cli/src", &cli));
+    found.extend(folder_circles("python/src", &python));
     let mut problems = Vec::new();
     for (folder, part, shown) in &found {
         let known = KNOWN_CIRCLES
