@@ -9,9 +9,11 @@
 //!
 //! Throughput is in content bytes. `cpu-1t` runs the CPU backend on one thread, `cpu` on the
 //! global pool, `hash` is `b3accel::hash_with` on the global pool: the ceiling an outboard
-//! (which keeps every parent) is measured against.
+//! (which keeps every parent) and a decode are measured against. The decoders: `b3accel` is
+//! `decode_into` (an encoding in memory into a buffer), `b3accel-stream` is `decode` (a reader
+//! into a writer, a window at a time).
 
-use b3accel::bao::{decode, encode_with, outboard_with, Order};
+use b3accel::bao::{decode, decode_into, encode_with, outboard_with, Order};
 use b3accel::cpu::CpuBackend;
 use b3accel::{backend, devices, hash_with, Backend, Device, DeviceKind, Mode};
 use bao_tree::io::outboard::PreOrderMemOutboard;
@@ -62,13 +64,16 @@ fn outboards(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(data.len() as u64)).sample_size(10);
         let (encoded, hash) = encode_with(&*cpu, &data, 0).unwrap();
         let mut out = Vec::with_capacity(data.len());
+        let mut whole = vec![0u8; data.len()];
         g.bench_function("bao-crate", |b| b.iter(|| bao::decode::decode(black_box(&encoded), &hash).unwrap()));
-        g.bench_function("b3accel", |b| {
+        g.bench_function("b3accel", |b| b.iter(|| decode_into(black_box(&encoded), &hash, 0, &mut whole).unwrap()));
+        g.bench_function("b3accel-stream", |b| {
             b.iter(|| {
                 out.clear();
                 decode(black_box(&encoded[..]), &hash, 0, &mut out).unwrap()
             })
         });
+        g.bench_function("hash", |b| b.iter(|| hash_with(&*cpu, &Mode::Hash, black_box(&data)).unwrap()));
         g.finish();
     }
 }

@@ -6,7 +6,8 @@
 mod common;
 
 use b3accel::bao::{
-    decode, decode_outboard, decode_slice, encode_with, outboard_with, slice, slice_outboard, Block, Error, Order,
+    decode, decode_into, decode_outboard, decode_slice, encode_with, outboard_with, slice, slice_outboard, Block,
+    Error, Order,
 };
 use b3accel::{backend, Backend, Device};
 use bao_tree::io::outboard::{PostOrderMemOutboard, PreOrderMemOutboard};
@@ -223,6 +224,63 @@ fn every_corrupted_byte_is_caught_at_its_block() {
             // Only content before the bad block was released, and it is the content.
             assert_eq!(out.len() as u64, content, "byte {i}");
             assert_eq!(out, &data[..content as usize]);
+            // The in-memory decoder stops at the same block and leaves zeros after it.
+            let mut whole = vec![0xee; size as usize];
+            let err = decode_into(&bad, &hash, k, &mut whole).expect_err("a corrupt encoding");
+            assert!(matches!(err, Error::Corrupt { block: b, offset, .. } if (b, offset) == (block, start)), "{err}");
+            assert_eq!(&whole[..content as usize], &data[..content as usize], "byte {i}");
+            assert!(whole[content as usize..].iter().all(|&b| b == 0), "byte {i}");
+        }
+    }
+}
+
+/// Encodings larger than the decoders' window (16 MiB of content): several windows below a top
+/// decoded node by node, each checked at once. A corrupt parent or content block in any window,
+/// or a stream cut short there, stops both decoders at the block a decode in order stops at, with
+/// the content before it released and nothing after.
+#[test]
+fn decoding_past_the_window_stops_where_a_decode_in_order_does() {
+    let cpu = cpu();
+    for (size, k) in [((24u64 << 20) + 5000, 0u8), ((17 << 20) + 1, 4)] {
+        let data = pattern(size as usize);
+        let (encoded, hash) = encode_with(&*cpu, &data, k).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(decode(&encoded[..], &hash, k, &mut out).unwrap(), size);
+        assert!(out == data, "size {size}, group log {k}");
+        let mut whole = vec![0u8; size as usize];
+        decode_into(&encoded, &hash, k, &mut whole).unwrap();
+        assert!(whole == data, "in memory, size {size}, group log {k}");
+        let layout = blocks(size, k);
+        let mut rng = StdRng::seed_from_u64(size);
+        let parents: Vec<_> = layout.iter().filter(|b| b.2 == Block::Parent).collect();
+        let datas: Vec<_> = layout.iter().filter(|b| b.2 == Block::Data).collect();
+        let mut picks = vec![layout[0], layout[layout.len() - 1], *datas[datas.len() / 2]];
+        picks.extend((0..3).map(|_| *parents[rng.random_range(0..parents.len())]));
+        picks.extend((0..3).map(|_| *datas[rng.random_range(0..datas.len())]));
+        for (start, len, block, content) in picks {
+            let what = format!("{block} at {start}, size {size}, group log {k}");
+            let mut bad = encoded.clone();
+            bad[(start + len / 2) as usize] ^= 1;
+            let mut out = Vec::new();
+            let err = decode(&bad[..], &hash, k, &mut out).unwrap_err();
+            assert!(
+                matches!(err, Error::Corrupt { block: b, offset, content: c } if (b, offset, c) == (block, start, content)),
+                "{what}: {err}"
+            );
+            assert!(out.len() as u64 == content && out == data[..content as usize], "{what}");
+            let err = decode_into(&bad, &hash, k, &mut whole).unwrap_err();
+            assert!(
+                matches!(err, Error::Corrupt { block: b, offset, .. } if (b, offset) == (block, start)),
+                "{what}: {err}"
+            );
+            assert!(whole[..content as usize] == data[..content as usize], "{what}");
+            assert!(whole[content as usize..].iter().all(|&b| b == 0), "{what}");
+            // Cut inside the block: everything before it released, then the stream's end.
+            let cut = (start + len / 2) as usize;
+            let mut out = Vec::new();
+            let err = decode(&encoded[..cut], &hash, k, &mut out).unwrap_err();
+            assert!(matches!(err, Error::Truncated { offset } if offset == cut as u64), "cut {what}: {err}");
+            assert!(out.len() as u64 == content && out == data[..content as usize], "cut {what}");
         }
     }
 }

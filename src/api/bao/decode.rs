@@ -2,16 +2,27 @@
 //! in order, each node checked against the chaining value its verified parent (or the root hash)
 //! gives, and content released only once the block that holds it has verified. The first node
 //! that does not verify stops the decode with its offset.
+//!
+//! A subtree of up to [`WINDOW_BYTES`] of content that the decode needs whole is read at once and
+//! checked by the parallel walk (`walk.rs`) before any of it is released; where that check fails,
+//! the subtree is decoded again from memory, in order, to stop at the right node with everything
+//! before it released, as a decode in order does.
 
 use super::encode::Outboard;
 use super::error::{Block, Error};
 use super::layout::{Node, Place, Tree, HEADER_LEN, PARENT_LEN};
+use super::walk::{children, Check, Layout};
 use crate::core::compress::Cv;
 use crate::dispatch::cpu_backend;
 use crate::tree::{merge_subtrees_non_root, merge_subtrees_root, subtree_node, Domain, TreeMode};
 use blake3::Hash;
-use std::io::{Read, Write};
+use std::io::{Cursor, Read, Write};
 use std::ops::Range;
+
+/// The most content a decoder reads ahead of what it has verified, to check it on every core: a
+/// subtree this large has enough of the walk's pieces for the threads, and the decoder's memory
+/// stays two such buffers.
+const WINDOW_BYTES: u64 = 16 << 20;
 
 /// A stream read from the front, counting its bytes so that errors can say where they are.
 struct Stream<R> {
@@ -23,13 +34,19 @@ impl<R: Read> Stream<R> {
     /// Reads `len` bytes into `buf` (replacing its contents); returns the offset they started
     /// at. The buffer grows as bytes arrive, so a corrupt size asks for no memory it never fills.
     fn read(&mut self, len: usize, buf: &mut Vec<u8>) -> Result<u64, Error> {
-        let at = self.pos;
-        buf.clear();
-        let got = (&mut self.inner).take(len as u64).read_to_end(buf)?;
-        self.pos += got as u64;
-        if got < len {
+        let at = self.read_up_to(len, buf)?;
+        if buf.len() < len {
             return Err(Error::Truncated { offset: self.pos });
         }
+        Ok(at)
+    }
+
+    /// Reads up to `len` bytes into `buf` (replacing its contents), fewer only where the stream
+    /// ends; returns the offset they started at.
+    fn read_up_to(&mut self, len: usize, buf: &mut Vec<u8>) -> Result<u64, Error> {
+        let at = self.pos;
+        buf.clear();
+        self.pos += (&mut self.inner).take(len as u64).read_to_end(buf)? as u64;
         Ok(at)
     }
 
@@ -59,6 +76,10 @@ struct Decode<'a, R, W> {
     out: W,
     written: u64,
     buf: Vec<u8>,
+    /// A window's content, when the nodes come from an encoding.
+    content: Vec<u8>,
+    /// Whether whole subtrees are read ahead and checked in parallel (not when decoding again).
+    windows: bool,
 }
 
 impl<R: Read, W: Write> Decode<'_, R, W> {
@@ -69,7 +90,11 @@ impl<R: Read, W: Write> Decode<'_, R, W> {
         let tree = self.tree;
         let content_start = tree.bytes(node).start;
         let outboard_parent = tree.is_outboard_parent(node);
-        if outboard_parent || !node.within(&self.query) {
+        let whole = node.within(&self.query);
+        if self.windows && outboard_parent && whole && tree.bytes(node).end - content_start <= WINDOW_BYTES {
+            return self.window(node, place, expected, is_root);
+        }
+        if outboard_parent || !whole {
             let (pair, offset) = match &mut self.nodes {
                 Nodes::Encoded(stream) => stream.pair()?,
                 Nodes::Outboard { outboard, .. } => {
@@ -109,13 +134,98 @@ impl<R: Read, W: Write> Decode<'_, R, W> {
         if Hash::from_bytes(got) != Hash::from_bytes(*expected) {
             return Err(Error::Corrupt { block: Block::Data, offset, content: content_start });
         }
+        let buf = std::mem::take(&mut self.buf);
+        self.release(bytes, &buf)?;
+        self.buf = buf;
+        Ok(())
+    }
+
+    /// Writes the part of `content` (the content bytes `bytes`, verified) that is to be released.
+    fn release(&mut self, bytes: Range<u64>, content: &[u8]) -> Result<(), Error> {
         let from = self.release.start.clamp(bytes.start, bytes.end);
         let to = self.release.end.clamp(bytes.start, bytes.end);
         if from < to {
-            self.out.write_all(&self.buf[(from - bytes.start) as usize..(to - bytes.start) as usize])?;
+            self.out.write_all(&content[(from - bytes.start) as usize..(to - bytes.start) as usize])?;
             self.written += to - from;
         }
         Ok(())
+    }
+
+    /// Verifies the parent `node`, needed whole, as [`node`](Self::node) does, reading all of it
+    /// first and checking it with the parallel walk; where that check fails, decodes what was
+    /// read again in order.
+    fn window(&mut self, node: Node, place: Place, expected: &Cv, is_root: bool) -> Result<(), Error> {
+        let tree = self.tree;
+        let bytes = tree.bytes(node);
+        let len = (bytes.end - bytes.start) as usize;
+        let cpu = cpu_backend();
+        let (mut buf, mut content) = (std::mem::take(&mut self.buf), std::mem::take(&mut self.content));
+        let (offset, checked) = match &mut self.nodes {
+            Nodes::Encoded(stream) => {
+                let offset = stream.read_up_to(tree.encoded_len_of(node) as usize, &mut buf)?;
+                content.resize(len, 0);
+                let check = Check { tree, layout: Layout::Encoded, backend: &**cpu };
+                let complete = buf.len() == tree.encoded_len_of(node) as usize;
+                (offset, complete.then(|| children(&check, node, &buf[..], &mut content[..])))
+            }
+            Nodes::Outboard { data, outboard } => {
+                let offset = data.read_up_to(len, &mut buf)?;
+                let parents = outboard.parents_of(node, place);
+                let check = Check { tree, layout: Layout::Outboard(outboard.order()), backend: &**cpu };
+                (offset, (buf.len() == len).then(|| children(&check, node, parents, &mut buf[..])))
+            }
+        };
+        let verified = match checked {
+            Some(Ok((left, right))) => {
+                let got = if is_root {
+                    *merge_subtrees_root(&left, &right, TreeMode::Hash).as_bytes()
+                } else {
+                    merge_subtrees_non_root(&left, &right, TreeMode::Hash)
+                };
+                Hash::from_bytes(got) == Hash::from_bytes(*expected)
+            }
+            _ => false,
+        };
+        let result = if verified {
+            let content_of = if matches!(self.nodes, Nodes::Encoded(_)) { &content } else { &buf };
+            self.release(bytes, content_of)
+        } else {
+            self.again(node, place, expected, is_root, offset, &buf)
+        };
+        (self.buf, self.content) = (buf, content);
+        result
+    }
+
+    /// Decodes `node` again, in order, from `read` (what the stream gave for it, from `offset`),
+    /// releasing what verifies and stopping at the first node that does not.
+    fn again(
+        &mut self,
+        node: Node,
+        place: Place,
+        expected: &Cv,
+        is_root: bool,
+        offset: u64,
+        read: &[u8],
+    ) -> Result<(), Error> {
+        let stream = Stream { inner: read, pos: offset };
+        let nodes = match &self.nodes {
+            Nodes::Encoded(_) => Nodes::Encoded(stream),
+            Nodes::Outboard { outboard, .. } => Nodes::Outboard { data: stream, outboard },
+        };
+        let mut serial = Decode {
+            tree: self.tree,
+            nodes,
+            query: self.query.clone(),
+            release: self.release.clone(),
+            out: &mut self.out as &mut dyn Write,
+            written: 0,
+            buf: Vec::new(),
+            content: Vec::new(),
+            windows: false,
+        };
+        let result = serial.node(node, place, expected, is_root);
+        self.written += serial.written;
+        result
     }
 }
 
@@ -129,7 +239,8 @@ fn run<R: Read, W: Write>(
     hash: &Hash,
     out: W,
 ) -> Result<u64, Error> {
-    let mut d = Decode { tree, nodes, query, release, out, written: 0, buf: Vec::new() };
+    let mut d =
+        Decode { tree, nodes, query, release, out, written: 0, buf: Vec::new(), content: Vec::new(), windows: true };
     d.node(tree.root(), Place::ROOT, hash.as_bytes(), true)?;
     d.out.flush()?;
     Ok(d.written)
@@ -163,6 +274,51 @@ pub fn decode<R: Read, W: Write>(encoded: R, hash: &Hash, group_log: u8, out: W)
     let mut stream = Stream { inner: encoded, pos: 0 };
     let tree = header(&mut stream, group_log)?;
     run(tree, Nodes::Encoded(stream), 0..tree.chunks(), 0..tree.size(), hash, out)
+}
+
+/// Decodes a whole combined encoding held in memory into `out`, which has room for exactly its
+/// content (the size in the encoding's first 8 bytes), checking it on every core at once. On an
+/// error (as [`decode`] gives it) `out` holds the content before the first node that does not
+/// verify, and zeros after it: no unverified byte is left there.
+///
+/// ```
+/// use b3accel::bao::{decode_into, encode_on, Error};
+/// let data = vec![3u8; 300_000];
+/// let (mut encoded, hash) = encode_on(b3accel::Device::Cpu, &data, 0)?;
+/// let mut out = vec![0u8; data.len()];
+/// decode_into(&encoded, &hash, 0, &mut out)?;
+/// assert_eq!(out, data);
+/// encoded[200_000] ^= 1;
+/// assert!(matches!(decode_into(&encoded, &hash, 0, &mut out), Err(Error::Corrupt { .. })));
+/// assert!(out[190_000..].iter().all(|&b| b == 0));
+/// # Ok::<(), b3accel::bao::Error>(())
+/// ```
+pub fn decode_into(encoded: &[u8], hash: &Hash, group_log: u8, out: &mut [u8]) -> Result<(), Error> {
+    let mut stream = Stream { inner: encoded, pos: 0 };
+    let tree = header(&mut stream, group_log)?;
+    if out.len() as u64 != tree.size() {
+        return Err(Error::Invalid(format!(
+            "decode_into: the encoding holds {} content bytes, but the output has room for {}",
+            tree.size(),
+            out.len()
+        )));
+    }
+    let nodes_len = (tree.encoded_len() - HEADER_LEN as u64) as usize;
+    if tree.groups() > 1 && encoded.len() - HEADER_LEN >= nodes_len {
+        let check = Check { tree, layout: Layout::Encoded, backend: &**cpu_backend() };
+        let nodes = &encoded[HEADER_LEN..HEADER_LEN + nodes_len];
+        if let Ok((left, right)) = children(&check, tree.root(), nodes, out) {
+            if merge_subtrees_root(&left, &right, TreeMode::Hash) == *hash {
+                return Ok(());
+            }
+        }
+    }
+    // One chunk group, a short encoding, or a node that does not verify: in order, from the top.
+    let mut cursor = Cursor::new(&mut *out);
+    let result = run(tree, Nodes::Encoded(stream), 0..tree.chunks(), 0..tree.size(), hash, &mut cursor);
+    let written = cursor.position() as usize;
+    out[written..].fill(0);
+    result.map(|_| ())
 }
 
 /// Decodes a slice (see [`slice`](super::slice)) of `len` bytes from byte `start`, read from

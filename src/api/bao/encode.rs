@@ -1,23 +1,12 @@
-//! Outboards and combined encodings: the chunk groups' chaining values from a backend (all groups
-//! in one bulk call, in parallel), every parent above them level by level, then the parents laid
-//! out in pre-order or post-order, with or without the content between them.
+//! Outboards and combined encodings: the tree's parents laid out in pre-order or post-order, with
+//! or without the content between them, written by one parallel walk (`walk.rs`).
 
 use super::error::Error;
 use super::layout::{Node, Order, Place, Tree, HEADER_LEN, PARENT_LEN};
-use crate::backends::cpu::parent_cvs;
+use super::walk::{children, hash_groups, Groups, Layout, Write};
 use crate::core::compress::Cv;
-use crate::core::constants::IV;
-use crate::tree::merkle::{reduce, split_levels};
 use crate::tree::{merge_subtrees_root, subtree_node, Backend, Domain, TreeMode};
 use blake3::Hash;
-use rayon::prelude::*;
-
-/// Parents per rayon task when a level is wide enough to share out.
-const PARENTS_PER_TASK: usize = 4096;
-
-/// Subtrees of at least this many chunk groups write their two halves' parents on two rayon
-/// tasks.
-const GROUPS_PER_TASK: u64 = 4096;
 
 /// An outboard: a content's parent nodes apart from the content, in pre-order or post-order.
 /// [`to_bytes`](Outboard::to_bytes) gives the file bao and bao-tree write; the hash is kept
@@ -144,6 +133,17 @@ impl Outboard {
         (pair[..32].try_into().expect("32 bytes"), pair[32..].try_into().expect("32 bytes"))
     }
 
+    /// The parents of the subtree under the outboard parent `node` at `place`: its own part of
+    /// the outboard, the node's pair first (pre-order) or last (post-order).
+    pub(crate) fn parents_of(&self, node: Node, place: Place) -> &[u8] {
+        let first = match self.order {
+            Order::Pre => place.pre,
+            Order::Post => place.post_base,
+        } as usize;
+        let count = (self.tree.groups_of(node) - 1) as usize;
+        &self.parents[first * PARENT_LEN..(first + count) * PARENT_LEN]
+    }
+
     /// The byte offset of `node`'s pair in the outboard file.
     pub(crate) fn file_offset(&self, node: Node, place: Place) -> u64 {
         let header = if self.order == Order::Pre { HEADER_LEN as u64 } else { 0 };
@@ -151,130 +151,25 @@ impl Outboard {
     }
 }
 
-/// Every chaining value of a content's bao tree: the chunk groups' and, level by level from
-/// the groups up, every parent's (as non-root nodes: the root's hash is apart).
-struct Cvs {
-    groups: Vec<Cv>,
-    inner: Vec<Cv>,
-    /// Where each level of parents starts in `inner`, level 1 (the groups' parents) first.
-    levels: Vec<usize>,
-    hash: Hash,
-}
-
-impl Cvs {
-    /// The chaining value of the node of `count` groups from group `first`.
-    fn cv(&self, first: u64, count: u64) -> Cv {
-        if count == 1 {
-            return self.groups[first as usize];
-        }
-        let level = 64 - (count - 1).leading_zeros();
-        self.inner[self.levels[level as usize - 1] + (first >> level) as usize]
+/// The hash of `data` and its tree's parents written into `nodes` in `layout` (for an encoding,
+/// with the content between them), on `backend`: a GPU hashes every chunk group in one bulk call
+/// before the walk; on the CPU each piece of the walk hashes its own groups.
+fn write(backend: &dyn Backend, data: &[u8], tree: Tree, layout: Layout, nodes: &mut [u8]) -> Result<Hash, Error> {
+    if tree.groups() == 1 {
+        nodes.copy_from_slice(if layout == Layout::Encoded { data } else { &[] });
+        return Ok(Hash::from_bytes(subtree_node(backend, data, 0, Domain::HASH)?.root_hash()));
     }
-}
-
-/// The parents of one level: each 64-byte block `left || right` compressed as a non-root parent,
-/// many at a time on the CPU's SIMD kernels, on several cores where the level is wide.
-fn parents_of(blocks: &[[u8; 64]], out: &mut [Cv]) {
-    let children = blocks.as_flattened().as_chunks::<32>().0;
-    let flags = Domain::HASH.flags;
-    if blocks.len() >= 2 * PARENTS_PER_TASK {
-        children
-            .par_chunks(2 * PARENTS_PER_TASK)
-            .zip(out.par_chunks_mut(PARENTS_PER_TASK))
-            .for_each(|(children, out)| parent_cvs(children, &IV, flags, out));
+    let given;
+    let groups = if backend.info().backend.id().is_gpu() {
+        let mut all = vec![[0u8; 32]; tree.groups() as usize];
+        hash_groups(backend, tree, 0, data, &mut all)?;
+        given = all;
+        Groups::Given(&given)
     } else {
-        parent_cvs(children, &IV, flags, out);
-    }
-}
-
-/// Computes every chaining value of `data`'s tree: the full chunk groups in one call to
-/// `backend` (which spreads them over its cores or work-items), a partial last group and the
-/// parents here.
-fn compute(backend: &dyn Backend, data: &[u8], tree: Tree) -> Result<Cvs, Error> {
-    let groups = tree.groups();
-    if groups == 1 {
-        let hash = subtree_node(backend, data, 0, Domain::HASH)?.root_hash();
-        return Ok(Cvs { groups: Vec::new(), inner: Vec::new(), levels: Vec::new(), hash: Hash::from_bytes(hash) });
-    }
-    let group_len = tree.group_len() as usize;
-    let full = data.len() / group_len;
-    let mut cvs = vec![[0u8; 32]; groups as usize];
-    if full > 0 {
-        let chunks = 1u64 << tree.group_log();
-        backend.chunk_subtrees_capped(&data[..full * group_len], 0, chunks, &IV, 0, &mut cvs[..full])?;
-    }
-    if full < groups as usize {
-        let first_chunk = (full as u64) << tree.group_log();
-        cvs[full] = subtree_node(backend, &data[full * group_len..], first_chunk, Domain::HASH)?.chaining_value();
-    }
-    let mut inner = vec![[0u8; 32]; groups as usize - 1];
-    let mut levels = Vec::new();
-    let mut at = 0;
-    for size in crate::tree::merkle::level_sizes(groups as usize) {
-        levels.push(at);
-        at += size;
-    }
-    reduce(&cvs, None, Some(split_levels(&mut inner, groups as usize)), &mut |blocks, out| {
-        parents_of(blocks, out);
-        Ok(())
-    })?;
-    let mut all = Cvs { groups: cvs, inner, levels, hash: Hash::from_bytes([0; 32]) };
-    let (left, _) = tree.root().split();
-    let left_groups = tree.groups_of(left);
-    all.hash = merge_subtrees_root(&all.cv(0, left_groups), &all.cv(left_groups, groups - left_groups), TreeMode::Hash);
-    Ok(all)
-}
-
-/// Writes the outboard parent `node` and those below it into `out`, the subtree's own part of
-/// the outboard: its groups less one parents, the node first (pre-order) or last (post-order),
-/// each half's parents together. Large halves are written on two rayon tasks.
-fn write_parents(tree: Tree, cvs: &Cvs, node: Node, order: Order, out: &mut [u8]) {
-    if !tree.is_outboard_parent(node) {
-        return;
-    }
-    let (left, right) = node.split();
-    let k = tree.group_log();
-    let (lg, rg) = (tree.groups_of(left), tree.groups_of(right));
-    let (left_len, right_len) = ((lg - 1) as usize * PARENT_LEN, (rg - 1) as usize * PARENT_LEN);
-    let (pair, left_out, right_out) = match order {
-        Order::Pre => {
-            let (pair, rest) = out.split_at_mut(PARENT_LEN);
-            let (left_out, right_out) = rest.split_at_mut(left_len);
-            (pair, left_out, right_out)
-        }
-        Order::Post => {
-            let (rest, pair) = out.split_at_mut(left_len + right_len);
-            let (left_out, right_out) = rest.split_at_mut(left_len);
-            (pair, left_out, right_out)
-        }
+        Groups::Hashed(backend)
     };
-    pair[..32].copy_from_slice(&cvs.cv(left.start >> k, lg));
-    pair[32..].copy_from_slice(&cvs.cv(right.start >> k, rg));
-    if lg + rg >= GROUPS_PER_TASK {
-        rayon::join(
-            || write_parents(tree, cvs, left, order, left_out),
-            || write_parents(tree, cvs, right, order, right_out),
-        );
-    } else {
-        write_parents(tree, cvs, left, order, left_out);
-        write_parents(tree, cvs, right, order, right_out);
-    }
-}
-
-/// Appends the combined encoding of `node` (its parents before its children, content at the
-/// leaves) to `out`.
-fn write_encoded(tree: Tree, cvs: &Cvs, data: &[u8], node: Node, out: &mut Vec<u8>) {
-    if !tree.is_outboard_parent(node) {
-        let bytes = tree.bytes(node);
-        out.extend_from_slice(&data[bytes.start as usize..bytes.end as usize]);
-        return;
-    }
-    let (left, right) = node.split();
-    let k = tree.group_log();
-    out.extend_from_slice(&cvs.cv(left.start >> k, tree.groups_of(left)));
-    out.extend_from_slice(&cvs.cv(right.start >> k, tree.groups_of(right)));
-    write_encoded(tree, cvs, data, left, out);
-    write_encoded(tree, cvs, data, right, out);
+    let (left, right) = children(&Write { tree, layout, groups }, tree.root(), nodes, data)?;
+    Ok(merge_subtrees_root(&left, &right, TreeMode::Hash))
 }
 
 /// The outboard of `data` in groups of 2^`group_log` chunks, with the parents in `order`, and
@@ -298,10 +193,9 @@ pub fn outboard_with(
     order: Order,
 ) -> Result<(Outboard, Hash), Error> {
     let tree = Tree::new(data.len() as u64, group_log)?;
-    let cvs = compute(backend, data, tree)?;
     let mut parents = vec![0u8; tree.outboard_len() as usize];
-    write_parents(tree, &cvs, tree.root(), order, &mut parents);
-    Ok((Outboard { tree, order, parents }, cvs.hash))
+    let hash = write(backend, data, tree, Layout::Outboard(order), &mut parents)?;
+    Ok((Outboard { tree, order, parents }, hash))
 }
 
 /// [`outboard_with`] on `device`.
@@ -336,11 +230,11 @@ pub fn outboard_on(
 /// ```
 pub fn encode_with(backend: &dyn Backend, data: &[u8], group_log: u8) -> Result<(Vec<u8>, Hash), Error> {
     let tree = Tree::new(data.len() as u64, group_log)?;
-    let cvs = compute(backend, data, tree)?;
-    let mut out = Vec::with_capacity(tree.encoded_len() as usize);
-    out.extend_from_slice(&tree.header());
-    write_encoded(tree, &cvs, data, tree.root(), &mut out);
-    Ok((out, cvs.hash))
+    let mut out = vec![0u8; tree.encoded_len() as usize];
+    let (header, nodes) = out.split_at_mut(HEADER_LEN);
+    header.copy_from_slice(&tree.header());
+    let hash = write(backend, data, tree, Layout::Encoded, nodes)?;
+    Ok((out, hash))
 }
 
 /// [`encode_with`] on `device`.

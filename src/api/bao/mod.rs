@@ -10,9 +10,10 @@
 //! bao-tree's `PreOrderOutboard`) or post-order ([`Order::Post`], bao-tree's
 //! `PostOrderOutboard`).
 //!
-//! Computing an outboard is hashing with every parent kept: the groups' chaining values come from
-//! any [`Backend`](crate::Backend) in one bulk call (all cores, or a GPU), the parents above them
-//! from the CPU, level by level.
+//! Computing an outboard is hashing with every parent kept: one parallel walk over the tree hashes
+//! the chunk groups (on the CPU piece by piece; a GPU, any [`Backend`](crate::Backend), in one
+//! bulk call first) and writes each parent in place. Decoding checks whole subtrees the same way
+//! before it releases them.
 //!
 //! ```
 //! use b3accel::bao::{decode, decode_slice, encode_on, slice};
@@ -42,8 +43,9 @@ mod encode;
 mod error;
 mod layout;
 mod slice;
+mod walk;
 
-pub use decode::{decode, decode_outboard, decode_slice};
+pub use decode::{decode, decode_into, decode_outboard, decode_slice};
 pub use encode::{encode_on, encode_with, outboard_on, outboard_with, Outboard};
 pub use error::{Block, Error};
 pub use layout::{Order, Tree, HEADER_LEN, MAX_GROUP_LOG, PARENT_LEN};

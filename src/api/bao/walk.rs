@@ -1,0 +1,346 @@
+//! One parallel pass over a bao tree that keeps every parent: the pass that writes outboards and
+//! encodings and the one that checks them while decoding.
+//!
+//! The tree is cut into pieces, subtrees of about [`PIECE_BYTES`] of content. A piece is one rayon
+//! task: it hashes its chunk groups, computes its parents in a scratch of its own and writes or
+//! checks each of them in place. Above the pieces, each parent joins its two halves' tasks and
+//! writes or checks its own pair. No level of the whole tree is held in memory, and no task waits
+//! for a level to finish, so the pass costs a plain hash plus the parents it keeps.
+
+use super::error::{Block, Error};
+use super::layout::{Node, Order, Tree, PARENT_LEN};
+use crate::backends::cpu::parent_cvs;
+use crate::core::compress::Cv;
+use crate::core::constants::IV;
+use crate::tree::merkle::{level_sizes, reduce, split_levels};
+use crate::tree::{merge_subtrees_non_root, subtree_node, Backend, Domain, TreeMode};
+use std::ops::{Deref, Range};
+
+/// Content per piece: enough chunks for the SIMD kernels' widest lanes and little enough that a
+/// 64 MiB input makes hundreds of tasks.
+const PIECE_BYTES: u64 = 256 * 1024;
+
+/// Where each node's parents lie in the buffer a walk writes or reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// An outboard's parents, in pre-order or post-order.
+    Outboard(Order),
+    /// A combined encoding after its size header: parents in pre-order, content between them.
+    Encoded,
+}
+
+impl Layout {
+    /// The length of `node`'s part of the buffer.
+    pub fn len(self, tree: Tree, node: Node) -> usize {
+        match self {
+            Layout::Outboard(_) => (tree.groups_of(node) - 1) as usize * PARENT_LEN,
+            Layout::Encoded => tree.encoded_len_of(node) as usize,
+        }
+    }
+
+    /// Where a parent's pair and its children's parts lie in its part: the pair's offset, the
+    /// left child's range and the right child's.
+    fn parts(self, tree: Tree, node: Node) -> (usize, Range<usize>, Range<usize>) {
+        let (left, right) = node.split();
+        let (l, r) = (self.len(tree, left), self.len(tree, right));
+        match self {
+            Layout::Outboard(Order::Post) => (l + r, 0..l, l..l + r),
+            Layout::Outboard(Order::Pre) | Layout::Encoded => {
+                (0, PARENT_LEN..PARENT_LEN + l, PARENT_LEN + l..PARENT_LEN + l + r)
+            }
+        }
+    }
+}
+
+/// A node's part of a buffer that a walk hands to the tasks of the node's children.
+pub(super) trait Part: Send + Sized + Deref<Target = [u8]> {
+    /// The bytes before `at` and those from it.
+    fn split(self, at: usize) -> (Self, Self);
+
+    /// The pair's part and the two children's parts of a parent's part.
+    fn split_parent(self, layout: Layout, tree: Tree, node: Node) -> (Self, Self, Self) {
+        let (pair, left, right) = layout.parts(tree, node);
+        let (head, rest) = self.split(left.start);
+        let (left, rest) = rest.split(left.len());
+        let (right, tail) = rest.split(right.len());
+        (if pair == 0 { head } else { tail }, left, right)
+    }
+}
+
+impl Part for &[u8] {
+    fn split(self, at: usize) -> (Self, Self) {
+        self.split_at(at)
+    }
+}
+
+impl Part for &mut [u8] {
+    fn split(self, at: usize) -> (Self, Self) {
+        self.split_at_mut(at)
+    }
+}
+
+/// What a walk does with the nodes it computes: write them ([`Write`]) or check them ([`Check`]).
+pub(super) trait Side: Sync {
+    /// The buffer of parents (and, for an encoding, content) being written or read.
+    type Nodes: Part;
+    /// The content being hashed.
+    type Content: Part;
+
+    /// The tree and where its parents lie.
+    fn shape(&self) -> (Tree, Layout);
+
+    /// Moves a chunk group's content between its place in an encoding, `nodes[at..]`, and
+    /// `content[bytes]`, before the group is hashed. Called only for [`Layout::Encoded`].
+    fn group(&self, nodes: &mut Self::Nodes, at: usize, content: &mut Self::Content, bytes: Range<usize>);
+
+    /// The chaining values of the chunk groups of `node` (one piece), whose content is `content`.
+    fn group_cvs(&self, node: Node, content: &[u8], out: &mut [Cv]) -> Result<(), Error>;
+
+    /// Writes or checks the pair of a parent at `nodes[at..]`, its children's chaining values as
+    /// computed from the content.
+    fn pair(&self, nodes: &mut Self::Nodes, at: usize, left: &Cv, right: &Cv) -> Result<(), Error>;
+}
+
+/// The children's chaining values of the parent `node`, every pair below it (and its own) written
+/// or checked; `nodes` and `content` are the node's parts.
+pub(super) fn children<S: Side>(side: &S, node: Node, nodes: S::Nodes, content: S::Content) -> Result<(Cv, Cv), Error> {
+    let (tree, layout) = side.shape();
+    if is_piece(tree, node) {
+        return Ok(piece(side, node, nodes, content)?.children(tree, node));
+    }
+    let (left, right) = node.split();
+    let (mut pair, left_part, right_part) = nodes.split_parent(layout, tree, node);
+    let (left_content, right_content) = content.split((tree.bytes(left).end - tree.bytes(left).start) as usize);
+    let (l, r) = rayon::join(
+        || node_cv(side, left, left_part, left_content),
+        || node_cv(side, right, right_part, right_content),
+    );
+    let (l, r) = (l?, r?);
+    side.pair(&mut pair, 0, &l, &r)?;
+    Ok((l, r))
+}
+
+/// The chaining value of `node`, never the root, every pair under it written or checked.
+fn node_cv<S: Side>(side: &S, node: Node, nodes: S::Nodes, content: S::Content) -> Result<Cv, Error> {
+    let (tree, _) = side.shape();
+    if is_piece(tree, node) {
+        return Ok(piece(side, node, nodes, content)?.top());
+    }
+    let (l, r) = children(side, node, nodes, content)?;
+    Ok(merge_subtrees_non_root(&l, &r, TreeMode::Hash))
+}
+
+/// Whether `node` is one task's piece: at most [`PIECE_BYTES`] of content or one chunk group.
+fn is_piece(tree: Tree, node: Node) -> bool {
+    tree.groups_of(node) <= (PIECE_BYTES / tree.group_len()).max(1)
+}
+
+/// One piece: its groups' content moved (encodings), its groups hashed, its parents computed and
+/// each pair written or checked. Returns the piece's chaining values.
+fn piece<S: Side>(side: &S, node: Node, mut nodes: S::Nodes, mut content: S::Content) -> Result<Levels, Error> {
+    let (tree, layout) = side.shape();
+    if layout == Layout::Encoded {
+        visit(tree, layout, node, 0, 0, &mut |v| {
+            if let Visit::Group { at, bytes } = v {
+                side.group(&mut nodes, at, &mut content, bytes);
+            }
+            Ok(())
+        })?;
+    }
+    let mut groups = vec![[0u8; 32]; tree.groups_of(node) as usize];
+    side.group_cvs(node, &*content, &mut groups)?;
+    let levels = Levels::new(groups, node.start >> tree.group_log())?;
+    visit(tree, layout, node, 0, 0, &mut |v| {
+        if let Visit::Pair { node: parent, at } = v {
+            let (l, r) = levels.children(tree, parent);
+            side.pair(&mut nodes, at, &l, &r)?;
+        }
+        Ok(())
+    })?;
+    Ok(levels)
+}
+
+/// A node a piece's visit reaches: a parent and its pair's offset in the piece's part, or a
+/// chunk group with its offset there (encodings) and its content's range in the piece's content.
+enum Visit {
+    Pair { node: Node, at: usize },
+    Group { at: usize, bytes: Range<usize> },
+}
+
+/// Calls `f` for every node under `node` (whose part starts at `at`, its content at `bytes_at`),
+/// parents before their children.
+fn visit(
+    tree: Tree,
+    layout: Layout,
+    node: Node,
+    at: usize,
+    bytes_at: usize,
+    f: &mut dyn FnMut(Visit) -> Result<(), Error>,
+) -> Result<(), Error> {
+    if !tree.is_outboard_parent(node) {
+        let bytes = tree.bytes(node);
+        return f(Visit::Group { at, bytes: bytes_at..bytes_at + (bytes.end - bytes.start) as usize });
+    }
+    let (pair, left_part, right_part) = layout.parts(tree, node);
+    f(Visit::Pair { node, at: at + pair })?;
+    let (left, right) = node.split();
+    let left_bytes = (tree.bytes(left).end - tree.bytes(left).start) as usize;
+    visit(tree, layout, left, at + left_part.start, bytes_at, f)?;
+    visit(tree, layout, right, at + right_part.start, bytes_at + left_bytes, f)
+}
+
+/// Every chaining value of one piece: its chunk groups' and, level by level, its parents'.
+pub(super) struct Levels {
+    /// The index of the piece's first group in the whole tree.
+    first: u64,
+    groups: Vec<Cv>,
+    inner: Vec<Cv>,
+    /// Where each level of parents starts in `inner`, the groups' parents first.
+    starts: Vec<usize>,
+}
+
+impl Levels {
+    /// The parents above `groups`, the chaining values of the groups from group `first`.
+    fn new(groups: Vec<Cv>, first: u64) -> Result<Levels, Error> {
+        let n = groups.len();
+        let mut inner = vec![[0u8; 32]; n - 1];
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for size in level_sizes(n) {
+            starts.push(at);
+            at += size;
+        }
+        if n > 1 {
+            reduce(&groups, None, Some(split_levels(&mut inner, n)), &mut |blocks, out| {
+                parent_cvs(blocks.as_flattened().as_chunks::<32>().0, &IV, Domain::HASH.flags, out);
+                Ok(())
+            })?;
+        }
+        Ok(Levels { first, groups, inner, starts })
+    }
+
+    /// The chaining value of the node of `count` groups from group `first` (of the whole tree).
+    fn cv(&self, first: u64, count: u64) -> Cv {
+        let first = first - self.first;
+        if count == 1 {
+            return self.groups[first as usize];
+        }
+        let level = 64 - (count - 1).leading_zeros();
+        self.inner[self.starts[level as usize - 1] + (first >> level) as usize]
+    }
+
+    /// The chaining values of the children of the parent `node`.
+    fn children(&self, tree: Tree, node: Node) -> (Cv, Cv) {
+        let (left, right) = node.split();
+        let k = tree.group_log();
+        (self.cv(left.start >> k, tree.groups_of(left)), self.cv(right.start >> k, tree.groups_of(right)))
+    }
+
+    /// The chaining value of the whole piece.
+    fn top(&self) -> Cv {
+        self.cv(self.first, self.groups.len() as u64)
+    }
+}
+
+/// The chaining values of the chunk groups that `content` (the content of the nodes from chunk
+/// `first_chunk`, starting on a group) holds, computed on `backend`: the full groups in one call,
+/// a partial last group apart.
+pub(super) fn hash_groups(
+    backend: &dyn Backend,
+    tree: Tree,
+    first_chunk: u64,
+    content: &[u8],
+    out: &mut [Cv],
+) -> Result<(), Error> {
+    let group_len = tree.group_len() as usize;
+    let full = content.len() / group_len;
+    if full > 0 {
+        let chunks = 1u64 << tree.group_log();
+        backend.chunk_subtrees_capped(&content[..full * group_len], first_chunk, chunks, &IV, 0, &mut out[..full])?;
+    }
+    if full < out.len() {
+        let first = first_chunk + ((full as u64) << tree.group_log());
+        out[full] = subtree_node(backend, &content[full * group_len..], first, Domain::HASH)?.chaining_value();
+    }
+    Ok(())
+}
+
+/// Where a writing walk's group chaining values come from.
+pub(super) enum Groups<'a> {
+    /// Every group's, computed beforehand (a GPU: one bulk call for the whole content).
+    Given(&'a [Cv]),
+    /// Hashed by each piece on this backend (the CPU: each piece's content while it is in cache).
+    Hashed(&'a dyn Backend),
+}
+
+/// A walk that writes an outboard's parents or an encoding (parents and content).
+pub(super) struct Write<'a> {
+    pub tree: Tree,
+    pub layout: Layout,
+    pub groups: Groups<'a>,
+}
+
+impl<'a> Side for Write<'a> {
+    type Nodes = &'a mut [u8];
+    type Content = &'a [u8];
+
+    fn shape(&self) -> (Tree, Layout) {
+        (self.tree, self.layout)
+    }
+
+    fn group(&self, nodes: &mut &'a mut [u8], at: usize, content: &mut &'a [u8], bytes: Range<usize>) {
+        nodes[at..at + bytes.len()].copy_from_slice(&content[bytes]);
+    }
+
+    fn group_cvs(&self, node: Node, content: &[u8], out: &mut [Cv]) -> Result<(), Error> {
+        match self.groups {
+            Groups::Given(all) => {
+                let first = (node.start >> self.tree.group_log()) as usize;
+                out.copy_from_slice(&all[first..first + out.len()]);
+                Ok(())
+            }
+            Groups::Hashed(backend) => hash_groups(backend, self.tree, node.start, content, out),
+        }
+    }
+
+    fn pair(&self, nodes: &mut &'a mut [u8], at: usize, left: &Cv, right: &Cv) -> Result<(), Error> {
+        nodes[at..at + 32].copy_from_slice(left);
+        nodes[at + 32..at + PARENT_LEN].copy_from_slice(right);
+        Ok(())
+    }
+}
+
+/// A walk that checks an outboard's parents or an encoding against the content, gathering an
+/// encoding's content into `Content` as it goes. A pair that does not match ends the walk with
+/// [`Error::Corrupt`]; a decoder then decodes the part again in order, to report the first node
+/// that does not verify, where a top-down decode meets it, and release what came before.
+pub(super) struct Check<'a> {
+    pub tree: Tree,
+    pub layout: Layout,
+    pub backend: &'a dyn Backend,
+}
+
+impl<'a> Side for Check<'a> {
+    type Nodes = &'a [u8];
+    type Content = &'a mut [u8];
+
+    fn shape(&self) -> (Tree, Layout) {
+        (self.tree, self.layout)
+    }
+
+    fn group(&self, nodes: &mut &'a [u8], at: usize, content: &mut &'a mut [u8], bytes: Range<usize>) {
+        let len = bytes.len();
+        content[bytes].copy_from_slice(&nodes[at..at + len]);
+    }
+
+    fn group_cvs(&self, node: Node, content: &[u8], out: &mut [Cv]) -> Result<(), Error> {
+        hash_groups(self.backend, self.tree, node.start, content, out)
+    }
+
+    fn pair(&self, nodes: &mut &'a [u8], at: usize, left: &Cv, right: &Cv) -> Result<(), Error> {
+        if nodes[at..at + 32] == left[..] && nodes[at + 32..at + PARENT_LEN] == right[..] {
+            return Ok(());
+        }
+        Err(Error::Corrupt { block: Block::Parent, offset: at as u64, content: 0 })
+    }
+}
