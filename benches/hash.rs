@@ -5,14 +5,13 @@
 //! `Hasher::update_rayon` on all (`upstream-update_rayon`); the CPU backend on one thread
 //! (`cpu-1t`, inside a one-thread rayon pool, so the backend takes its no-pool path) and on all
 //! (`cpu`); each OpenCL device and wgpu adapter from host memory (`opencl:0-host`, end to end) and
-//! from a buffer already on the device (`opencl:0-resident`: an `ocl::Buffer` through
-//! `OpenClBackend::hash_buffer`; `wgpu:0-resident`: a `wgpu::Buffer` through
-//! `WgpuBackend::resident().hash`); and device lists hashing host memory on several devices at
-//! once (`b3accel::spread::Spread`, spreading inputs from 1 MiB): `all` (every hardware device)
-//! and, on a machine without a hardware GPU, `every` (the CPU and every device found, software
-//! GPUs included). Both one-thread functions run on the one-thread pool's thread, so that the
-//! pair compares code, not threads (on a VM the main thread and a pool thread may sit on vCPUs of
-//! different speed).
+//! from a buffer already on the device (`opencl:0-resident`, `wgpu:0-resident`: the input put
+//! there by `Resident::upload`, then hashed by `Resident::hash`); and device lists hashing host
+//! memory on several devices at once (`b3accel::spread::Spread`, spreading inputs from 1 MiB):
+//! `all` (every hardware device) and, on a machine without a hardware GPU, `every` (the CPU and
+//! every device found, software GPUs included). Both one-thread functions run on the one-thread
+//! pool's thread, so that the pair compares code, not threads (on a VM the main thread and a pool
+//! thread may sit on vCPUs of different speed).
 //!
 //! Software GPUs (PoCL, llvmpipe, lavapipe) are measured up to 1 MiB only. The 1 GiB size is
 //! opt-in: `B3ACCEL_BENCH_LARGE=1 cargo bench --bench hash`. OpenCL needs `--features opencl`.
@@ -85,35 +84,27 @@ fn gpus() -> Vec<Gpu> {
 fn resident_loader(device: Device) -> Result<Loader, String> {
     match device {
         #[cfg(feature = "opencl")]
-        Device::OpenCl(i) => {
-            let gpu = std::sync::Arc::new(b3accel::opencl::OpenClBackend::open(i).map_err(|e| e.to_string())?);
-            Ok(Box::new(move |data: &[u8]| {
-                let buf = ocl::Buffer::<u8>::builder()
-                    .queue(gpu.queue().clone())
-                    .len(data.len())
-                    .copy_host_slice(data)
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                let gpu = gpu.clone();
-                Ok(Box::new(move || gpu.hash_buffer(&buf, &Mode::Hash)) as Resident<'_>)
-            }))
-        }
+        Device::OpenCl(i) => b3accel::opencl::OpenClBackend::open(i).map(loader).map_err(|e| e.to_string()),
         #[cfg(feature = "wgpu")]
         Device::Wgpu(i) => {
-            let gpu = std::sync::Arc::new(b3accel::wgpu::WgpuBackend::open(i).map_err(|e| e.to_string())?);
-            Ok(Box::new(move |data: &[u8]| {
-                use wgpu::util::DeviceExt;
-                let buf = gpu.device().create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("bench input"),
-                    contents: data,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                });
-                let (gpu, len) = (gpu.clone(), data.len() as u64);
-                Ok(Box::new(move || gpu.resident().hash(&buf, 0, len, &Mode::Hash)) as Resident<'_>)
-            }))
+            b3accel::wgpu::WgpuBackend::open(i).map(|gpu| loader(gpu.resident().clone())).map_err(|e| e.to_string())
         }
         other => Err(format!("{other}: no resident path in this build")),
     }
+}
+
+/// Every GPU backend's resident path, through its `Resident` calls.
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+fn loader<R: b3accel::Resident + 'static>(gpu: R) -> Loader
+where
+    R::Buffer: 'static,
+{
+    let gpu = std::rc::Rc::new(gpu);
+    Box::new(move |data: &[u8]| {
+        let buf = gpu.upload(data).map_err(|e| e.to_string())?.value;
+        let (gpu, len) = (gpu.clone(), data.len() as u64);
+        Ok(Box::new(move || gpu.hash(&buf, 0..len, &Mode::Hash).map(|t| t.value)) as Resident<'_>)
+    })
 }
 
 /// The device lists: `all`, and on a machine without a hardware GPU (where `all` is the CPU

@@ -9,7 +9,7 @@
 //! For upload / kernel / download apart, see `benches/probes/wgpu_report.rs`.
 
 use b3accel::wgpu::WgpuBackend;
-use b3accel::{xof_reader_with, Backend, BackendKind, Mode};
+use b3accel::{xof_reader_with, Backend, BackendKind, Mode, Resident};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
@@ -49,10 +49,10 @@ fn bench(c: &mut Criterion) {
     sizes.dedup();
     for len in sizes {
         let want = blake3::hash(&data[..len]);
-        assert_eq!(gpu.resident().hash(&buf, 0, len as u64, &Mode::Hash).unwrap(), want);
+        assert_eq!(gpu.resident().hash(&buf, 0..len as u64, &Mode::Hash).unwrap().value, want);
         g.throughput(Throughput::Bytes(len as u64));
         g.bench_function(format!("{} MiB", len >> 20), |b| {
-            b.iter(|| gpu.resident().hash(&buf, 0, black_box(len as u64), &Mode::Hash).unwrap())
+            b.iter(|| gpu.resident().hash(&buf, 0..black_box(len as u64), &Mode::Hash).unwrap().value)
         });
     }
     g.finish();

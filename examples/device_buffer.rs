@@ -7,7 +7,7 @@
 //! ```
 
 use b3accel::wgpu::ResidentHasher;
-use b3accel::Mode;
+use b3accel::{Mode, Resident};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("derive_key", Mode::DeriveKey("b3accel example 2026-11-21".into())),
     ] {
         let t = Instant::now();
-        let hash = hasher.hash(&buffer, 0, len, &mode)?;
+        let hash = hasher.hash(&buffer, 0..len, &mode)?.value;
         let took = t.elapsed();
         let expected = match &mode {
             Mode::Hash => blake3::hash(&data),

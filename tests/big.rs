@@ -202,7 +202,8 @@ fn merkle_2_27_leaves_and_hash_many_2_28_messages_from_host_memory() {
 #[cfg(feature = "opencl")]
 mod opencl_buffers {
     use super::*;
-    use b3accel::opencl::{MerkleInner, OpenClBackend};
+    use b3accel::opencl::OpenClBackend;
+    use b3accel::{MerkleInner, Resident};
 
     /// `data` in a new buffer on the device, or `None` (after a loud note) where it is larger
     /// than the device's largest allocation (PoCL on the GPU machine: 3.4 GiB).
@@ -239,7 +240,7 @@ mod opencl_buffers {
                 for mode in modes() {
                     let want = upstream(&mode, &data);
                     assert_eq!(
-                        gpu.hash_buffer(&buf, &mode).unwrap().as_bytes()[..],
+                        gpu.hash(&buf, 0..len, &mode).unwrap().value.as_bytes()[..],
                         want[..32],
                         "opencl:{i}: {len} bytes, {mode:?}"
                     );
@@ -248,12 +249,13 @@ mod opencl_buffers {
             }
             let Batches { leaves, root, msgs, hashes } = merkle_and_many_inputs();
             if let Some(lbuf) = upload(&gpu, leaves.as_flattened()) {
-                assert_eq!(*gpu.merkle_buffer(&lbuf, leaves.len(), MerkleInner::None).unwrap().as_bytes(), root);
+                let got = gpu.merkle_root(&lbuf, 0, leaves.len(), MerkleInner::None).unwrap().value;
+                assert_eq!(*got.as_bytes(), root);
                 eprintln!("opencl:{i}: {} leaves from a device buffer ok", leaves.len());
             }
             let Some(mbuf) = upload(&gpu, &msgs) else { continue };
             let out = ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(hashes.len() * 32).build().unwrap();
-            gpu.hash_many_buffer(&mbuf, 64, hashes.len(), &Mode::Hash, &out).unwrap();
+            gpu.hash_many_into(&mbuf, 0, hashes.len(), 64, &Mode::Hash, &out, 0).unwrap();
             let mut got = vec![0u8; hashes.len() * 32];
             out.read(&mut got).enq().unwrap();
             assert!(got == hashes.as_flattened(), "opencl:{i}: hash_many of {} messages", hashes.len());
@@ -346,13 +348,13 @@ mod opencl_buffers {
                 ballast.len(),
                 start.elapsed().as_secs_f64()
             );
-            let hash = gpu.hash_buffer(&dbuf, &Mode::Hash);
+            let hash = gpu.hash(&dbuf, 0..data.len() as u64, &Mode::Hash).map(|t| t.value);
             right_or_clear(
                 &format!("opencl:{i}: hash"),
                 hash.map(|h| *h.as_bytes()),
                 first_32(&upstream(&Mode::Hash, &data)),
             );
-            let root = gpu.merkle_buffer(&lbuf, leaves.len(), MerkleInner::None);
+            let root = gpu.merkle_root(&lbuf, 0, leaves.len(), MerkleInner::None).map(|t| t.value);
             right_or_clear(
                 &format!("opencl:{i}: Merkle root"),
                 root.map(|r| *r.as_bytes()),
@@ -366,6 +368,7 @@ mod opencl_buffers {
 mod wgpu_buffers {
     use super::*;
     use b3accel::wgpu::WgpuBackend;
+    use b3accel::{MerkleInner, Resident};
 
     /// A STORAGE buffer holding `data`, or `None` (said loudly) where the adapter's largest
     /// buffer is smaller.
@@ -408,18 +411,18 @@ mod wgpu_buffers {
                 let Some(buf) = upload(&gpu, &data) else { continue };
                 for mode in modes() {
                     let want = upstream(&mode, &data);
-                    let got = gpu.resident().hash(&buf, 0, len, &mode).unwrap();
+                    let got = gpu.resident().hash(&buf, 0..len, &mode).unwrap().value;
                     assert_eq!(got.as_bytes()[..], want[..32], "wgpu:{i}: {len} bytes, {mode:?}");
                 }
                 eprintln!("wgpu:{i}: {len} bytes from a device buffer ok");
             }
             let Batches { leaves, root, msgs, hashes } = merkle_and_many_inputs();
             if let Some(lbuf) = upload(&gpu, leaves.as_flattened()) {
-                let got = gpu.resident().merkle_root(&lbuf, 0, leaves.len() as u64, None).unwrap();
+                let got = gpu.resident().merkle_root(&lbuf, 0, leaves.len(), MerkleInner::None).unwrap().value;
                 assert_eq!(*got.as_bytes(), root, "wgpu:{i}: {} leaves", leaves.len());
             }
             if let Some(mbuf) = upload(&gpu, &msgs) {
-                let got = gpu.resident().hash_many(&mbuf, 0, hashes.len(), 64, &Mode::Hash).unwrap();
+                let got = gpu.resident().hash_many(&mbuf, 0, hashes.len(), 64, &Mode::Hash).unwrap().value;
                 let bad = got.par_iter().zip(&hashes).position_any(|(g, w)| g.as_bytes() != w);
                 assert_eq!(bad, None, "wgpu:{i}: hash_many of {} messages", hashes.len());
             }
@@ -469,13 +472,13 @@ mod wgpu_buffers {
                 }
             }
             eprintln!("wgpu:{i}: ballast of {taken} bytes in {} buffers, then refused", ballast.len());
-            let root = gpu.resident().merkle_root(&lbuf, 0, leaves.len() as u64, None);
+            let root = gpu.resident().merkle_root(&lbuf, 0, leaves.len(), MerkleInner::None).map(|t| t.value);
             right_or_clear(
                 &format!("wgpu:{i}: Merkle root"),
                 root.map(|r| *r.as_bytes()),
                 common::merkle_root(&leaves),
             );
-            let hash = gpu.resident().hash(&dbuf, 0, data.len() as u64, &Mode::Hash);
+            let hash = gpu.resident().hash(&dbuf, 0..data.len() as u64, &Mode::Hash).map(|t| t.value);
             right_or_clear(
                 &format!("wgpu:{i}: hash"),
                 hash.map(|h| *h.as_bytes()),

@@ -9,7 +9,7 @@
 mod common;
 
 use b3accel::opencl::{OpenClBackend, OpenClOptions};
-use b3accel::{xof_reader_with, Backend, BackendKind, Device, Error, Hasher, Mode, CHUNK_LEN, IV};
+use b3accel::{xof_reader_with, Backend, BackendKind, Device, Error, Hasher, Mode, Resident, CHUNK_LEN, IV};
 use common::pattern;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -195,9 +195,9 @@ fn streams_across_many_segments() {
             }
         }
         let be = open(i, OpenClOptions { segment_bytes: Some(4 * CHUNK_LEN), ..Default::default() });
-        // hash_timed streams the same way and reports its parts.
+        // hash_from_host streams the same way and reports its parts.
         let data = pattern((1 << 20) + 777);
-        let (h, t) = be.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
+        let (h, t) = be.hash_from_host(&data, &Mode::Hash).unwrap().into_parts();
         assert_eq!(h, blake3::hash(&data));
         assert!(t.total > std::time::Duration::ZERO && t.kernel > std::time::Duration::ZERO);
         // Whole runs that span segments at an aligned position, as the hasher hands them over.
@@ -223,17 +223,17 @@ fn short_of_memory_falls_back_or_fails_cleanly() {
             OpenClOptions { segment_bytes: Some(1 << 20), max_alloc_bytes: Some(64 << 10), ..Default::default() },
         );
         let data = pattern(3 << 20);
-        let h = be.hash_timed(&data, &Mode::Hash).unwrap().value;
+        let h = be.hash_from_host(&data, &Mode::Hash).unwrap().value;
         assert_eq!(h, blake3::hash(&data));
         check_hash(&be, "64 KiB allowed", &Mode::Hash, &data);
         // Not even the smallest segment fits: a clear error, and the backend still works after.
         let be = open(i, OpenClOptions { max_alloc_bytes: Some(1000), ..Default::default() });
-        match be.hash_timed(&data, &Mode::Hash) {
+        match be.hash_from_host(&data, &Mode::Hash) {
             Err(e @ Error::OutOfMemory { .. }) => eprintln!("as expected: {e}"),
             other => panic!("expected OutOfMemory, got {other:?}"),
         }
         let small = pattern(100_000);
-        let h = be.hash_timed(&small, &Mode::Hash).unwrap().value;
+        let h = be.hash_from_host(&small, &Mode::Hash).unwrap().value;
         assert_eq!(h, blake3::hash(&small), "the direct path needs no segments");
     }
 }
@@ -247,37 +247,55 @@ fn device_resident_buffers_in_all_modes() {
             let data = pattern(len);
             let buf =
                 ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(len).copy_host_slice(&data).build().unwrap();
+            let all = 0..len as u64;
             for mode in modes() {
                 let want = upstream(&mode, &data, 131);
                 assert_eq!(
-                    be.hash_buffer(&buf, &mode).unwrap().as_bytes(),
+                    be.hash(&buf, all.clone(), &mode).unwrap().value.as_bytes(),
                     &want[..32],
                     "resident {len} bytes {mode:?}"
                 );
                 let mut got = vec![0u8; 131];
-                be.buffer_reader(&buf, len as u64, &mode).unwrap().fill(&mut got);
+                be.xof_reader(&buf, all.clone(), &mode).unwrap().value.fill(&mut got);
                 assert_eq!(got, want, "resident reader {len} bytes {mode:?}");
-                // A prefix of the buffer.
+                // A prefix of the buffer, and a range from a later chunk.
                 let prefix = len * 2 / 3;
                 let mut got = vec![0u8; 40];
-                be.buffer_reader(&buf, prefix as u64, &mode).unwrap().fill(&mut got);
+                be.xof_reader(&buf, 0..prefix as u64, &mode).unwrap().value.fill(&mut got);
                 assert_eq!(got, upstream(&mode, &data[..prefix], 40), "prefix {prefix}");
+                if len > CHUNK_LEN {
+                    let h = be.hash(&buf, CHUNK_LEN as u64..len as u64, &mode).unwrap().value;
+                    assert_eq!(h.as_bytes(), &upstream(&mode, &data[CHUNK_LEN..], 32)[..], "from chunk 1 of {len}");
+                }
             }
-            let (h, t) = be.hash_buffer_timed(&buf, &Mode::Hash).unwrap().into_parts();
+            let (h, t) = be.hash(&buf, all, &Mode::Hash).unwrap().into_parts();
             assert_eq!(h, blake3::hash(&data));
             assert_eq!(t.upload, std::time::Duration::ZERO, "nothing is uploaded");
+            assert!(t.total > std::time::Duration::ZERO);
+            // The same bytes through `upload`, timed.
+            let up = be.upload(&data).unwrap();
+            assert!(up.upload > std::time::Duration::ZERO && up.total >= up.upload, "{up:?}");
+            assert_eq!(be.hash(&up.value, 0..len as u64, &Mode::Hash).unwrap().value, blake3::hash(&data));
         }
+        // An empty upload is a buffer all the same, and hashes as the empty input.
+        let empty = be.upload(&[]).unwrap().value;
+        assert_eq!(be.hash(&empty, 0..0, &Mode::Hash).unwrap().value, blake3::hash(b""));
         // A write still in flight on the backend's queue is seen: the hash waits for it.
         let data = pattern(2 << 20);
         let buf = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(data.len()).build().unwrap();
         // SAFETY (non-blocking write): `data` outlives the hash below, which waits for the write.
         unsafe { buf.write(&data).queue(be.queue()).block(false).enq().unwrap() };
-        assert_eq!(be.hash_buffer(&buf, &Mode::Hash).unwrap(), blake3::hash(&data));
-        // Longer than the buffer, or from another context: errors, not panics.
+        assert_eq!(be.hash(&buf, 0..data.len() as u64, &Mode::Hash).unwrap().value, blake3::hash(&data));
+        // Longer than the buffer, a range off a chunk boundary or backwards, or from another
+        // context: errors, not panics.
         let buf = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(100).build().unwrap();
-        assert!(matches!(be.buffer_reader(&buf, 101, &Mode::Hash), Err(Error::InvalidInput(_))));
+        assert!(matches!(be.xof_reader(&buf, 0..101, &Mode::Hash), Err(Error::InvalidInput(_))));
+        assert!(matches!(be.hash(&buf, 5..50, &Mode::Hash), Err(Error::InvalidInput(_))));
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 50..0;
+        assert!(matches!(be.hash(&buf, backwards, &Mode::Hash), Err(Error::InvalidInput(_))));
         let other = open(i, OpenClOptions::default());
-        match other.hash_buffer(&buf, &Mode::Hash) {
+        match other.hash(&buf, 0..100, &Mode::Hash) {
             Err(Error::InvalidInput(msg)) => assert!(msg.contains("context"), "{msg}"),
             r => panic!("a foreign buffer must be refused, got {r:?}"),
         }
@@ -301,8 +319,10 @@ fn subtrees_of_device_buffers_match_upstream() {
         common::check_resident_subtrees(
             &format!("opencl:{i}"),
             &data,
-            |at, len, input_offset, mode| be.subtree_cv(&whole, at, len, input_offset, mode),
-            |piece, input_offset, mode| be.subtree_cv(&buffer(piece), 0, piece.len() as u64, input_offset, mode),
+            |at, len, input_offset, mode| Ok(be.subtree_cv(&whole, at..at + len, input_offset, mode)?.value),
+            |piece, input_offset, mode| {
+                Ok(be.subtree_cv(&buffer(piece), 0..piece.len() as u64, input_offset, mode)?.value)
+            },
         );
         eprintln!("opencl:{i}: resident subtrees ok");
     }

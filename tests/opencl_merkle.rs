@@ -11,8 +11,8 @@ mod common;
 
 use b3accel::cpu::CpuBackend;
 use b3accel::merkle::hash_many_with;
-use b3accel::opencl::{MerkleInner, OpenClBackend, OpenClOptions};
-use b3accel::{Backend, BackendKind, Device, Error, Mode, IV};
+use b3accel::opencl::{OpenClBackend, OpenClOptions};
+use b3accel::{Backend, BackendKind, Device, Error, MerkleInner, Mode, Resident, IV};
 use rand::{Rng, SeedableRng};
 
 type Node = [u8; 32];
@@ -143,14 +143,12 @@ fn device_resident_leaves() {
             let want_root = expected.last().copied().unwrap_or(leaves[0]);
             // Leaves followed by 3 more nodes' worth of other bytes, which must not count.
             let buf = device_buffer(&be, leaves.as_flattened(), 96);
-            let root = be.merkle_buffer(&buf, n, MerkleInner::None).unwrap();
-            assert_eq!(root.as_bytes(), &want_root, "resident root of {n}");
-            let (root, profile) = be.merkle_buffer_profiled(&buf, n, MerkleInner::None).unwrap();
-            assert_eq!(root.as_bytes(), &want_root, "profiled resident root of {n}");
-            assert!(profile.commands >= 1 && profile.total >= profile.kernel, "{profile:?}");
+            let t = be.merkle_root(&buf, 0, n, MerkleInner::None).unwrap();
+            assert_eq!(t.value.as_bytes(), &want_root, "resident root of {n}");
+            assert!(t.total >= t.kernel, "{t:?}");
 
             let mut inner = vec![[0u8; 32]; n - 1];
-            let root = be.merkle_buffer(&buf, n, MerkleInner::Host(&mut inner)).unwrap();
+            let root = be.merkle_root(&buf, 0, n, MerkleInner::Host(&mut inner)).unwrap().value;
             assert_eq!(root.as_bytes(), &want_root);
             assert!(inner == expected, "resident tree of {n} into host memory");
 
@@ -158,36 +156,43 @@ fn device_resident_leaves() {
                 // The tree kept on the device, in a buffer with room to spare.
                 let dev_inner =
                     ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * n + 64).build().unwrap();
-                let root = be.merkle_buffer(&buf, n, MerkleInner::Device(&dev_inner)).unwrap();
+                let root = be.merkle_root(&buf, 0, n, MerkleInner::Device(&dev_inner)).unwrap().value;
                 assert_eq!(root.as_bytes(), &want_root);
                 let mut back = vec![0u8; 32 * (n - 1)];
                 dev_inner.read(&mut back).queue(be.queue()).enq().unwrap();
                 assert!(back == expected.as_flattened(), "resident tree of {n} on the device");
             }
         }
-        // A prefix of the buffer is a tree of its own.
+        // A prefix of the buffer is a tree of its own, and so are leaves further in.
         let leaves = random_leaves(100, 5);
         let buf = device_buffer(&be, leaves.as_flattened(), 0);
-        let root = be.merkle_buffer(&buf, 37, MerkleInner::None).unwrap();
+        let root = be.merkle_root(&buf, 0, 37, MerkleInner::None).unwrap().value;
         assert_eq!(root.as_bytes(), reference_inner(&leaves[..37]).last().unwrap());
+        let mut padded = vec![0u8; 4096];
+        padded.extend_from_slice(leaves.as_flattened());
+        let buf = device_buffer(&be, &padded, 0);
+        let root = be.merkle_root(&buf, 4096, 100, MerkleInner::None).unwrap().value;
+        assert_eq!(root.as_bytes(), reference_inner(&leaves).last().unwrap(), "leaves at byte 4096");
+        assert!(matches!(be.merkle_root(&buf, 32, 100, MerkleInner::None), Err(Error::InvalidInput(_))));
 
         // A write still in flight on the backend's queue is seen.
         let leaves = random_leaves(5000, 9);
         let buf = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * 5000).build().unwrap();
         // SAFETY (non-blocking write): `leaves` outlives the call below, which waits for it.
         unsafe { buf.write(leaves.as_flattened()).queue(be.queue()).block(false).enq().unwrap() };
-        let root = be.merkle_buffer(&buf, 5000, MerkleInner::None).unwrap();
+        let root = be.merkle_root(&buf, 0, 5000, MerkleInner::None).unwrap().value;
         assert_eq!(root.as_bytes(), reference_inner(&leaves).last().unwrap());
 
         // Errors, not panics.
-        assert!(matches!(be.merkle_buffer(&buf, 0, MerkleInner::None), Err(Error::InvalidInput(_))));
-        assert!(matches!(be.merkle_buffer(&buf, 5001, MerkleInner::None), Err(Error::InvalidInput(_))));
+        let refused = |r: b3accel::Result<b3accel::Timed<b3accel::Hash>>| matches!(r, Err(Error::InvalidInput(_)));
+        assert!(refused(be.merkle_root(&buf, 0, 0, MerkleInner::None)));
+        assert!(refused(be.merkle_root(&buf, 0, 5001, MerkleInner::None)));
         let mut short = vec![[0u8; 32]; 4998];
-        assert!(matches!(be.merkle_buffer(&buf, 5000, MerkleInner::Host(&mut short)), Err(Error::InvalidInput(_))));
+        assert!(refused(be.merkle_root(&buf, 0, 5000, MerkleInner::Host(&mut short))));
         let small = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * 4998).build().unwrap();
-        assert!(matches!(be.merkle_buffer(&buf, 5000, MerkleInner::Device(&small)), Err(Error::InvalidInput(_))));
+        assert!(refused(be.merkle_root(&buf, 0, 5000, MerkleInner::Device(&small))));
         let other = open(i, OpenClOptions::default());
-        match other.merkle_buffer(&buf, 5000, MerkleInner::None) {
+        match other.merkle_root(&buf, 0, 5000, MerkleInner::None) {
             Err(Error::InvalidInput(msg)) => assert!(msg.contains("context"), "{msg}"),
             r => panic!("a foreign buffer must be refused, got {r:?}"),
         }
@@ -288,9 +293,11 @@ fn device_resident_messages() {
                 // Room to spare on both buffers: only `count` messages and hashes count.
                 let input = device_buffer(&be, &data, 7);
                 let out = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * count + 32).build().unwrap();
-                be.hash_many_buffer(&input, len, count, &mode, &out).unwrap();
+                be.hash_many_into(&input, 0, count, len, &mode, &out, 0).unwrap();
                 let mut got = vec![0u8; 32 * count];
                 out.read(&mut got).queue(be.queue()).enq().unwrap();
+                // The same messages back to the host.
+                let back = Resident::hash_many(&be, &input, 0, count, len, &mode).unwrap().value;
                 for k in 0..count {
                     let want = upstream(&mode, &data[k * len..(k + 1) * len]);
                     assert_eq!(
@@ -298,19 +305,35 @@ fn device_resident_messages() {
                         want.as_bytes(),
                         "resident message {k} of {count} x {len}, {mode:?}"
                     );
+                    assert_eq!(back[k], want, "resident message {k} of {count} x {len} to the host, {mode:?}");
                 }
             }
         }
         let data = messages(64, 1000, 1);
         let input = device_buffer(&be, &data, 0);
-        let out = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * 1000).build().unwrap();
-        let p = be.hash_many_buffer_profiled(&input, 64, 1000, &Mode::Hash, &out).unwrap();
-        assert!(p.kernel > std::time::Duration::ZERO && p.commands >= 1, "{p:?}");
-        be.hash_many_buffer(&input, 64, 0, &Mode::Hash, &out).unwrap();
-        // Errors, not panics: more messages than the input holds, more hashes than fit.
-        assert!(matches!(be.hash_many_buffer(&input, 64, 1001, &Mode::Hash, &out), Err(Error::InvalidInput(_))));
-        assert!(matches!(be.hash_many_buffer(&input, 32, 1001, &Mode::Hash, &out), Err(Error::InvalidInput(_))));
-        assert!(matches!(be.hash_many_buffer(&input, usize::MAX, 2, &Mode::Hash, &out), Err(Error::InvalidInput(_))));
+        let out = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * 1000 + 64).build().unwrap();
+        let t = be.hash_many_into(&input, 0, 1000, 64, &Mode::Hash, &out, 0).unwrap();
+        assert!(t.kernel > std::time::Duration::ZERO && t.total >= t.kernel, "{t:?}");
+        be.hash_many_into(&input, 0, 0, 64, &Mode::Hash, &out, 0).unwrap();
+        // Messages further in, hashes further out.
+        let mut padded = vec![0u8; 4096];
+        padded.extend_from_slice(&data);
+        let far = device_buffer(&be, &padded, 0);
+        be.hash_many_into(&far, 4096, 999, 64, &Mode::Hash, &out, 64).unwrap();
+        let mut got = vec![0u8; 32 * 1000 + 64];
+        out.read(&mut got).queue(be.queue()).enq().unwrap();
+        assert_eq!(&got[64 + 32 * 998..64 + 32 * 999], blake3::hash(&data[64 * 998..64 * 999]).as_bytes());
+        let back = Resident::hash_many(&be, &far, 4096, 3, 64, &Mode::Hash).unwrap().value;
+        assert_eq!(back[2], blake3::hash(&data[128..192]));
+        // Errors, not panics: more messages than the input holds, more hashes than fit, offsets
+        // off their alignment.
+        let refused = |r: b3accel::Result<b3accel::Timed<()>>| matches!(r, Err(Error::InvalidInput(_)));
+        assert!(refused(be.hash_many_into(&input, 0, 1001, 64, &Mode::Hash, &out, 0)));
+        assert!(refused(be.hash_many_into(&input, 0, 1003, 32, &Mode::Hash, &out, 0)));
+        assert!(refused(be.hash_many_into(&input, 0, 2, usize::MAX, &Mode::Hash, &out, 0)));
+        assert!(refused(be.hash_many_into(&input, 0, 10, 64, &Mode::Hash, &out, 16)));
+        assert!(refused(be.hash_many_into(&far, 64, 10, 64, &Mode::Hash, &out, 0)));
+        assert!(Resident::hash_many(&be, &input, 0, 1001, 64, &Mode::Hash).is_err());
     }
 }
 

@@ -7,7 +7,7 @@
 mod common;
 
 use b3accel::wgpu::{Loads, ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
-use b3accel::{xof_reader_with, Backend, BackendKind, Device, Error, Hasher, Mode, CHUNK_LEN, IV};
+use b3accel::{xof_reader_with, Backend, BackendKind, Device, Error, Hasher, Mode, Resident, CHUNK_LEN, IV};
 use common::pattern;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
@@ -177,12 +177,14 @@ fn check_resident(r: &ResidentHasher, device: &wgpu::Device, queue: &wgpu::Queue
             let buf = storage_buffer(device, queue, &placed, pad);
             for mode in &modes() {
                 let want = upstream(mode, &data, 131);
+                let range = offset..offset + len as u64;
                 let h = r
-                    .hash(&buf, offset, len as u64, mode)
-                    .unwrap_or_else(|e| panic!("{what}: len {len} at {offset}: {e}"));
+                    .hash(&buf, range.clone(), mode)
+                    .unwrap_or_else(|e| panic!("{what}: len {len} at {offset}: {e}"))
+                    .value;
                 assert_eq!(h.as_bytes(), &want[..32], "{what}: len {len} at {offset}, {mode:?}");
                 let mut out = vec![0u8; 131];
-                r.xof_reader(&buf, offset, len as u64, mode).unwrap().fill(&mut out);
+                r.xof_reader(&buf, range, mode).unwrap().value.fill(&mut out);
                 assert_eq!(out, want, "{what}: xof, len {len} at {offset}, {mode:?}");
             }
         }
@@ -262,7 +264,14 @@ fn callers_own_device_in_many_segments() {
             // 2 MiB + 1: 32 segments in one submission.
             let data = pattern((2 << 20) + 1);
             let buf = storage_buffer(&device, &queue, &data, 0);
-            assert_eq!(r.hash(&buf, 0, data.len() as u64, &Mode::Hash).unwrap(), blake3::hash(&data));
+            assert_eq!(r.hash(&buf, 0..data.len() as u64, &Mode::Hash).unwrap().value, blake3::hash(&data));
+            // Host memory streamed through a device of our own, and an upload to it.
+            let (h, t) = r.hash_from_host(&data, &Mode::Hash).unwrap().into_parts();
+            assert_eq!(h, blake3::hash(&data));
+            assert!(t.total > std::time::Duration::ZERO, "{t:?}");
+            let up = r.upload(&data).unwrap();
+            assert!(up.upload > std::time::Duration::ZERO && up.upload == up.total, "{up:?}");
+            assert_eq!(r.hash(&up.value, 0..data.len() as u64, &Mode::Hash).unwrap().value, blake3::hash(&data));
         }
     }
 }
@@ -275,19 +284,22 @@ fn resident_bad_input_is_an_error() {
         let r = gpu.resident();
         let data = pattern(5000);
         let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 0);
-        assert!(matches!(r.hash(&buf, 0, 6000, &Mode::Hash), Err(Error::InvalidInput(_))));
-        assert!(matches!(r.hash(&buf, 3, 100, &Mode::Hash), Err(Error::InvalidInput(_))));
+        assert!(matches!(r.hash(&buf, 0..6000, &Mode::Hash), Err(Error::InvalidInput(_))));
+        assert!(matches!(r.hash(&buf, 3..103, &Mode::Hash), Err(Error::InvalidInput(_))));
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 100..0;
+        assert!(matches!(r.hash(&buf, backwards, &Mode::Hash), Err(Error::InvalidInput(_))));
         let no_storage = gpu.device().create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: 4096,
             usage: wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let e = r.hash(&no_storage, 0, 4096, &Mode::Hash).unwrap_err();
+        let e = r.hash(&no_storage, 0..4096, &Mode::Hash).unwrap_err();
         assert!(e.to_string().contains("STORAGE"), "{e}");
         // A destroyed buffer: wgpu's validation error comes back as an Error, not a panic.
         buf.destroy();
-        let e = r.hash(&buf, 0, 5000, &Mode::Hash).unwrap_err();
+        let e = r.hash(&buf, 0..5000, &Mode::Hash).unwrap_err();
         assert!(matches!(e, Error::Device { .. }), "{e:?}");
         // The backend still works afterwards.
         assert_eq!(b3accel::hash_on(Device::Wgpu(i), &data).unwrap(), blake3::hash(&data));
@@ -305,10 +317,10 @@ fn subtrees_of_device_buffers_match_upstream() {
         common::check_resident_subtrees(
             &name(&gpu),
             &data,
-            |at, len, input_offset, mode| r.subtree_cv(&whole, at, len, input_offset, mode),
+            |at, len, input_offset, mode| Ok(r.subtree_cv(&whole, at..at + len, input_offset, mode)?.value),
             |piece, input_offset, mode| {
                 let buf = storage_buffer(gpu.device(), gpu.queue(), piece, 0);
-                r.subtree_cv(&buf, 0, piece.len() as u64, input_offset, mode)
+                Ok(r.subtree_cv(&buf, 0..piece.len() as u64, input_offset, mode)?.value)
             },
         );
         eprintln!("resident subtrees: {} ok", name(&gpu));
@@ -361,7 +373,7 @@ fn sixteen_threads_on_one_adapter() {
                         // Streaming backend and resident hashing from the same threads.
                         assert_eq!(ours(&*res, mode, &data, 32), upstream(mode, &data, 32));
                         let buf = storage_buffer(res.device(), res.queue(), &data, 0);
-                        let h = res.resident().hash(&buf, 0, len as u64, mode).unwrap();
+                        let h = res.resident().hash(&buf, 0..len as u64, mode).unwrap().value;
                         assert_eq!(h.as_bytes(), &upstream(mode, &data, 32)[..]);
                     }
                 });
@@ -441,7 +453,7 @@ fn timed_hash_and_shader_variants() {
                 }
                 Err(e) => panic!("wgpu:{i}: {e}"),
             };
-            let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
+            let (h, t) = gpu.resident().hash_from_host(&data, &Mode::Hash).unwrap().into_parts();
             assert_eq!(h, want, "{} {loads:?} {checks:?}", name(&gpu));
             assert!(t.kernel > std::time::Duration::ZERO && t.total >= t.download, "{t:?}");
             check_subtrees(&gpu, 513, 1 << 32, 0);

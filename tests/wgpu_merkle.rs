@@ -7,7 +7,7 @@ mod common;
 use b3accel::cpu::CpuBackend;
 use b3accel::merkle::{hash_each_with, hash_many_with, level_sizes};
 use b3accel::wgpu::{ResidentHasher, WgpuBackend, WgpuOptions};
-use b3accel::{Backend, BackendKind, Device, Mode};
+use b3accel::{Backend, BackendKind, Device, MerkleInner, Mode, Resident};
 use rand::{Rng, SeedableRng};
 
 type Node = [u8; 32];
@@ -117,24 +117,29 @@ fn merkle_errors_are_errors() {
         assert!(gpu.merkle(&leaves, Some(&mut short)).is_err());
         let r = gpu.resident();
         let buf = storage_buffer(gpu.device(), gpu.queue(), leaves.as_flattened(), 0);
-        assert!(r.merkle_root(&buf, 0, 0, None).is_err(), "zero leaves");
-        assert!(r.merkle_root(&buf, 0, 6, None).is_err(), "more leaves than the buffer holds");
-        assert!(r.merkle_root(&buf, 3, 1, None).is_err(), "unaligned offset");
-        assert!(r.merkle_root(&buf, 0, 5, Some(&mut short)).is_err(), "inner of the wrong length");
+        assert!(r.merkle_root(&buf, 0, 0, MerkleInner::None).is_err(), "zero leaves");
+        assert!(r.merkle_root(&buf, 0, 6, MerkleInner::None).is_err(), "more leaves than the buffer holds");
+        assert!(r.merkle_root(&buf, 3, 1, MerkleInner::None).is_err(), "unaligned offset");
+        assert!(r.merkle_root(&buf, 0, 5, MerkleInner::Host(&mut short)).is_err(), "inner of the wrong length");
+        let small = storage_buffer(gpu.device(), gpu.queue(), &[0u8; 96], 0);
+        assert!(r.merkle_root(&buf, 0, 5, MerkleInner::Device(&small)).is_err(), "a device inner too small");
         let no_storage = gpu.device().create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: 1024,
             usage: wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        assert!(r.merkle_root(&no_storage, 0, 2, None).is_err(), "no STORAGE usage");
+        assert!(r.merkle_root(&no_storage, 0, 2, MerkleInner::None).is_err(), "no STORAGE usage");
         assert!(r.hash_many(&no_storage, 0, 2, 10, &Mode::Hash).is_err());
         assert!(r.hash_many(&buf, 0, 3, 100, &Mode::Hash).is_err(), "messages beyond the buffer");
         assert!(r.hash_many(&buf, 4, 1, 1, &Mode::Hash).is_err(), "unaligned offset");
         let mut out = [[0u8; 32]; 3];
         assert!(gpu.hash_many(&[0u8; 10], 3, &b3accel::IV, 0, &mut out).is_err(), "10 bytes are not 3 x 3");
         // The device is still fine afterwards.
-        assert_eq!(r.merkle_root(&buf, 0, 5, None).unwrap().as_bytes(), &reference_inner(&leaves)[3]);
+        assert_eq!(
+            r.merkle_root(&buf, 0, 5, MerkleInner::None).unwrap().value.as_bytes(),
+            &reference_inner(&leaves)[3]
+        );
     }
 }
 
@@ -149,14 +154,25 @@ fn resident_leaves_match() {
             let want_root = want.last().copied().unwrap_or(leaves[0]);
             // At offset 256 (aligned for every device) after some other data.
             let buf = storage_buffer(gpu.device(), gpu.queue(), leaves.as_flattened(), 256);
-            let root = r.merkle_root(&buf, 256, n as u64, None).unwrap();
+            let (root, t) = r.merkle_root(&buf, 256, n, MerkleInner::None).unwrap().into_parts();
             assert_eq!(root.as_bytes(), &want_root, "{}: resident root of {n}", name(&gpu));
-            let mut inner = vec![[0u8; 32]; n - 1];
-            r.merkle_root(&buf, 256, n as u64, Some(&mut inner)).unwrap();
-            assert_eq!(inner, want, "{}: resident tree of {n}", name(&gpu));
-            let (timed, t) = r.merkle_root_timed(&buf, 256, n as u64).unwrap().into_parts();
-            assert_eq!(timed, root);
             assert!(t.total >= t.kernel);
+            let mut inner = vec![[0u8; 32]; n - 1];
+            r.merkle_root(&buf, 256, n, MerkleInner::Host(&mut inner)).unwrap();
+            assert_eq!(inner, want, "{}: resident tree of {n}", name(&gpu));
+            // The tree kept on the device, in a buffer with room to spare.
+            let dev_inner = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("test inner nodes"),
+                size: 32 * n as u64 + 64,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let root = r.merkle_root(&buf, 256, n, MerkleInner::Device(&dev_inner)).unwrap().value;
+            assert_eq!(root.as_bytes(), &want_root);
+            if n > 1 {
+                let back = read_back(gpu.device(), gpu.queue(), &dev_inner, 0, 32 * (n as u64 - 1));
+                assert!(back == want.as_flattened(), "{}: resident tree of {n} on the device", name(&gpu));
+            }
         }
     }
 }
@@ -231,7 +247,7 @@ fn resident_messages_match() {
             let data = random_bytes(len * count, 1000 + len as u64);
             let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 256);
             for mode in modes() {
-                let got = r.hash_many(&buf, 256, count, len as u64, &mode).unwrap();
+                let got = r.hash_many(&buf, 256, count, len, &mode).unwrap().value;
                 for (i, h) in got.iter().enumerate() {
                     assert_eq!(*h, upstream(&mode, &data[i * len..(i + 1) * len]), "{}: {len} bytes", name(&gpu));
                 }
@@ -240,6 +256,7 @@ fn resident_messages_match() {
         assert!(r
             .hash_many(&storage_buffer(gpu.device(), gpu.queue(), &[], 0), 0, 0, 5, &Mode::Hash)
             .unwrap()
+            .value
             .is_empty());
     }
 }
@@ -270,19 +287,19 @@ fn callers_device_with_small_bindings() {
         let leaves = random_leaves(n, 99);
         let want = reference_inner(&leaves);
         let buf = storage_buffer(&device, &queue, leaves.as_flattened(), 0);
-        assert_eq!(r.merkle_root(&buf, 0, n as u64, None).unwrap().as_bytes(), want.last().unwrap());
+        assert_eq!(r.merkle_root(&buf, 0, n, MerkleInner::None).unwrap().value.as_bytes(), want.last().unwrap());
         // The inner nodes (2 MiB) exceed one binding: a clear error.
         let mut inner = vec![[0u8; 32]; n - 1];
-        assert!(r.merkle_root(&buf, 0, n as u64, Some(&mut inner)).is_err());
+        assert!(r.merkle_root(&buf, 0, n, MerkleInner::Host(&mut inner)).is_err());
         let small = random_leaves(1500, 3);
         let sbuf = storage_buffer(&device, &queue, small.as_flattened(), 0);
         let mut inner = vec![[0u8; 32]; 1499];
-        r.merkle_root(&sbuf, 0, 1500, Some(&mut inner)).unwrap();
+        r.merkle_root(&sbuf, 0, 1500, MerkleInner::Host(&mut inner)).unwrap();
         assert_eq!(inner, reference_inner(&small));
         // 5000 messages of 65 bytes: 325_000 bytes over 6 dispatches of 768 messages.
         let data = random_bytes(65 * 5000, 5);
         let mbuf = storage_buffer(&device, &queue, &data, 0);
-        let got = r.hash_many(&mbuf, 0, 5000, 65, &Mode::Keyed(KEY)).unwrap();
+        let got = r.hash_many(&mbuf, 0, 5000, 65, &Mode::Keyed(KEY)).unwrap().value;
         for (i, h) in got.iter().enumerate() {
             assert_eq!(*h, blake3::keyed_hash(&KEY, &data[i * 65..(i + 1) * 65]), "message {i}");
         }
@@ -325,7 +342,8 @@ fn resident_messages_into_a_device_buffer() {
             });
             gpu.queue().write_buffer(&out, 0, &vec![0xA5u8; 512 + 32 * count]);
             for mode in modes() {
-                r.hash_many_into(&buf, 256, count, len as u64, &mode, &out, 256).unwrap();
+                let t = r.hash_many_into(&buf, 256, count, len, &mode, &out, 256).unwrap();
+                assert!(t.total >= t.kernel);
                 let got = read_back(gpu.device(), gpu.queue(), &out, 0, 512 + 32 * count as u64);
                 assert!(got[..256].iter().all(|&b| b == 0xA5), "bytes before the hashes untouched");
                 assert!(got[256 + 32 * count..].iter().all(|&b| b == 0xA5), "bytes after the hashes untouched");
@@ -339,8 +357,6 @@ fn resident_messages_into_a_device_buffer() {
                     );
                 }
             }
-            let t = r.hash_many_into_timed(&buf, 256, count, len as u64, &Mode::Hash, &out, 256).unwrap();
-            assert!(t.total >= t.kernel);
         }
         let data = random_bytes(2000, 1);
         let buf = storage_buffer(gpu.device(), gpu.queue(), &data, 0);

@@ -4,7 +4,7 @@
 //! included; each call's wall time and device time are printed, then the spread.
 //!
 //! ```text
-//! cargo run --release -p b3accel-probes --features opencl --bin merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K] [--merkle-levels N] [--plain] [--trusted]
+//! cargo run --release -p b3accel-probes --features opencl --bin merkle_steady -- wgpu:0 [--leaves-log2 25] [--calls 20] [--extra 6] [--warm-log2 K] [--merkle-levels N] [--trusted]
 //! cargo run --release -p b3accel-probes --features opencl --bin merkle_steady -- opencl:0 --leaves-log2 20
 //! ```
 
@@ -12,6 +12,8 @@
 #![cfg_attr(not(any(feature = "wgpu", feature = "opencl")), allow(dead_code))]
 
 use b3accel::Device;
+#[cfg(any(feature = "wgpu", feature = "opencl"))]
+use b3accel::{MerkleInner, Resident};
 use std::time::Duration;
 
 fn arg<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> T {
@@ -55,9 +57,6 @@ fn run_wgpu(
 ) -> Result<(), Box<dyn std::error::Error>> {
     // --warm-log2 K: one root of 2^K other leaves before the timed calls.
     let warm: Option<u32> = args.iter().any(|a| a == "--warm-log2").then(|| arg(args, "--warm-log2", 10));
-    // --plain: time `merkle_root` by the wall clock alone, without the timestamp queries of
-    // `merkle_root_timed` (device time then shows as 0).
-    let plain = args.iter().any(|a| a == "--plain");
     // --merkle-levels N: levels per Merkle dispatch instead of the default.
     let levels: Option<u32> = args.iter().any(|a| a == "--merkle-levels").then(|| arg(args, "--merkle-levels", 4));
     // --trusted: the shader module without wgpu's run-time bounds checks.
@@ -101,22 +100,15 @@ fn run_wgpu(
         let b = make("warm-up leaves", small.len() as u64);
         gpu.queue().write_buffer(&b, 0, &small);
         let t = std::time::Instant::now();
-        gpu.resident().merkle_root(&b, 0, 1 << k, None)?;
+        gpu.resident().merkle_root(&b, 0, 1 << k, MerkleInner::None)?;
         println!("warm-up root of 2^{k} leaves: {:.1} us", t.elapsed().as_secs_f64() * 1e6);
     }
     let mut times = Vec::new();
     let mut roots = Vec::new();
     for _ in 0..calls {
-        if plain {
-            let t = std::time::Instant::now();
-            let root = gpu.resident().merkle_root(&buf, 0, 1 << log2, None)?;
-            times.push((t.elapsed(), Duration::ZERO));
-            roots.push(root);
-        } else {
-            let (root, t) = gpu.resident().merkle_root_timed(&buf, 0, 1 << log2)?.into_parts();
-            times.push((t.total, t.kernel));
-            roots.push(root);
-        }
+        let (root, t) = gpu.resident().merkle_root(&buf, 0, 1 << log2, MerkleInner::None)?.into_parts();
+        times.push((t.total, t.kernel));
+        roots.push(root);
     }
     report(&times, &expected, &roots);
     drop(others);
@@ -125,7 +117,7 @@ fn run_wgpu(
 
 #[cfg(feature = "opencl")]
 fn run_opencl(index: usize, log2: u32, calls: usize, extra: usize) -> Result<(), Box<dyn std::error::Error>> {
-    use b3accel::opencl::{MerkleInner, OpenClBackend};
+    use b3accel::opencl::OpenClBackend;
     let gpu = OpenClBackend::open(index)?;
     let make = |data: &[u8]| {
         ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(data.len()).copy_host_slice(data).build()
@@ -138,7 +130,7 @@ fn run_opencl(index: usize, log2: u32, calls: usize, extra: usize) -> Result<(),
     let mut times = Vec::new();
     let mut roots = Vec::new();
     for _ in 0..calls {
-        let (root, p) = gpu.merkle_buffer_profiled(&buf, 1 << log2, MerkleInner::None)?;
+        let (root, p) = gpu.merkle_root(&buf, 0, 1 << log2, MerkleInner::None)?.into_parts();
         times.push((p.total, p.kernel));
         roots.push(root);
     }

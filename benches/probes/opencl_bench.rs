@@ -27,17 +27,22 @@
 //!   --json FILE       write every figure as JSON
 //! ```
 //!
-//! Device-resident figures: the wall time of `hash_buffer`, `merkle_buffer` and
-//! `hash_many_buffer` (median of many calls, everything included: launches, the read-back of the
+//! Device-resident figures: the wall time of `Resident::hash`, `merkle_root` and
+//! `hash_many_into` (median of many calls, everything included: launches, the read-back of the
 //! results, the root on the host) and the kernels' own time from profiling events, apart; then
-//! where the rest of the wall time went (`opencl::Profile`: before the first command, its wait to
-//! start, the device's span from first start to last end, after the device finished). Host
-//! figures: `hash_timed` end to end, with upload, kernel and download time apart.
+//! where the rest of the wall time went (the calls' `Timed::detail`: before the first command, its
+//! wait to start, the device's span from first start to last end, after the device finished).
+//! Host figures: `Resident::hash_from_host` end to end, with upload, kernel and download time
+//! apart.
+
+#[cfg(feature = "opencl")]
+mod timed;
 
 #[cfg(feature = "opencl")]
 mod bench {
-    use b3accel::opencl::{MerkleInner, OpenClBackend, OpenClOptions, Profile};
-    use b3accel::{Backend, Device, Mode};
+    use crate::timed::{detail_line, median_timings};
+    use b3accel::opencl::{OpenClBackend, OpenClOptions};
+    use b3accel::{Backend, Device, MerkleInner, Mode, Resident, Timings};
     use rayon::prelude::*;
     use serde_json::{json, Value};
     use std::time::{Duration, Instant};
@@ -211,20 +216,14 @@ mod bench {
                 .build()
                 .expect("device buffer");
             for _ in 0..3 {
-                let h = be.hash_buffer(&buf, &Mode::Hash).expect("hash_buffer");
+                let h = be.hash(&buf, 0..size, &Mode::Hash).expect("hash").value;
                 assert_eq!(h, *expected, "{label}: wrong hash at {}", human(size));
             }
-            let (wall, p) = time_calls(
-                || {
-                    let h = be.hash_buffer(&buf, &Mode::Hash).expect("hash_buffer");
-                    assert_eq!(h, *expected);
-                },
-                || {
-                    let (h, p) = be.hash_buffer_profiled(&buf, &Mode::Hash).expect("profiled");
-                    assert_eq!(h, *expected);
-                    p
-                },
-            );
+            let (wall, p) = time_calls(|| {
+                let (h, p) = be.hash(&buf, 0..size, &Mode::Hash).expect("hash").into_parts();
+                assert_eq!(h, *expected);
+                p
+            });
             println!(
                 "  resident {:>8} {label}: {:8.1} us wall = {:7.3} TB/s | kernels {:8.1} us = {:7.3} TB/s | {}",
                 human(size),
@@ -232,7 +231,7 @@ mod bench {
                 rate(size, wall) / 1e12,
                 p.kernel.as_secs_f64() * 1e6,
                 rate(size, p.kernel) / 1e12,
-                breakdown(&p)
+                detail_line(&p)
             );
             out.push(json!({
                 "config": label, "bytes": size,
@@ -248,58 +247,30 @@ mod bench {
         d.as_secs_f64() * 1e6
     }
 
-    /// Where a call's wall time went, in microseconds (medians of the parts over many calls).
-    fn breakdown(p: &Profile) -> String {
-        format!(
-            "before {:.1} + enqueue {:.1} + launch {:.1} + device span {:.1} + after {:.1} = {:.1} us, {} commands",
-            us(p.before_device),
-            us(p.enqueue),
-            us(p.launch),
-            us(p.device_span),
-            us(p.after_device),
-            us(p.total),
-            p.commands
-        )
+    fn profile_json(t: &Timings) -> Value {
+        let mut v = json!({ "kernel_us": us(t.kernel), "download_us": us(t.download), "total_us": us(t.total) });
+        for (name, d) in &t.detail {
+            v[format!("{}_us", name.replace(' ', "_"))] = json!(us(*d));
+        }
+        v
     }
 
-    fn profile_json(p: &Profile) -> Value {
-        json!({
-            "kernel_us": us(p.kernel), "download_us": us(p.download), "total_us": us(p.total),
-            "before_device_us": us(p.before_device), "enqueue_us": us(p.enqueue), "launch_us": us(p.launch),
-            "device_span_us": us(p.device_span), "after_device_us": us(p.after_device),
-            "commands": p.commands,
-        })
-    }
-
-    /// Times a device-resident call: `plain` (the wall time, median over many calls) and, in
-    /// turn, `profiled` (the profile's parts, each its median).
-    fn time_calls(mut plain: impl FnMut(), mut profiled: impl FnMut() -> Profile) -> (Duration, Profile) {
+    /// Times a device-resident call: its wall time and each part of its timings, each the median
+    /// over many calls.
+    fn time_calls(mut call: impl FnMut() -> Timings) -> (Duration, Timings) {
         for _ in 0..3 {
-            plain();
+            call();
         }
         let budget = Duration::from_millis(400);
-        let (mut walls, mut profiles) = (Vec::new(), Vec::new());
+        let (mut walls, mut timings) = (Vec::new(), Vec::new());
         let start = Instant::now();
         while walls.len() < 10 || (start.elapsed() < budget && walls.len() < 500) {
             let t = Instant::now();
-            plain();
+            let p = call();
             walls.push(t.elapsed());
-            profiles.push(profiled());
+            timings.push(p);
         }
-        let part = |f: fn(&Profile) -> Duration| median(profiles.iter().map(f).collect());
-        let p = Profile {
-            upload: part(|p| p.upload),
-            kernel: part(|p| p.kernel),
-            download: part(|p| p.download),
-            total: part(|p| p.total),
-            before_device: part(|p| p.before_device),
-            enqueue: part(|p| p.enqueue),
-            launch: part(|p| p.launch),
-            device_span: part(|p| p.device_span),
-            after_device: part(|p| p.after_device),
-            commands: profiles[0].commands,
-        };
-        (median(walls), p)
+        (median(walls), median_timings(&timings))
     }
 
     /// Merkle roots of 2^k device-resident leaves, for each configuration: root only, and the
@@ -331,20 +302,17 @@ mod bench {
                 .copy_host_slice(&bytes)
                 .build()
                 .expect("leaves buffer");
-            let (wall, p) = time_calls(
-                || assert_eq!(be.merkle_buffer(&buf, n, MerkleInner::None).expect("merkle"), cpu),
-                || {
-                    let (root, p) = be.merkle_buffer_profiled(&buf, n, MerkleInner::None).expect("merkle");
-                    assert_eq!(root, cpu);
-                    p
-                },
-            );
+            let (wall, p) = time_calls(|| {
+                let (root, p) = be.merkle_root(&buf, 0, n, MerkleInner::None).expect("merkle").into_parts();
+                assert_eq!(root, cpu);
+                p
+            });
             println!(
                 "  merkle 2^{k} resident {label}: {:8.1} us wall = {:6.2} G parents/s | kernels {:8.1} us | {}",
                 us(wall),
                 (n - 1) as f64 / wall.as_secs_f64() / 1e9,
                 us(p.kernel),
-                breakdown(&p)
+                detail_line(&p)
             );
             let mut row = json!({
                 "config": label, "leaves": n, "wall_us": us(wall), "kernel_us": us(p.kernel),
@@ -357,13 +325,14 @@ mod bench {
                     .len(32 * (n - 1))
                     .build()
                     .expect("inner buffer");
-                let (wall_tree, pt) = time_calls(
-                    || assert_eq!(be.merkle_buffer(&buf, n, MerkleInner::Device(&inner)).expect("tree"), cpu),
-                    || be.merkle_buffer_profiled(&buf, n, MerkleInner::Device(&inner)).expect("tree").1,
-                );
+                let (wall_tree, pt) = time_calls(|| {
+                    let (root, p) = be.merkle_root(&buf, 0, n, MerkleInner::Device(&inner)).expect("tree").into_parts();
+                    assert_eq!(root, cpu);
+                    p
+                });
                 let mut host_inner = vec![[0u8; 32]; n - 1];
                 let t = Instant::now();
-                let root = be.merkle_buffer(&buf, n, MerkleInner::Host(&mut host_inner)).expect("tree to host");
+                let root = be.merkle_root(&buf, 0, n, MerkleInner::Host(&mut host_inner)).expect("tree to host").value;
                 let wall_host = t.elapsed();
                 assert_eq!(root, cpu);
                 assert!(host_inner == cpu_tree.inner_nodes(), "the device's tree differs from the CPU's");
@@ -410,31 +379,31 @@ mod bench {
             .build()
             .expect("messages buffer");
         let out = ocl::Buffer::<u8>::builder().queue(be.queue().clone()).len(32 * count).build().expect("out buffer");
-        be.hash_many_buffer(&input, msg_len, count, &Mode::Hash, &out).expect("hash_many_buffer");
+        be.hash_many_into(&input, 0, count, msg_len, &Mode::Hash, &out, 0).expect("hash_many_into");
         let mut got = vec![0u8; 32 * count];
         out.read(&mut got).queue(be.queue()).enq().expect("read hashes");
         assert!(got == want.as_flattened(), "{label}: device hashes differ from the CPU's");
-        let (wall, p) = time_calls(
-            || be.hash_many_buffer(&input, msg_len, count, &Mode::Hash, &out).expect("hash_many_buffer"),
-            || be.hash_many_buffer_profiled(&input, msg_len, count, &Mode::Hash, &out).expect("profiled"),
-        );
+        let (wall, p) = time_calls(|| {
+            be.hash_many_into(&input, 0, count, msg_len, &Mode::Hash, &out, 0).expect("hash_many_into").times()
+        });
         println!(
             "  hash_many {count} x {msg_len} B resident {label}: {:8.1} us wall = {:6.2} G hashes/s | kernels {:8.1} us = {:6.2} G hashes/s | {}",
             us(wall),
             count as f64 / wall.as_secs_f64() / 1e9,
             us(p.kernel),
             count as f64 / p.kernel.as_secs_f64() / 1e9,
-            breakdown(&p)
+            detail_line(&p)
         );
         // From host memory through the Backend trait, for comparison: after a first call (the
         // worker's buffers, the output's pages), the best of three.
         let mut host_out = vec![[0u8; 32]; count];
-        be.hash_many(&input_bytes, msg_len, &b3accel::IV, 0, &mut host_out).expect("hash_many from host");
+        Backend::hash_many(be, &input_bytes, msg_len, &b3accel::IV, 0, &mut host_out).expect("hash_many from host");
         assert!(host_out == want, "{label}: hash_many from host memory differs");
         let host = (0..3)
             .map(|_| {
                 let t = Instant::now();
-                be.hash_many(&input_bytes, msg_len, &b3accel::IV, 0, &mut host_out).expect("hash_many from host");
+                Backend::hash_many(be, &input_bytes, msg_len, &b3accel::IV, 0, &mut host_out)
+                    .expect("hash_many from host");
                 t.elapsed()
             })
             .min()
@@ -458,10 +427,10 @@ mod bench {
         let mut best: Option<b3accel::Timings> = None;
         let mut all = Vec::new();
         for _ in 0..runs {
-            let (h, t) = be.hash_timed(data, &Mode::Hash).expect("hash_timed").into_parts();
+            let (h, t) = be.hash_from_host(data, &Mode::Hash).expect("hash_from_host").into_parts();
             assert_eq!(h, expected, "{label}: wrong hash of {} in host memory", human(size));
             all.push(t.total.as_secs_f64() * 1e3);
-            if best.is_none_or(|b| t.total < b.total) {
+            if best.as_ref().is_none_or(|b| t.total < b.total) {
                 best = Some(t);
             }
         }
@@ -669,7 +638,7 @@ mod bench {
             // One backend for every host figure, warmed up first: its workers allocate their
             // pinned staging buffers on first use.
             let be = OpenClBackend::open(device).expect("open");
-            be.hash_timed(&d[..(256 << 20).min(d.len())], &Mode::Hash).expect("warm-up");
+            be.hash_from_host(&d[..(256 << 20).min(d.len())], &Mode::Hash).expect("warm-up");
             rows.push(host(&be, &format!("default seg {}", human(be.segment_bytes() as u64)), &d, expected, 5));
             // Through the public API, as `b3accel bench` measures it: the cached backend, the
             // median of several calls.
@@ -712,7 +681,7 @@ mod bench {
                 ));
                 for (label, opts) in variants {
                     if let Ok(be) = OpenClBackend::with_options(device, &opts) {
-                        be.hash_timed(&d[..(256 << 20).min(d.len())], &Mode::Hash).expect("warm-up");
+                        be.hash_from_host(&d[..(256 << 20).min(d.len())], &Mode::Hash).expect("warm-up");
                         rows.push(host(&be, &label, &d, expected, 5));
                     }
                 }

@@ -8,10 +8,10 @@
 //!   with `--hints` the device is opened with those memory hints (a caller's device, hashed
 //!   through `ResidentHasher::new`);
 //! - `many [--trusted]`: `hash_many_into` of 2^24 64-byte messages, 10 calls;
-//! - `resident [--trusted] [--mib 1,64,1024]`: `hash_breakdown` of buffers of those sizes (in
-//!   MiB), 20 calls each;
-//! - `resident-wall [--mib ...]`: the wall time of plain `hash` calls (no timestamps) of the same
-//!   sizes;
+//! - `resident [--trusted] [--mib 1,64,1024]`: the breakdown (`Timed::detail`) of resident
+//!   hashes of buffers of those sizes (in MiB), 20 calls each;
+//! - `resident-wall [--mib ...]`: the wall time of `hash` calls of the same sizes, by the host's
+//!   clock around each call;
 //! - `firsts`: the first resident hash, Merkle root and hash_many on a fresh device, then again;
 //! - `floor`: wgpu's own cost per call: an empty submission, and a 32-byte copy read back;
 //! - `costs`: the host's cost of each wgpu step a resident hash takes (error scopes, a bind
@@ -31,8 +31,10 @@
 //! cargo run --release -p b3accel-probes --bin wgpu_probe -- merkle --extra 6 --warm-first
 //! ```
 
+mod timed;
+
 use b3accel::wgpu::{ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
-use b3accel::Mode;
+use b3accel::{MerkleInner, Mode, Resident};
 use std::time::Duration;
 
 fn flag(args: &[String], f: &str) -> bool {
@@ -133,7 +135,7 @@ fn merkle(args: &[String]) {
     queue.write_buffer(&buf, 0, &leaves);
     let expected = b3accel::merkle_root(b3accel::Device::Cpu, leaves.as_chunks::<32>().0).unwrap();
     if flag(args, "--warm-first") {
-        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap().into_parts();
+        let (root, t) = hasher.merkle_root(&buf, 0, n as usize, MerkleInner::None).unwrap().into_parts();
         assert_eq!(root, expected);
         println!("warm-up call before the other buffers: device {:?}", t.kernel);
     }
@@ -150,7 +152,7 @@ fn merkle(args: &[String]) {
     let mut device_times = Vec::new();
     let mut walls = Vec::new();
     for _ in 0..10 {
-        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap().into_parts();
+        let (root, t) = hasher.merkle_root(&buf, 0, n as usize, MerkleInner::None).unwrap().into_parts();
         assert_eq!(root, expected);
         device_times.push(t.kernel);
         walls.push(t.total);
@@ -186,12 +188,12 @@ fn many(args: &[String]) {
     let mut walls = Vec::new();
     let mut kernels = Vec::new();
     for _ in 0..10 {
-        let t = r.hash_many_into_timed(&src, 0, count, 64, &Mode::Hash, &out, 0).unwrap();
+        let t = r.hash_many_into(&src, 0, count, 64, &Mode::Hash, &out, 0).unwrap();
         walls.push(t.total);
         kernels.push(t.kernel);
     }
     // Spot check against upstream: a few messages read back through hash_many (host results).
-    let some = r.hash_many(&src, 64 * 1000, 3, 64, &Mode::Hash).unwrap();
+    let some = r.hash_many(&src, 64 * 1000, 3, 64, &Mode::Hash).unwrap().value;
     for (i, h) in some.iter().enumerate() {
         assert_eq!(*h, blake3::hash(&data[64 * (1000 + i)..64 * (1001 + i)]));
     }
@@ -221,17 +223,18 @@ fn resident(args: &[String]) {
     each_resident(args, &gpu, |len, buf, expected| {
         let mut all = Vec::new();
         for _ in 0..20 {
-            let (h, b) = r.hash_breakdown(buf, 0, len, &Mode::Hash).unwrap();
+            let (h, b) = r.hash(buf, 0..len, &Mode::Hash).unwrap().into_parts();
             assert_eq!(h, expected);
             all.push(b);
         }
         all.sort_by_key(|b| b.total);
-        let b = all[all.len() / 2];
+        let b = &all[all.len() / 2];
         println!(
-            "{} MiB: median total {:?} ({:.1} GB/s): {b}",
+            "{} MiB: median total {:?} ({:.1} GB/s): {}",
             len >> 20,
             b.total,
-            len as f64 / b.total.as_secs_f64() / 1e9
+            len as f64 / b.total.as_secs_f64() / 1e9,
+            timed::detail_line(b)
         );
     });
 }
@@ -395,19 +398,19 @@ fn placement(args: &[String]) {
     let t0 = std::time::Instant::now();
     let mut warm_calls = 0;
     while t0.elapsed() < warm {
-        hasher.hash(&buf, 0, bytes, &Mode::Hash).unwrap();
+        hasher.hash(&buf, 0..bytes, &Mode::Hash).unwrap();
         warm_calls += 1;
     }
     println!("{:.6} measuring (after {warm_calls} warm-up calls)", unix_now());
     let mut merkle = Vec::new();
     for _ in 0..10 {
-        let (root, t) = hasher.merkle_root_timed(&buf, 0, n).unwrap().into_parts();
+        let (root, t) = hasher.merkle_root(&buf, 0, n as usize, MerkleInner::None).unwrap().into_parts();
         assert_eq!(root, expected);
         merkle.push(t.kernel);
     }
     let mut hashes = Vec::new();
     for _ in 0..5 {
-        let (h, t) = hasher.hash_timed(&buf, 0, bytes, &Mode::Hash).unwrap().into_parts();
+        let (h, t) = hasher.hash(&buf, 0..bytes, &Mode::Hash).unwrap().into_parts();
         assert_eq!(h, want);
         hashes.push(t.kernel);
     }
@@ -447,7 +450,7 @@ fn many_host(args: &[String]) {
     let mut kernels = Vec::new();
     let mut downloads = Vec::new();
     for _ in 0..5 {
-        let (hashes, t) = r.hash_many_timed(&src, 0, count, 64, &Mode::Hash).unwrap().into_parts();
+        let (hashes, t) = r.hash_many(&src, 0, count, 64, &Mode::Hash).unwrap().into_parts();
         assert_eq!(hashes[12345], blake3::hash(&data[64 * 12345..64 * 12346]));
         walls.push(t.total);
         kernels.push(t.kernel);
@@ -530,10 +533,10 @@ fn firsts(args: &[String]) {
     let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
     for round in 0..2 {
         let t = std::time::Instant::now();
-        assert_eq!(r.hash(&buf, 0, 1 << 20, &Mode::Hash).unwrap(), blake3::hash(&data));
+        assert_eq!(r.hash(&buf, 0..1 << 20, &Mode::Hash).unwrap().value, blake3::hash(&data));
         let hash = ms(t);
         let t = std::time::Instant::now();
-        r.merkle_root(&buf, 0, 1 << 10, None).unwrap();
+        r.merkle_root(&buf, 0, 1 << 10, MerkleInner::None).unwrap();
         let merkle = ms(t);
         let t = std::time::Instant::now();
         r.hash_many(&buf, 0, 1 << 10, 64, &Mode::Hash).unwrap();
@@ -601,12 +604,12 @@ fn timed(warm: usize, n: usize, mut f: impl FnMut()) -> Vec<Duration> {
         .collect()
 }
 
-/// Wall time of plain `hash` calls (no timestamps), 200 per size, after 50 unmeasured ones.
+/// Wall time of `hash` calls by the host's clock, 200 per size, after 50 unmeasured ones.
 fn resident_wall(args: &[String]) {
     let gpu = open(args);
     let r = gpu.resident();
     each_resident(args, &gpu, |len, buf, expected| {
-        let times = timed(50, 200, || assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), expected));
+        let times = timed(50, 200, || assert_eq!(r.hash(buf, 0..len, &Mode::Hash).unwrap().value, expected));
         stats(&format!("{} MiB resident wall", len >> 20), times);
     });
 }

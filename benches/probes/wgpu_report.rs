@@ -24,10 +24,13 @@
 //! 14), `--merkle` runs only this section. On a software adapter:
 //! `cargo run --release -p b3accel-probes --bin wgpu_report -- 0 --merkle --leaves-log2 12,16 --many-log2 14`.
 
-use b3accel::wgpu::{Loads, ResidentBreakdown, ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
-use b3accel::{Backend, BackendKind, Mode, Timings};
+mod timed;
+
+use b3accel::wgpu::{Loads, ResidentHasher, ShaderChecks, WgpuBackend, WgpuOptions};
+use b3accel::{Backend, BackendKind, MerkleInner, Mode, Resident, Timings};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
+use timed::{detail_line, median_timings};
 
 fn pattern(len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
@@ -81,45 +84,29 @@ fn upload(gpu: &WgpuBackend, data: &[u8]) -> wgpu::Buffer {
     buf
 }
 
-/// Median wall time of `reps` resident hashes, and the medians of timed ones: (wall, kernel by
-/// timestamps, device time after the passes + host read, timed wall, the median of each part of
-/// the timed calls).
+/// Median wall time of `reps` resident hashes, and the medians of their timings: (wall, kernel
+/// by timestamps, device time after the passes + host read, the call's own total, the median of
+/// each part).
 fn resident(
     r: &ResidentHasher,
     buf: &wgpu::Buffer,
     len: u64,
     want: blake3::Hash,
     reps: usize,
-) -> (Duration, Duration, Duration, Duration, ResidentBreakdown) {
+) -> (Duration, Duration, Duration, Duration, Timings) {
     for _ in 0..3 {
-        assert_eq!(r.hash(buf, 0, len, &Mode::Hash).unwrap(), want);
+        assert_eq!(r.hash(buf, 0..len, &Mode::Hash).unwrap().value, want);
     }
-    let mut walls = Vec::new();
+    let (mut walls, mut timed) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         let t = Instant::now();
-        let h = r.hash(buf, 0, len, &Mode::Hash).unwrap();
+        let (h, b) = r.hash(buf, 0..len, &Mode::Hash).unwrap().into_parts();
         walls.push(t.elapsed());
-        assert_eq!(h, want);
-    }
-    let mut timed = Vec::new();
-    for _ in 0..reps.min(30) {
-        let (h, b) = r.hash_breakdown(buf, 0, len, &Mode::Hash).unwrap();
         assert_eq!(h, want);
         timed.push(b);
     }
-    let pick = |f: fn(&ResidentBreakdown) -> Duration| median(timed.iter().map(f).collect());
-    let b = ResidentBreakdown {
-        encode: pick(|b| b.encode),
-        submit: pick(|b| b.submit),
-        wait: pick(|b| b.wait),
-        read: pick(|b| b.read),
-        finish: pick(|b| b.finish),
-        total: pick(|b| b.total),
-        before_passes: pick(|b| b.before_passes),
-        passes: pick(|b| b.passes),
-        after_passes: pick(|b| b.after_passes),
-    };
-    (median(walls), b.passes, pick(|b| b.after_passes + b.read), b.total, b)
+    let b = median_timings(&timed);
+    (median(walls), b.kernel, b.download, b.total, b)
 }
 
 fn show(t: &Timings, bytes: u64) -> String {
@@ -156,11 +143,9 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
         let (mut walls, mut kernels, mut timed) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..=reps {
             let t = Instant::now();
-            let root = r.merkle_root(&buf, 0, n as u64, None).unwrap();
+            let (root, tt) = r.merkle_root(&buf, 0, n, MerkleInner::None).unwrap().into_parts();
             let w = t.elapsed();
             assert_eq!(root, want, "Merkle root of 2^{k} leaves");
-            let (root, tt) = r.merkle_root_timed(&buf, 0, n as u64).unwrap().into_parts();
-            assert_eq!(root, want);
             if i > 0 {
                 walls.push(w);
                 kernels.push(tt.kernel);
@@ -186,10 +171,8 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
             let (mut walls, mut kernels) = (Vec::new(), Vec::new());
             for i in 0..=20 {
                 let t = Instant::now();
-                let root = g.resident().merkle_root(&buf, 0, n as u64, None).unwrap();
+                let (root, tt) = g.resident().merkle_root(&buf, 0, n, MerkleInner::None).unwrap().into_parts();
                 let w = t.elapsed();
-                assert_eq!(root, want);
-                let (root, tt) = g.resident().merkle_root_timed(&buf, 0, n as u64).unwrap().into_parts();
                 assert_eq!(root, want);
                 if i > 0 {
                     walls.push(w);
@@ -212,7 +195,7 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
     let (mut walls, mut kernels) = (Vec::new(), Vec::new());
     for i in 0..=10 {
         let t = Instant::now();
-        let (got, tt) = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap().into_parts();
+        let (got, tt) = r.hash_many(&buf, 0, n, 64, &Mode::Hash).unwrap().into_parts();
         let w = t.elapsed();
         assert!(got.iter().zip(&want).all(|(g, w)| g.as_bytes() == w), "hash_many of 2^{many_log2} x 64 B");
         if i > 0 {
@@ -229,7 +212,7 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
         g(kern),
         rate(n as u64 * 64, kern)
     );
-    // Into a device buffer (hash_many_into), as OpenCL's hash_many_buffer: nothing comes back.
+    // Into a device buffer (hash_many_into): nothing comes back.
     let out = gpu.device().create_buffer(&wgpu::BufferDescriptor {
         label: Some("report hashes"),
         size: 32 * n as u64,
@@ -239,16 +222,15 @@ fn merkle_report(gpu: &WgpuBackend, index: usize, leaves_log2: &[u32], many_log2
     let (mut walls, mut kernels) = (Vec::new(), Vec::new());
     for i in 0..=30 {
         let t = Instant::now();
-        r.hash_many_into(&buf, 0, n, 64, &Mode::Hash, &out, 0).unwrap();
+        let tt = r.hash_many_into(&buf, 0, n, 64, &Mode::Hash, &out, 0).unwrap();
         let w = t.elapsed();
-        let tt = r.hash_many_into_timed(&buf, 0, n, 64, &Mode::Hash, &out, 0).unwrap();
         if i > 0 {
             walls.push(w);
             kernels.push(tt.kernel);
         }
     }
     // Check every hash once: the device buffer read back.
-    let gpu_hashes = r.hash_many_timed(&buf, 0, n, 64, &Mode::Hash).unwrap().value;
+    let gpu_hashes = r.hash_many(&buf, 0, n, 64, &Mode::Hash).unwrap().value;
     let rb = gpu.device().create_buffer(&wgpu::BufferDescriptor {
         label: Some("report readback"),
         size: 32 * n as u64,
@@ -393,7 +375,7 @@ fn overhead_report(gpu: &WgpuBackend) {
     println!(
         "   resident hash of 4 KiB (whole call):     {:>9.3?}",
         med(&mut || {
-            assert_eq!(gpu.resident().hash(&buf, 0, 4096, &Mode::Hash).unwrap(), want);
+            assert_eq!(gpu.resident().hash(&buf, 0..4096, &Mode::Hash).unwrap().value, want);
         })
     );
 }
@@ -490,7 +472,7 @@ fn main() {
             d,
             tw.saturating_sub(k + d)
         );
-        println!("          {b}");
+        println!("          {}", detail_line(&b));
     }
     // Throughput with the device kept busy: 4 threads hashing the same resident input at once,
     // so that one call's submission and read-back overlap another's passes.
@@ -501,7 +483,7 @@ fn main() {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..per_thread {
-                        assert_eq!(opened.resident().hash(&buf, 0, len, &Mode::Hash).unwrap(), want);
+                        assert_eq!(opened.resident().hash(&buf, 0..len, &Mode::Hash).unwrap().value, want);
                     }
                 });
             }
@@ -516,21 +498,21 @@ fn main() {
         return;
     }
 
-    println!("\n== host-resident {} MiB, end to end (hash_timed; median of 7)", gib >> 20);
+    println!("\n== host-resident {} MiB, end to end (hash_from_host; median of 7)", gib >> 20);
     for seg in [16usize << 20, 64 << 20, 256 << 20] {
         let seg = (seg / scale as usize).max(1 << 16);
         let gpu =
             WgpuBackend::open_with(index, WgpuOptions { segment_bytes: Some(seg), ..Default::default() }).unwrap();
         let mut runs = Vec::new();
         for _ in 0..8 {
-            let (h, t) = gpu.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
+            let (h, t) = gpu.resident().hash_from_host(&data, &Mode::Hash).unwrap().into_parts();
             assert_eq!(h, want_1g);
             runs.push(t);
         }
         runs.remove(0);
         runs.sort_by_key(|t| t.total);
-        let t = runs[runs.len() / 2];
-        println!("   segments {:>4} MiB: {}", seg >> 20, show(&t, gib));
+        let t = &runs[runs.len() / 2];
+        println!("   segments {:>4} MiB: {}", seg >> 20, show(t, gib));
         let mut walls = Vec::new();
         for _ in 0..5 {
             let t0 = Instant::now();
@@ -555,7 +537,7 @@ fn main() {
     let want = upstream(&data);
     let t_up = t.elapsed();
     let t = Instant::now();
-    let (h, timings) = opened.hash_timed(&data, &Mode::Hash).unwrap().into_parts();
+    let (h, timings) = opened.resident().hash_from_host(&data, &Mode::Hash).unwrap().into_parts();
     let t_ours = t.elapsed();
     println!("   upstream update_rayon: {want} in {t_up:?} = {}", rate(big, t_up));
     println!("   wgpu:{index}:             {h} in {t_ours:?}; {}", show(&timings, big));
@@ -579,7 +561,7 @@ fn main() {
     let want = upstream(&data[..len as usize]);
     for _ in 0..2 {
         let t = Instant::now();
-        let h = opened.resident().hash(&buf, 0, len, &Mode::Hash).unwrap();
+        let h = opened.resident().hash(&buf, 0..len, &Mode::Hash).unwrap().value;
         let took = t.elapsed();
         println!(
             "   resident {len} bytes ({} segments of {} MiB): {} in {took:?} = {}",

@@ -36,8 +36,8 @@
 //! A GPU call that fails under Auto (out of memory, a lost device) is run again on the CPU, and
 //! that GPU is not chosen again in this process ([`failed_devices`] lists it).
 //!
-//! Data that already lies in a device buffer is hashed on that device (the backends'
-//! `hash_buffer` entry points): copying it back to the host is never faster.
+//! Data that already lies in a device buffer is hashed on that device (the GPU backends'
+//! [`Resident`](crate::Resident) calls): copying it back to the host is never faster.
 
 use super::record::{self, cpu_curve, Listed};
 pub use super::record::{cache_file, cache_file_problem, Calibration, Curve, CALIBRATION_ENV};

@@ -14,18 +14,17 @@ use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use std::time::Duration;
 
-/// A GPU call's result, `value`, and where the call's time went, as the GPU backends' `_timed`
-/// methods return it (each is its untimed twin's one implementation, with the timing on). With
-/// pipelining, upload and kernel time overlap, so `total` (the wall time of the whole call) can
-/// be less than the sum of the parts.
+/// A GPU call's result, `value`, and where the call's time went, as every call of the GPU
+/// backends' [`Resident`](crate::Resident) returns it. With pipelining, upload and kernel time
+/// overlap, so `total` (the wall time of the whole call) can be less than the sum of the parts.
 ///
 /// ```
 /// use std::time::Duration;
 /// let t = b3accel::Timed { value: 7u32, kernel: Duration::from_millis(2), ..Default::default() };
-/// assert_eq!(t.map(|v| v * 2).value, 14);
+/// assert_eq!(t.clone().map(|v| v * 2).value, 14);
 /// assert_eq!(t.times().kernel, Duration::from_millis(2));
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Timed<T> {
     /// What the call computed.
     pub value: T,
@@ -37,6 +36,11 @@ pub struct Timed<T> {
     pub download: Duration,
     /// Wall time of the whole call, end to end.
     pub total: Duration,
+    /// The backend's finer breakdown of the call, named parts in the order they happen (empty
+    /// where it has none): OpenCL's host work before the first command, the enqueuing, the
+    /// launch, the device's span and what follows it; wgpu's host phases (encode, submit, wait,
+    /// read, finish) and the device's (before, in and after the passes). Parts may overlap.
+    pub detail: Vec<(&'static str, Duration)>,
 }
 
 /// The times of a [`Timed`] call without its value: what the backends sum into while a call runs.
@@ -55,7 +59,8 @@ impl<T> Timed<T> {
     /// assert_eq!(t.times(), b3accel::Timings::default());
     /// ```
     pub fn times(&self) -> Timings {
-        Timed { value: (), upload: self.upload, kernel: self.kernel, download: self.download, total: self.total }
+        let Timed { upload, kernel, download, total, .. } = *self;
+        Timed { value: (), upload, kernel, download, total, detail: self.detail.clone() }
     }
 
     /// The value and the times apart.
@@ -65,8 +70,8 @@ impl<T> Timed<T> {
     /// assert_eq!((value, t.total), (5, std::time::Duration::ZERO));
     /// ```
     pub fn into_parts(self) -> (T, Timings) {
-        let times = self.times();
-        (self.value, times)
+        let Timed { value, upload, kernel, download, total, detail } = self;
+        (value, Timed { value: (), upload, kernel, download, total, detail })
     }
 
     /// The same times with `f` applied to the value.
@@ -76,8 +81,20 @@ impl<T> Timed<T> {
     /// assert_eq!(t.map(blake3::Hash::from_bytes).value, blake3::Hash::from_bytes([1; 32]));
     /// ```
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Timed<U> {
-        let Timed { value, upload, kernel, download, total } = self;
-        Timed { value: f(value), upload, kernel, download, total }
+        let Timed { value, upload, kernel, download, total, detail } = self;
+        Timed { value: f(value), upload, kernel, download, total, detail }
+    }
+
+    /// The part of [`detail`](Self::detail) named `name`, if the backend reports it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let t = b3accel::Timings { detail: vec![("wait", Duration::from_micros(5))], ..Default::default() };
+    /// assert_eq!(t.part("wait"), Some(Duration::from_micros(5)));
+    /// assert_eq!(t.part("encode"), None);
+    /// ```
+    pub fn part(&self, name: &str) -> Option<Duration> {
+        self.detail.iter().find(|(n, _)| *n == name).map(|&(_, d)| d)
     }
 }
 

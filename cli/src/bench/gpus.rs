@@ -1,12 +1,9 @@
 //! The GPUs and device lists `b3accel bench` measures: each GPU opened with its end-to-end and
 //! device-buffer entry points, and the lists of devices that share one input.
 
-#[cfg(feature = "opencl")]
-use super::row::size_label;
-use super::timing::time;
 use crate::choice::list_name;
 use b3accel::spread::Spread;
-use b3accel::{Device, DeviceInfo, Mode};
+use b3accel::{Device, DeviceInfo};
 use std::time::Duration;
 
 /// The device lists spread inputs from this size (the library's default starts at
@@ -20,47 +17,20 @@ pub(super) trait GpuBench {
     fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String>;
 }
 
-#[cfg(feature = "opencl")]
-pub(super) struct OpenClBench(b3accel::opencl::OpenClBackend);
-
-#[cfg(feature = "opencl")]
-impl GpuBench for OpenClBench {
+/// Every GPU backend through its [`Resident`](b3accel::Resident) calls, the same for each.
+#[cfg(any(feature = "opencl", feature = "wgpu"))]
+impl<R: b3accel::Resident> GpuBench for R {
     fn timed(&self, data: &[u8]) -> Result<[f64; 3], String> {
-        let t = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
+        let t = self.hash_from_host(data, &b3accel::Mode::Hash).map_err(|e| e.to_string())?;
         Ok([t.upload.as_secs_f64(), t.kernel.as_secs_f64(), t.download.as_secs_f64()])
     }
     fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String> {
-        let buf = ocl::Buffer::<u8>::builder()
-            .queue(self.0.queue().clone())
-            .len(data.len())
-            .copy_host_slice(data)
-            .build()
-            .map_err(|e| format!("allocating a {} buffer: {e}", size_label(data.len() as u64)))?;
-        time(budget, || self.0.hash_buffer(&buf, &Mode::Hash).map(drop).map_err(|e| e.to_string()))
-    }
-}
-
-#[cfg(feature = "wgpu")]
-pub(super) struct WgpuBench(b3accel::wgpu::WgpuBackend);
-
-#[cfg(feature = "wgpu")]
-impl GpuBench for WgpuBench {
-    fn timed(&self, data: &[u8]) -> Result<[f64; 3], String> {
-        let t = self.0.hash_timed(data, &Mode::Hash).map_err(|e| e.to_string())?;
-        Ok([t.upload.as_secs_f64(), t.kernel.as_secs_f64(), t.download.as_secs_f64()])
-    }
-    fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String> {
-        use wgpu::util::DeviceExt;
-        let buf = self.0.device().create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("b3accel bench input"),
-            contents: data,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-        });
-        let r = time(budget, || {
-            self.0.resident().hash(&buf, 0, data.len() as u64, &Mode::Hash).map(drop).map_err(|e| e.to_string())
-        });
-        buf.destroy();
-        r
+        let size = super::row::size_label(data.len() as u64);
+        let buf = self.upload(data).map_err(|e| format!("uploading {size}: {e}"))?.value;
+        let range = 0..data.len() as u64;
+        super::timing::time(budget, || {
+            self.hash(&buf, range.clone(), &b3accel::Mode::Hash).map(drop).map_err(|e| e.to_string())
+        })
     }
 }
 
@@ -79,11 +49,11 @@ pub(super) fn open_gpus() -> Vec<Gpu> {
         let extra: Option<Box<dyn GpuBench>> = match info.device {
             #[cfg(feature = "opencl")]
             Device::OpenCl(i) => {
-                b3accel::opencl::OpenClBackend::open(i).ok().map(|b| Box::new(OpenClBench(b)) as Box<dyn GpuBench>)
+                b3accel::opencl::OpenClBackend::open(i).ok().map(|b| Box::new(b) as Box<dyn GpuBench>)
             }
             #[cfg(feature = "wgpu")]
             Device::Wgpu(i) => {
-                b3accel::wgpu::WgpuBackend::open(i).ok().map(|b| Box::new(WgpuBench(b)) as Box<dyn GpuBench>)
+                b3accel::wgpu::WgpuBackend::open(i).ok().map(|b| Box::new(b.resident().clone()) as Box<dyn GpuBench>)
             }
             _ => None,
         };

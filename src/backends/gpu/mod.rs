@@ -1,7 +1,8 @@
 //! What both GPU backends share, naming neither `ocl` nor `wgpu`: the pieces layout the kernels
 //! hand back, how a chunk pass spreads a small input over work-groups, bounded pools of per-call resources, cutting host inputs into segments and merging
-//! their results, the Merkle pass plan, the host policy for `merkle` and `hash_many`, and the
-//! cache files of compiled device code.
+//! their results, the Merkle pass plan, the host policy for `merkle` and `hash_many`, the
+//! cache files of compiled device code, and [`Resident`](resident::Resident), the one shape of
+//! their calls on data on the device.
 
 pub(crate) mod cache_file;
 pub(crate) mod groups;
@@ -10,4 +11,5 @@ pub(crate) mod merkle_plan;
 pub(crate) mod pieces;
 pub(crate) mod policy;
 pub(crate) mod pool;
+pub(crate) mod resident;
 pub(crate) mod segments;

@@ -11,13 +11,10 @@ use crate::backends::gpu::pool::Pool;
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{
-    capped_by_pieces, check_blocks_args, check_subtree_args, hash_resident, last_chunk_len, Backend, Device,
-    DeviceInfo, Domain, Error, Mode, Result, Timed, MAX_SUBTREE,
+    capped_by_pieces, check_blocks_args, check_subtree_args, Backend, Device, DeviceInfo, Domain, Error, Result,
 };
-use blake3::Hash;
 use ocl::core;
 use std::sync::Mutex;
-use std::time::Instant;
 
 /// An OpenCL device, ready to hash: its context, kernels built once, and a pool of workers
 /// (queues and buffers) so that several threads can hash on it at once.
@@ -27,9 +24,9 @@ use std::time::Instant;
 ///
 /// ```no_run
 /// use b3accel::opencl::OpenClBackend;
-/// use b3accel::Mode;
+/// use b3accel::{Mode, Resident};
 /// let gpu = OpenClBackend::open(0)?;
-/// let t = gpu.hash_timed(&vec![1u8; 1 << 30], &Mode::Hash)?;
+/// let t = gpu.hash_from_host(&vec![1u8; 1 << 30], &Mode::Hash)?;
 /// println!("{}: upload {:?}, kernels {:?}, total {:?}", t.value, t.upload, t.kernel, t.total);
 /// # Ok::<(), b3accel::Error>(())
 /// ```
@@ -226,7 +223,7 @@ impl OpenClBackend {
     }
 
     /// The OpenCL context the backend's buffers and kernels live in: create device buffers for
-    /// [`hash_buffer`](Self::hash_buffer) in it.
+    /// its [`Resident`](crate::Resident) calls in it.
     ///
     /// ```no_run
     /// let gpu = b3accel::opencl::OpenClBackend::open(0)?;
@@ -238,10 +235,11 @@ impl OpenClBackend {
     }
 
     /// An in-order queue on the backend's device, for your own commands (filling buffers to
-    /// hash). [`hash_buffer`](Self::hash_buffer) waits for everything enqueued here before it
-    /// reads a buffer, so data written through it is always seen.
+    /// hash). Every [`Resident`](crate::Resident) call waits for everything enqueued here before
+    /// it reads a buffer, so data written through it is always seen.
     ///
     /// ```no_run
+    /// use b3accel::Resident;
     /// let gpu = b3accel::opencl::OpenClBackend::open(0)?;
     /// let data = vec![5u8; 10_000];
     /// let buf = ocl::Buffer::<u8>::builder()
@@ -250,7 +248,7 @@ impl OpenClBackend {
     ///     .copy_host_slice(&data)
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(gpu.hash_buffer(&buf, &b3accel::Mode::Hash)?, blake3::hash(&data));
+    /// assert_eq!(gpu.hash(&buf, 0..10_000, &b3accel::Mode::Hash)?.value, blake3::hash(&data));
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn queue(&self) -> &ocl::Queue {
@@ -318,36 +316,11 @@ impl OpenClBackend {
         &self.build_log
     }
 
-    /// Hashes host memory like [`hash_on`](crate::hash_on), and reports where the time went:
-    /// upload, kernel and download time from the driver's profiling events (summed; upload and
-    /// kernels overlap), and the wall time of the whole call.
-    ///
-    /// ```no_run
-    /// use b3accel::{opencl::OpenClBackend, Mode};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let data = vec![9u8; 256 << 20];
-    /// let t = gpu.hash_timed(&data, &Mode::Hash)?;
-    /// assert_eq!(t.value, blake3::hash(&data));
-    /// println!("{:.1} GB/s", data.len() as f64 / t.total.as_secs_f64() / 1e9);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_timed(&self, data: &[u8], mode: &Mode) -> Result<Timed<Hash>> {
-        let start = Instant::now();
-        let domain = mode.domain();
-        let mut prof = Prof::default();
-        let full = data.len() - last_chunk_len(data.len() as u64) as usize;
-        let output = hash_resident(0, data.len() as u64, &data[full..], domain, |off, n, first, out| {
-            let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
-            self.host_subtrees(run, first, MAX_SUBTREE, domain, out, &mut Some(&mut prof))
-        })?;
-        Ok(prof.timed(Hash::from_bytes(output.root_hash()), start))
-    }
-
     /// The subtree CVs of `input` (full chunks, the first with index `first_chunk`, aligned as
     /// `Backend::chunk_subtrees_capped` requires), none larger than `max_chunks`, into `out`:
     /// a small input that is one subtree run in one write from the caller's memory, anything
     /// else streamed in segments through pinned staging buffers.
-    fn host_subtrees(
+    pub(super) fn host_subtrees(
         &self,
         input: &[u8],
         first_chunk: u64,

@@ -82,6 +82,8 @@ pub(crate) struct Limits {
     pub is_cpu: bool,
     /// The Portable Computing Language (PoCL) platform.
     pub is_pocl: bool,
+    /// Where a sub-buffer may start: a multiple of this many bytes.
+    pub base_align: u64,
 }
 
 pub(crate) fn limits(p: PlatformId, d: DeviceId) -> Limits {
@@ -107,7 +109,12 @@ pub(crate) fn limits(p: PlatformId, d: DeviceId) -> Limits {
         Ok(ClRes::Type(t)) if t.contains(DeviceType::CPU)
     );
     let is_pocl = platform_string(p, PlatformInfo::Name).contains("Portable Computing Language");
-    Limits { max_work_group, local_mem, max_alloc, global_mem, little_endian, is_cpu, is_pocl }
+    // Reported in bits; 1024 bits where the driver says nothing.
+    let base_align = match core::get_device_info(d, ClInfo::MemBaseAddrAlign) {
+        Ok(ClRes::MemBaseAddrAlign(bits)) if bits >= 8 => bits as u64 / 8,
+        _ => 128,
+    };
+    Limits { max_work_group, local_mem, max_alloc, global_mem, little_endian, is_cpu, is_pocl, base_align }
 }
 
 /// The description `devices()` lists for the `index`-th OpenCL device.

@@ -6,15 +6,14 @@
 //! work-item per chunk, then one per message merging its chunks.
 
 use super::backend::OpenClBackend;
-use super::profile::{Prof, Profile, Stage};
+use super::profile::{Prof, Stage};
 use super::worker::Worker;
 use crate::backends::gpu::policy::{plan_many, ManyPlan};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::merkle::hash_many_on;
-use crate::tree::{hash_small, Domain, Error, Mode, Result};
+use crate::tree::{hash_small, Domain, Error, Result};
 use ocl::core::{self, ArgVal, CommandQueue, Event, Mem};
-use std::time::Instant;
 
 /// How many work-items one `many_chunks` dispatch has at most: `items` for messages of one chunk,
 /// `scratch_items` for longer ones, whose chunk CVs go to scratch memory.
@@ -154,131 +153,130 @@ impl Worker {
 }
 
 impl OpenClBackend {
-    /// Hashes `count` messages of `msg_len` bytes each, laid end to end from byte 0 of the
-    /// device buffer `data`, in `mode`, into the device buffer `out`: message i's hash at bytes
-    /// `32 * i..32 * i + 32`. Nothing goes through host memory; the call returns once the hashes
-    /// are written.
-    ///
-    /// Messages of up to a chunk take one work-item each; longer ones one per chunk, then one per
-    /// message to merge its chunks (a message of many chunks is merged by one work-item: hash a
-    /// few long messages with [`hash_buffer`](Self::hash_buffer) instead). The buffers must
-    /// belong to the backend's [`context`](Self::context); commands that write `data` must be
-    /// complete or enqueued on [`queue`](Self::queue).
-    ///
-    /// ```no_run
-    /// use b3accel::{opencl::OpenClBackend, Mode};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let data: Vec<u8> = (0..64 * 1000).map(|i| i as u8).collect();
-    /// let input = ocl::Buffer::<u8>::builder()
-    ///     .queue(gpu.queue().clone())
-    ///     .len(data.len())
-    ///     .copy_host_slice(&data)
-    ///     .build()
-    ///     .unwrap();
-    /// let out = ocl::Buffer::<u8>::builder().queue(gpu.queue().clone()).len(32 * 1000).build().unwrap();
-    /// gpu.hash_many_buffer(&input, 64, 1000, &Mode::Hash, &out)?;
-    /// let mut hashes = vec![0u8; 32 * 1000];
-    /// out.read(&mut hashes).enq().unwrap();
-    /// assert_eq!(hashes[32..64], *blake3::hash(&data[64..128]).as_bytes());
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_many_buffer(
-        &self,
-        data: &ocl::Buffer<u8>,
-        msg_len: usize,
-        count: usize,
-        mode: &Mode,
-        out: &ocl::Buffer<u8>,
-    ) -> Result<()> {
-        self.many_resident(data, msg_len, count, mode.domain(), out, &mut None)
+    /// The messages of a resident `hash_many` (`count` of `msg_len` bytes from byte `offset` of
+    /// `data`), checked, as a buffer of their own.
+    fn messages(&self, data: &ocl::Buffer<u8>, offset: u64, count: usize, msg_len: usize) -> Result<Mem> {
+        let bytes = (count as u64)
+            .checked_mul(msg_len as u64)
+            .ok_or_else(|| Error::InvalidInput(format!("hash_many: {count} messages of {msg_len} bytes overflow")))?;
+        self.region("hash_many messages", data, offset, bytes)
     }
 
-    /// [`hash_many_buffer`](Self::hash_many_buffer), reporting where the wall time went (see
-    /// [`Profile`]).
-    ///
-    /// ```no_run
-    /// use b3accel::{opencl::OpenClBackend, Mode};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let input = ocl::Buffer::<u8>::builder().context(gpu.context()).len(64 << 24).build().unwrap();
-    /// let out = ocl::Buffer::<u8>::builder().context(gpu.context()).len(32 << 24).build().unwrap();
-    /// let p = gpu.hash_many_buffer_profiled(&input, 64, 1 << 24, &Mode::Hash, &out)?;
-    /// println!("{:.1} G hashes/s", (1u64 << 24) as f64 / p.total.as_secs_f64() / 1e9);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_many_buffer_profiled(
+    /// [`Resident::hash_many_into`](crate::Resident::hash_many_into) on the backend's own queue.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn many_into(
         &self,
         data: &ocl::Buffer<u8>,
-        msg_len: usize,
+        offset: u64,
         count: usize,
-        mode: &Mode,
-        out: &ocl::Buffer<u8>,
-    ) -> Result<Profile> {
-        let start = Instant::now();
-        let mut prof = Prof::default();
-        self.many_resident(data, msg_len, count, mode.domain(), out, &mut Some(&mut prof))?;
-        Ok(prof.profile(start, Instant::now()))
-    }
-
-    fn many_resident(
-        &self,
-        data: &ocl::Buffer<u8>,
         msg_len: usize,
-        count: usize,
         domain: Domain,
         out: &ocl::Buffer<u8>,
+        out_offset: u64,
         prof: &mut Option<&mut Prof>,
     ) -> Result<()> {
         let device = self.dev.info.device;
-        if msg_len.checked_mul(count).is_none_or(|b| b > data.len()) {
+        let messages = self.messages(data, offset, count, msg_len)?;
+        if !out_offset.is_multiple_of(32) {
             return Err(Error::InvalidInput(format!(
-                "{device}: {count} messages of {msg_len} bytes do not fit in a {}-byte buffer",
-                data.len()
+                "{device}: hash_many_into: output offset {out_offset} is not a multiple of 32 bytes"
             )));
         }
-        if count.checked_mul(32).is_none_or(|b| b > out.len()) {
+        if (count as u64)
+            .checked_mul(32)
+            .and_then(|b| b.checked_add(out_offset))
+            .is_none_or(|end| end > out.len() as u64)
+        {
             return Err(Error::InvalidInput(format!(
-                "{device}: {count} hashes do not fit in a {}-byte output buffer",
+                "{device}: {count} hashes at byte {out_offset} do not fit in a {}-byte output buffer",
                 out.len()
             )));
         }
-        self.check_context(data.as_core())?;
         self.check_context(out.as_core())?;
         if count == 0 {
             return Ok(());
         }
         self.with_worker(|w| {
             let queue = w.main.clone();
-            let last = if msg_len == 0 {
-                // Every message is the empty one: its hash, written count times.
-                let hash = hash_small(&[], domain);
-                // The 32 bytes as four little-endian 64-bit words: a 32-byte pattern type.
-                let words: [u64; 4] =
-                    std::array::from_fn(|i| u64::from_le_bytes(hash[8 * i..8 * i + 8].try_into().expect("8 bytes")));
-                let pattern = core::Ulong4::from(words);
-                let mut ev = Event::null();
-                Prof::begin(prof);
-                core::enqueue_fill_buffer(
-                    &queue,
-                    out.as_core(),
-                    pattern,
-                    0,
-                    count,
-                    None::<&Event>,
-                    Some(&mut ev),
-                    Some(&self.dev.queue.device_version()),
-                )
-                .map_err(|e| w.err("filling the output", e))?;
-                Prof::push(prof, Stage::Kernel, &ev);
-                core::flush(&queue).map_err(|e| w.err("flushing the queue", e))?;
-                ev
-            } else {
-                let (n, len) = (count as u64, msg_len as u64);
-                w.enqueue_many(&queue, data.as_core(), len, 0, n, domain, out.as_core(), 0, MANY_CAPS, prof)?
-            };
+            let last =
+                self.many_on(w, &queue, &messages, msg_len, count, domain, out.as_core(), out_offset / 32, prof)?;
             w.wait(&last)?;
             w.trim();
             Ok(())
         })
+    }
+
+    /// [`Resident::hash_many`](crate::Resident::hash_many) on the backend's own queue: the
+    /// hashes into scratch memory on the device, then one read into `out`.
+    pub(super) fn many_to_host(
+        &self,
+        data: &ocl::Buffer<u8>,
+        offset: u64,
+        msg_len: usize,
+        domain: Domain,
+        out: &mut [Cv],
+        prof: &mut Option<&mut Prof>,
+    ) -> Result<()> {
+        let messages = self.messages(data, offset, out.len(), msg_len)?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        if msg_len == 0 {
+            // Every message is the empty one.
+            out.fill(hash_small(&[], domain));
+            return Ok(());
+        }
+        self.with_worker(|w| {
+            let queue = w.main.clone();
+            let hashes = w.output.get(self.dev.info.device, &w.context, out.len() * 32)?;
+            self.many_on(w, &queue, &messages, msg_len, out.len(), domain, &hashes, 0, prof)?;
+            w.read_into(&queue, &hashes, out.as_flattened_mut(), prof)?;
+            w.trim();
+            Ok(())
+        })
+    }
+
+    /// Enqueues on `queue` the hashing of the `count >= 1` messages of `msg_len` bytes at the
+    /// start of `data` into nodes `out_at..` of `out`. Returns the last command's event.
+    #[allow(clippy::too_many_arguments)]
+    fn many_on(
+        &self,
+        w: &mut Worker,
+        queue: &CommandQueue,
+        data: &Mem,
+        msg_len: usize,
+        count: usize,
+        domain: Domain,
+        out: &Mem,
+        out_at: u64,
+        prof: &mut Option<&mut Prof>,
+    ) -> Result<Event> {
+        if msg_len > 0 {
+            let (n, len) = (count as u64, msg_len as u64);
+            return w.enqueue_many(queue, data, len, 0, n, domain, out, out_at, MANY_CAPS, prof);
+        }
+        // Every message is the empty one: its hash, written count times.
+        let hash = hash_small(&[], domain);
+        // The 32 bytes as four little-endian 64-bit words: a 32-byte pattern type.
+        let words: [u64; 4] =
+            std::array::from_fn(|i| u64::from_le_bytes(hash[8 * i..8 * i + 8].try_into().expect("8 bytes")));
+        let pattern = core::Ulong4::from(words);
+        let mut ev = Event::null();
+        Prof::begin(prof);
+        core::enqueue_fill_buffer(
+            queue,
+            out,
+            pattern,
+            out_at as usize,
+            count,
+            None::<&Event>,
+            Some(&mut ev),
+            Some(&self.dev.queue.device_version()),
+        )
+        .map_err(|e| w.err("filling the output", e))?;
+        Prof::push(prof, Stage::Kernel, &ev);
+        core::flush(queue).map_err(|e| w.err("flushing the queue", e))?;
+        Ok(ev)
     }
 
     /// [`Backend::hash_many`](crate::Backend::hash_many) on an OpenCL device: batches of messages of
@@ -304,7 +302,7 @@ impl OpenClBackend {
                 .map_err(|e| w.err("uploading messages", e))?;
                 let (n, len) = (hashes.len() as u64, msg_len as u64);
                 w.enqueue_many(&queue, &input, len, 0, n, domain, &output, 0, MANY_CAPS, &mut None)?;
-                w.read_into(&queue, &output, hashes.as_flattened_mut())?;
+                w.read_into(&queue, &output, hashes.as_flattened_mut(), &mut None)?;
             }
             w.trim();
             Ok(())
@@ -363,7 +361,7 @@ mod tests {
                         let last = w.enqueue_many(&queue, &input, len, 2, n, domain, &output, 3, caps, &mut None)?;
                         w.wait(&last)?;
                         let mut out = vec![[0u8; 32]; count + 1];
-                        w.read_into(&queue, &output, out.as_flattened_mut())?;
+                        w.read_into(&queue, &output, out.as_flattened_mut(), &mut None)?;
                         Ok(out)
                     })
                     .unwrap();

@@ -6,45 +6,18 @@
 //! the root comes back unless the inner levels are asked for.
 
 use super::backend::OpenClBackend;
-use super::profile::{Prof, Profile, Stage};
+use super::profile::{Prof, Stage};
 use super::worker::Worker;
 use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes};
 use crate::backends::gpu::policy;
+use crate::backends::gpu::resident::MerkleInner;
 use crate::core::compress::Cv;
 use crate::core::constants::{flags, IV};
 use crate::tree::{Error, Result};
-use blake3::Hash;
 use ocl::core::{self, ArgVal, CommandQueue, Event, Mem};
-use std::time::Instant;
 
-/// Where [`OpenClBackend::merkle_buffer`] puts a tree's inner nodes.
-///
-/// ```no_run
-/// use b3accel::opencl::{MerkleInner, OpenClBackend};
-/// let gpu = OpenClBackend::open(0)?;
-/// let leaves = vec![[7u8; 32]; 1000];
-/// let buf = ocl::Buffer::<u8>::builder()
-///     .queue(gpu.queue().clone())
-///     .len(32 * leaves.len())
-///     .copy_host_slice(leaves.as_flattened())
-///     .build()
-///     .unwrap();
-/// let mut inner = vec![[0u8; 32]; leaves.len() - 1];
-/// let root = gpu.merkle_buffer(&buf, leaves.len(), MerkleInner::Host(&mut inner))?;
-/// assert_eq!(root.as_bytes(), &inner[998]);
-/// # Ok::<(), b3accel::Error>(())
-/// ```
-#[derive(Debug)]
-pub enum MerkleInner<'a> {
-    /// Nowhere: only the root is wanted, and no level leaves the device.
-    None,
-    /// Into host memory: exactly `leaf_count - 1` nodes, level by level from the leaves up, in
-    /// the layout of [`merkle::level_sizes`](crate::merkle::level_sizes).
-    Host(&'a mut [[u8; 32]]),
-    /// Into a device buffer of the backend's context, at byte 0, in the same layout: it must hold
-    /// at least `(leaf_count - 1) * 32` bytes. The tree stays on the device.
-    Device(&'a ocl::Buffer<u8>),
-}
+/// Where a tree's inner nodes go, on this backend.
+type Inner<'a> = MerkleInner<'a, ocl::Buffer<u8>>;
 
 /// A Merkle parent is the plain BLAKE3 hash of `left || right`: one block, the IV as key.
 const MERKLE_FLAGS: u32 = flags::CHUNK_START | flags::CHUNK_END | flags::ROOT;
@@ -118,83 +91,31 @@ impl Worker {
 }
 
 impl OpenClBackend {
-    /// The root of the Merkle tree (see [`merkle`](crate::merkle)) over the first `leaf_count`
-    /// 32-byte leaves of a device buffer, computed where they lie: several levels per dispatch
-    /// inside work-groups, and only the root comes back to the host, unless `inner` asks for the
-    /// inner nodes (in host memory, or in another device buffer).
-    ///
-    /// The buffers must belong to this backend's [`context`](Self::context); commands that write
-    /// the leaves must be complete or enqueued on [`queue`](Self::queue), after which the
-    /// reduction runs. Zero leaves, more leaves than the buffer holds, or an `inner` of the wrong
-    /// size are errors.
-    ///
-    /// ```no_run
-    /// use b3accel::opencl::{MerkleInner, OpenClBackend};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let leaves: Vec<[u8; 32]> = (0..1u32 << 20).map(|i| *blake3::hash(&i.to_le_bytes()).as_bytes()).collect();
-    /// let buf = ocl::Buffer::<u8>::builder()
-    ///     .queue(gpu.queue().clone())
-    ///     .len(32 * leaves.len())
-    ///     .copy_host_slice(leaves.as_flattened())
-    ///     .build()
-    ///     .unwrap();
-    /// let root = gpu.merkle_buffer(&buf, leaves.len(), MerkleInner::None)?;
-    /// assert_eq!(root, b3accel::merkle_root(b3accel::Device::Cpu, &leaves)?);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn merkle_buffer(&self, leaves: &ocl::Buffer<u8>, leaf_count: usize, inner: MerkleInner<'_>) -> Result<Hash> {
-        Ok(Hash::from_bytes(self.merkle_resident(leaves, leaf_count, inner, &mut None)?))
-    }
-
-    /// [`merkle_buffer`](Self::merkle_buffer), reporting where the wall time went (see
-    /// [`Profile`]).
-    ///
-    /// ```no_run
-    /// use b3accel::opencl::{MerkleInner, OpenClBackend};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let buf = ocl::Buffer::<u8>::builder().context(gpu.context()).len(32 << 25).build().unwrap();
-    /// let (_root, p) = gpu.merkle_buffer_profiled(&buf, 1 << 25, MerkleInner::None)?;
-    /// println!("2^25 leaves: kernels {:?}, wall {:?}", p.kernel, p.total);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn merkle_buffer_profiled(
+    /// The root of the Merkle tree over the `count` 32-byte leaves of `leaves` from byte
+    /// `offset` ([`Resident::merkle_root`](crate::Resident::merkle_root)), on the backend's own
+    /// queue.
+    pub(super) fn merkle_resident(
         &self,
         leaves: &ocl::Buffer<u8>,
-        leaf_count: usize,
-        inner: MerkleInner<'_>,
-    ) -> Result<(Hash, Profile)> {
-        let start = Instant::now();
-        let mut prof = Prof::default();
-        let root = self.merkle_resident(leaves, leaf_count, inner, &mut Some(&mut prof))?;
-        Ok((Hash::from_bytes(root), prof.profile(start, Instant::now())))
-    }
-
-    fn merkle_resident(
-        &self,
-        leaves: &ocl::Buffer<u8>,
-        leaf_count: usize,
-        mut inner: MerkleInner<'_>,
+        offset: u64,
+        count: usize,
+        mut inner: Inner<'_>,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Cv> {
         let device = self.dev.info.device;
-        let n = leaf_count as u64;
-        if leaf_count == 0 {
+        let n = count as u64;
+        if count == 0 {
             return Err(Error::InvalidInput("a Merkle tree needs at least one leaf".to_string()));
         }
-        if n.checked_mul(32).is_none_or(|b| b > leaves.len() as u64) {
-            return Err(Error::InvalidInput(format!(
-                "{device}: {leaf_count} leaves of 32 bytes do not fit in a {}-byte buffer",
-                leaves.len()
-            )));
-        }
-        self.check_context(leaves.as_core())?;
+        let bytes = n.checked_mul(32).ok_or_else(|| Error::InvalidInput(format!("{count} leaves overflow")))?;
+        let leaves = self.region("merkle leaves", leaves, offset, bytes)?;
         match &inner {
             MerkleInner::None => {}
             MerkleInner::Host(h) => {
-                if h.len() != leaf_count - 1 {
+                if h.len() != count - 1 {
                     return Err(Error::InvalidInput(format!(
-                        "merkle: {leaf_count} leaves have {} inner nodes, but inner has room for {}",
-                        leaf_count - 1,
+                        "merkle: {count} leaves have {} inner nodes, but inner has room for {}",
+                        count - 1,
                         h.len()
                     )));
                 }
@@ -202,8 +123,8 @@ impl OpenClBackend {
             MerkleInner::Device(b) => {
                 if (b.len() as u64) < (n - 1) * 32 {
                     return Err(Error::InvalidInput(format!(
-                        "{device}: {leaf_count} leaves have {} inner nodes, which do not fit in a {}-byte buffer",
-                        leaf_count - 1,
+                        "{device}: {count} leaves have {} inner nodes, which do not fit in a {}-byte buffer",
+                        count - 1,
                         b.len()
                     )));
                 }
@@ -213,11 +134,11 @@ impl OpenClBackend {
         self.with_worker(|w| {
             let queue = w.main.clone();
             let root = if n == 1 {
-                let read = w.enqueue_read_small(&queue, leaves.as_core(), 0, 32, ROOT_SLOT, prof)?;
+                let read = w.enqueue_read_small(&queue, &leaves, 0, 32, ROOT_SLOT, prof)?;
                 w.wait(&read)?;
                 w.result(ROOT_SLOT, 32).try_into().expect("32 bytes")
             } else {
-                self.merkle_on(w, &queue, leaves.as_core(), n, &mut inner, prof)?
+                self.merkle_on(w, &queue, &leaves, n, &mut inner, prof)?
             };
             w.trim();
             Ok(root)
@@ -231,7 +152,7 @@ impl OpenClBackend {
         queue: &CommandQueue,
         leaves: &Mem,
         n: u64,
-        inner: &mut MerkleInner<'_>,
+        inner: &mut Inner<'_>,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Cv> {
         let inner_mem = match inner {
@@ -242,7 +163,7 @@ impl OpenClBackend {
         let top = w.enqueue_merkle(self, queue, leaves, n, inner_mem.as_ref(), prof)?;
         if let (MerkleInner::Host(h), Some(mem)) = (inner, &inner_mem) {
             // The root is the last inner node.
-            w.read_into(queue, mem, h.as_flattened_mut())?;
+            w.read_into(queue, mem, h.as_flattened_mut(), prof)?;
             return Ok(h[h.len() - 1]);
         }
         let read = w.enqueue_read_small(queue, &top, 0, 32, ROOT_SLOT, prof)?;
@@ -273,7 +194,7 @@ impl OpenClBackend {
                     )
                 }
                 .map_err(|e| w.err("uploading leaves", e))?;
-                let mut dest = match inner {
+                let mut dest: Inner<'_> = match inner {
                     Some(h) => MerkleInner::Host(h),
                     None => MerkleInner::None,
                 };

@@ -11,16 +11,19 @@
 //!   queue of its own) and the device hashes segment k-1. The segments' CVs merge by the crate's
 //!   one tree code. A device short of memory gets smaller segments, down to 64 KiB, then
 //!   [`Error::OutOfMemory`](crate::Error::OutOfMemory).
-//! - Data already on the device ([`OpenClBackend::hash_buffer`]) is hashed where it lies, on the
-//!   backend's own queue: the chunk kernel also copies the last chunk (at most 1024 bytes) next to
-//!   the subtree CVs, and one read into pinned host memory brings both back.
-//! - Merkle trees of 32-byte leaves ([`Backend::merkle`](crate::Backend::merkle), [`OpenClBackend::merkle_buffer`]): a
-//!   few dispatches, each reducing several levels inside its work-groups in local memory; inner
-//!   levels leave the device only when asked for. Batches of equal-length messages
-//!   ([`Backend::hash_many`](crate::Backend::hash_many), [`OpenClBackend::hash_many_buffer`]): one work-item per message of
-//!   up to a chunk, one per chunk of longer ones and then one per message to merge its chunks.
+//! - Data already on the device ([`Resident`](crate::Resident) on `ocl::Buffer<u8>`) is hashed
+//!   where it lies, on the backend's own queue: the chunk kernel also copies the last chunk (at
+//!   most 1024 bytes) next to the subtree CVs, and one read into pinned host memory brings both
+//!   back.
+//! - Merkle trees of 32-byte leaves ([`Backend::merkle`](crate::Backend::merkle),
+//!   [`Resident::merkle_root`](crate::Resident::merkle_root)): a few dispatches, each reducing
+//!   several levels inside its work-groups in local memory; inner levels leave the device only
+//!   when asked for. Batches of equal-length messages ([`Backend::hash_many`](crate::Backend::hash_many),
+//!   [`Resident::hash_many`](crate::Resident::hash_many)): one work-item per message of up to a
+//!   chunk, one per chunk of longer ones and then one per message to merge its chunks.
 //!
-//! Profiling events are made only where a caller asks for timings: each costs the driver time.
+//! Profiling events are made only for the [`Resident`](crate::Resident) calls, which report their
+//! times: each costs the driver time.
 //! Speeds: docs/performance.md.
 //!
 //! ```no_run
@@ -50,9 +53,7 @@ mod stream;
 mod worker;
 
 pub use backend::OpenClBackend;
-pub use merkle::MerkleInner;
 pub use options::OpenClOptions;
-pub use profile::Profile;
 
 use crate::tree::{DeviceInfo, Result};
 

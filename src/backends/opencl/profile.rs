@@ -1,47 +1,9 @@
-//! Profiling: the driver's events of one call, summed into [`Timed`] or broken down into a
-//! [`Profile`] of where the wall time went.
+//! Profiling: the driver's events of one call, summed into a [`Timed`] value with the call's
+//! breakdown in its `detail`.
 
-use crate::tree::{Timed, Timings};
+use crate::tree::{Result, Timed, Timings};
 use ocl::core::{self, Event};
 use std::time::{Duration, Instant};
-
-/// Where the wall time of one call on device-resident data went, from the driver's profiling
-/// events and the host's clock (the `*_profiled` methods of [`OpenClBackend`](super::OpenClBackend)). The parts of
-/// `total` are `before_device` (the host's work up to the first command), `enqueue` (the driver
-/// call that enqueued it), `launch` (from its queuing to its start on the device), `device_span`
-/// (from the first command's start to the last one's end: the kernels, and the gaps between
-/// commands) and `after_device` (from the device's last command to the return: the host noticing,
-/// and its own finishing). The driver stamps the first command as queued somewhere inside the
-/// enqueuing call, and the last part relates the device's clock to the host's at the end of that
-/// call, so `enqueue`, `launch` and `after_device` overlap by up to the enqueuing call's length.
-///
-/// ```
-/// let p = b3accel::opencl::Profile::default();
-/// assert_eq!(p.kernel, std::time::Duration::ZERO);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Profile {
-    /// Host-to-device copies, summed.
-    pub upload: Duration,
-    /// Kernel execution, summed over dispatches.
-    pub kernel: Duration,
-    /// Device-to-host copies, summed.
-    pub download: Duration,
-    /// Wall time of the whole call.
-    pub total: Duration,
-    /// From the call's start to the first command's enqueuing: the host's own work.
-    pub before_device: Duration,
-    /// The driver call that enqueued the first command.
-    pub enqueue: Duration,
-    /// From the first command's queuing to its start on the device.
-    pub launch: Duration,
-    /// From the first command's start to the last command's end, on the device.
-    pub device_span: Duration,
-    /// From the last command's end to the call's return.
-    pub after_device: Duration,
-    /// How many commands the call enqueued.
-    pub commands: usize,
-}
 
 /// What a profiling event measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,35 +50,36 @@ impl Prof {
         }
     }
 
-    /// Where the wall time of a call went that started at `start` and ended at `end`, from the
-    /// events' timestamps. Only call once every event is complete.
-    pub fn profile(&self, start: Instant, end: Instant) -> Profile {
-        let t = self.timings();
+    /// Where the wall time of a call that started at `start` and ended at `end` went, from the
+    /// events' timestamps and the host's clock: the host's work up to the first command's
+    /// enqueuing, the driver call that enqueued it, its wait from queuing to its start on the
+    /// device, the device's span from the first command's start to the last one's end (kernels
+    /// and the gaps between commands), and what follows until the return (the host noticing, and
+    /// its own finishing). The driver stamps the first command as queued somewhere inside the
+    /// enqueuing call, and the last part relates the device's clock to the host's at the end of
+    /// that call, so the enqueuing, the launch and the last part overlap by up to the enqueuing
+    /// call's length. Empty where the driver gave no timestamps. Only once every event is
+    /// complete.
+    fn detail(&self, start: Instant, end: Instant) -> Vec<(&'static str, Duration)> {
         let ns = Duration::from_nanos;
-        let mut p = Profile {
-            upload: t.upload,
-            kernel: t.kernel,
-            download: t.download,
-            total: end.saturating_duration_since(start),
-            commands: self.events.len(),
-            ..Profile::default()
-        };
         let first = self.events.first().map(|(_, e)| e);
         let queued = first.and_then(|e| stamp(e, core::ProfilingInfo::Queued));
         let started = self.events.iter().filter_map(|(_, e)| stamp(e, core::ProfilingInfo::Start)).min();
         let ended = self.events.iter().filter_map(|(_, e)| stamp(e, core::ProfilingInfo::End)).max();
-        if let (Some(q), Some(s), Some(e), Some(host)) = (queued, started, ended, self.first_enqueued) {
-            let began = self.enqueuing.unwrap_or(host);
-            p.before_device = began.saturating_duration_since(start);
-            p.enqueue = host.saturating_duration_since(began);
-            p.launch = ns(s.saturating_sub(q));
-            p.device_span = ns(e.saturating_sub(s));
-            // The host's clock when the device finished: the first command's queuing plus the
-            // device's time from then to its last command's end.
-            let finished = host + ns(e.saturating_sub(q));
-            p.after_device = end.saturating_duration_since(finished);
-        }
-        p
+        let (Some(q), Some(s), Some(e), Some(host)) = (queued, started, ended, self.first_enqueued) else {
+            return Vec::new();
+        };
+        let began = self.enqueuing.unwrap_or(host);
+        // The host's clock when the device finished: the first command's queuing plus the
+        // device's time from then to its last command's end.
+        let finished = host + ns(e.saturating_sub(q));
+        vec![
+            ("before device", began.saturating_duration_since(start)),
+            ("enqueue", host.saturating_duration_since(began)),
+            ("launch", ns(s.saturating_sub(q))),
+            ("device span", ns(e.saturating_sub(s))),
+            ("after device", end.saturating_duration_since(finished)),
+        ]
     }
 
     pub fn len(&self) -> usize {
@@ -127,11 +90,14 @@ impl Prof {
         self.events.truncate(len);
     }
 
-    /// `value` with the upload, kernel and download time, each summed over its commands, and the
-    /// wall time since `start`. Only call once every event is complete.
+    /// `value` with the upload, kernel and download time, each summed over its commands, the
+    /// wall time since `start` and the call's [`detail`](Self::detail). Only once every event is
+    /// complete.
     pub fn timed<T>(&self, value: T, start: Instant) -> Timed<T> {
+        let end = Instant::now();
         let mut t = self.timings();
-        t.total = start.elapsed();
+        t.total = end.saturating_duration_since(start);
+        t.detail = self.detail(start, end);
         t.with(value)
     }
 
@@ -150,4 +116,13 @@ impl Prof {
         }
         t
     }
+}
+
+/// Runs `f` with its commands' events collected, and returns its value with their times (see
+/// [`Prof::timed`]).
+pub(crate) fn profiled<T>(f: impl FnOnce(&mut Option<&mut Prof>) -> Result<T>) -> Result<Timed<T>> {
+    let start = Instant::now();
+    let mut prof = Prof::default();
+    let value = f(&mut Some(&mut prof))?;
+    Ok(prof.timed(value, start))
 }

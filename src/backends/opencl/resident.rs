@@ -1,166 +1,153 @@
-//! Hashing data that already lies in a device buffer: the kernels read it where it is, and only
-//! the last chunk (at most 1024 bytes) and the subtree CVs come back to the host, where the tree
-//! module finishes the root (or, for a subtree of a larger input, its chaining value).
+//! [`Resident`] on an OpenCL device: data in an `ocl::Buffer<u8>` of the backend's context is
+//! hashed where it lies, and only the last chunk (at most 1024 bytes) and the subtree CVs come
+//! back to the host, where the tree module finishes the root (or a subtree's chaining value).
 
 use super::backend::OpenClBackend;
-use super::profile::{Prof, Profile, Stage};
+use super::errors::cl_err;
+use super::profile::{profiled, Prof, Stage};
 use super::worker::Run;
+use crate::backends::gpu::resident::{range_len, MerkleInner, Resident};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::subtree;
 use crate::tree::{
     check_subtree, hash_resident, last_chunk_len, ChainingValue, Domain, Error, Mode, Output, OutputReader, Result,
-    Timed,
+    Timed, TreeMode, MAX_SUBTREE,
 };
 use blake3::Hash;
-use ocl::core::{self, Event};
-use std::time::Instant;
+use ocl::core::{self, Event, Mem};
+use std::ops::Range;
 
-impl OpenClBackend {
-    /// The hash of a whole device buffer in `mode`, computed where the data lies.
-    ///
-    /// The buffer must belong to this backend's [`context`](Self::context). Commands that write
-    /// it must be complete, or enqueued on [`queue`](Self::queue): the hash waits for everything
-    /// enqueued there before it.
-    ///
-    /// ```no_run
-    /// use b3accel::{opencl::OpenClBackend, Mode};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let data = vec![3u8; 64 << 20];
-    /// let buf = ocl::Buffer::<u8>::builder()
-    ///     .queue(gpu.queue().clone())
-    ///     .len(data.len())
-    ///     .copy_host_slice(&data)
-    ///     .build()
-    ///     .unwrap();
-    /// let key = [1u8; 32];
-    /// assert_eq!(gpu.hash_buffer(&buf, &Mode::Keyed(key))?, blake3::keyed_hash(&key, &data));
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_buffer(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<Hash> {
-        self.hash_whole_buffer(buffer, mode, None)
+/// On `ocl::Buffer<u8>`s of the backend's [`context`](OpenClBackend::context). Commands that
+/// write a buffer must be complete, or enqueued on the backend's [`queue`](OpenClBackend::queue):
+/// every call waits for everything enqueued there before it. A hashed range (`hash`,
+/// `xof_reader`, `subtree_cv`) starts on a multiple of [`CHUNK_LEN`](crate::CHUNK_LEN); Merkle
+/// leaves and `hash_many`'s messages at an offset other than 0 start on a multiple of the
+/// device's base address alignment (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`, 128 bytes or more), and
+/// `hash_many_into`'s hashes on a multiple of 32 bytes. Messages of any length are hashed on the
+/// device, one work-item per chunk of longer ones and then one per message to merge its chunks
+/// (a message of many chunks is merged by one work-item: hash a few long messages with `hash`
+/// instead).
+///
+/// ```no_run
+/// use b3accel::{opencl::OpenClBackend, Mode, Resident};
+/// let gpu = OpenClBackend::open(0)?;
+/// let data = vec![3u8; 64 << 20];
+/// let buf = ocl::Buffer::<u8>::builder()
+///     .queue(gpu.queue().clone())
+///     .len(data.len())
+///     .copy_host_slice(&data)
+///     .build()
+///     .unwrap();
+/// let t = gpu.hash(&buf, 0..data.len() as u64, &Mode::Keyed([1; 32]))?;
+/// assert_eq!(t.value, blake3::keyed_hash(&[1; 32], &data));
+/// println!("{:.2} TB/s in the kernels", data.len() as f64 / t.kernel.as_secs_f64() / 1e12);
+/// # Ok::<(), b3accel::Error>(())
+/// ```
+impl Resident for OpenClBackend {
+    type Buffer = ocl::Buffer<u8>;
+
+    /// A buffer of `data.len()` bytes (one zero byte for empty data) in the backend's context, written
+    /// by one blocking write on its queue; `upload` is that write by its profiling event.
+    fn upload(&self, data: &[u8]) -> Result<Timed<ocl::Buffer<u8>>> {
+        profiled(|prof| {
+            let device = self.dev.info.device;
+            let buffer =
+                ocl::Buffer::<u8>::builder().queue(self.dev.queue.clone()).len(data.len().max(1)).build().map_err(
+                    |e| match e {
+                        ocl::Error::OclCore(e) => cl_err(device, "allocating a device buffer", e),
+                        other => Error::Device { device, detail: format!("allocating a device buffer: {other}") },
+                    },
+                )?;
+            let bytes: &[u8] = if data.is_empty() { &[0] } else { data };
+            let mut ev = Event::null();
+            Prof::begin(prof);
+            // SAFETY: a blocking write: `bytes` is read before the call returns, into a buffer of
+            // its length.
+            unsafe {
+                core::enqueue_write_buffer(
+                    self.dev.queue.as_core(),
+                    buffer.as_core(),
+                    true,
+                    0,
+                    bytes,
+                    None::<&Event>,
+                    Some(&mut ev),
+                )
+            }
+            .map_err(|e| cl_err(device, "uploading", e))?;
+            Prof::push(prof, Stage::Upload, &ev);
+            Ok(buffer)
+        })
     }
 
-    /// An output reader (any output length, any position) over the first `len` bytes of a device
-    /// buffer in `mode`, computed where the data lies. The same rules as
-    /// [`hash_buffer`](Self::hash_buffer) apply.
-    ///
-    /// ```no_run
-    /// use b3accel::{opencl::OpenClBackend, Mode};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let data = vec![3u8; 5000];
-    /// let buf = ocl::Buffer::<u8>::builder()
-    ///     .queue(gpu.queue().clone())
-    ///     .len(data.len())
-    ///     .copy_host_slice(&data)
-    ///     .build()
-    ///     .unwrap();
-    /// let mode = Mode::DeriveKey("example 2026 device keys".into());
-    /// let mut key = [0u8; 32];
-    /// gpu.buffer_reader(&buf, 4000, &mode)?.fill(&mut key);
-    /// assert_eq!(key, blake3::derive_key("example 2026 device keys", &data[..4000]));
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn buffer_reader(&self, buffer: &ocl::Buffer<u8>, len: u64, mode: &Mode) -> Result<OutputReader> {
-        Ok(OutputReader::new(self.resident(buffer, 0, len, 0, mode.domain(), None)?))
+    fn hash_from_host(&self, data: &[u8], mode: &Mode) -> Result<Timed<Hash>> {
+        let domain = mode.domain();
+        let full = data.len() - last_chunk_len(data.len() as u64) as usize;
+        profiled(|prof| {
+            let output = hash_resident(0, data.len() as u64, &data[full..], domain, |off, n, first, out| {
+                let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
+                self.host_subtrees(run, first, MAX_SUBTREE, domain, out, prof)
+            })?;
+            Ok(Hash::from_bytes(output.root_hash()))
+        })
     }
 
-    /// [`hash_buffer`](Self::hash_buffer), reporting the kernels' time and the download of the
-    /// last chunk and the CVs (from profiling events), and the wall time of the whole call.
-    ///
-    /// ```no_run
-    /// use b3accel::{opencl::OpenClBackend, Mode};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let buf = ocl::Buffer::<u8>::builder().context(gpu.context()).len(1 << 30).build().unwrap();
-    /// let t = gpu.hash_buffer_timed(&buf, &Mode::Hash)?;
-    /// println!("{:.2} TB/s in the kernels", (1u64 << 30) as f64 / t.kernel.as_secs_f64() / 1e12);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_buffer_timed(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<Timed<Hash>> {
-        let start = Instant::now();
-        let mut prof = Prof::default();
-        let hash = self.hash_whole_buffer(buffer, mode, Some(&mut prof))?;
-        Ok(prof.timed(hash, start))
+    fn xof_reader(&self, buffer: &ocl::Buffer<u8>, range: Range<u64>, mode: &Mode) -> Result<Timed<OutputReader>> {
+        let len = range_len(&range)?;
+        profiled(|prof| Ok(OutputReader::new(self.resident(buffer, range.start, len, 0, mode.domain(), prof)?)))
     }
 
-    /// [`hash_buffer`](Self::hash_buffer), reporting where the wall time of the call went:
-    /// before the first command, the command's wait to start on the device, the device's span
-    /// from the first command's start to the last one's end (kernels and the gaps between
-    /// commands), and after the device finished (the host noticing, and the root on the host).
-    ///
-    /// ```no_run
-    /// use b3accel::{opencl::OpenClBackend, Mode};
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let buf = ocl::Buffer::<u8>::builder().context(gpu.context()).len(1 << 30).build().unwrap();
-    /// let (_hash, p) = gpu.hash_buffer_profiled(&buf, &Mode::Hash)?;
-    /// println!("kernels {:?} of {:?}; {:?} after the device finished", p.kernel, p.total, p.after_device);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_buffer_profiled(&self, buffer: &ocl::Buffer<u8>, mode: &Mode) -> Result<(Hash, Profile)> {
-        let start = Instant::now();
-        let mut prof = Prof::default();
-        let hash = self.hash_whole_buffer(buffer, mode, Some(&mut prof))?;
-        Ok((hash, prof.profile(start, Instant::now())))
-    }
-
-    /// The hash of all of `buffer`, its commands' events into `prof` if asked: the one
-    /// implementation of [`hash_buffer`](Self::hash_buffer) and its timed forms.
-    fn hash_whole_buffer(&self, buffer: &ocl::Buffer<u8>, mode: &Mode, prof: Option<&mut Prof>) -> Result<Hash> {
-        let output = self.resident(buffer, 0, buffer.len() as u64, 0, mode.domain(), prof)?;
-        Ok(Hash::from_bytes(output.root_hash()))
-    }
-
-    /// The chaining value of the `len` bytes of a device buffer that start at byte `at` of the
-    /// buffer, as the subtree that starts at byte `input_offset` of a larger input (see
-    /// [`hazmat`](crate::hazmat)), computed where the data lies: a piece of an input to merge
-    /// with [`merge_subtrees_non_root`](crate::hazmat::merge_subtrees_non_root) and friends or
-    /// [`merge_pieces_root`](crate::hazmat::merge_pieces_root).
-    ///
-    /// `at` must be a multiple of [`CHUNK_LEN`](crate::CHUNK_LEN) (the kernels read whole chunks),
-    /// the bytes must lie inside the buffer, and `input_offset` and `len` must form a subtree
-    /// ([`check_subtree`](crate::hazmat::check_subtree)); anything else is an error. The buffer
-    /// rules of [`hash_buffer`](Self::hash_buffer) apply.
-    ///
-    /// ```no_run
-    /// use b3accel::hazmat::{merge_pieces_root, Mode, Piece};
-    /// use b3accel::opencl::OpenClBackend;
-    /// let gpu = OpenClBackend::open(0)?;
-    /// let data = vec![3u8; (8 << 20) + 5];
-    /// let buf = ocl::Buffer::<u8>::builder()
-    ///     .queue(gpu.queue().clone())
-    ///     .len(data.len())
-    ///     .copy_host_slice(&data)
-    ///     .build()
-    ///     .unwrap();
-    /// // Two pieces of the buffer, merged into the hash of the whole.
-    /// let half = 4 << 20;
-    /// let rest = data.len() as u64 - half;
-    /// let pieces = [
-    ///     Piece { offset: 0, len: half, cv: gpu.subtree_cv(&buf, 0, half, 0, Mode::Hash)? },
-    ///     Piece { offset: half, len: rest, cv: gpu.subtree_cv(&buf, half, rest, half, Mode::Hash)? },
-    /// ];
-    /// assert_eq!(merge_pieces_root(&pieces, Mode::Hash)?, blake3::hash(&data));
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn subtree_cv(
+    fn subtree_cv(
         &self,
         buffer: &ocl::Buffer<u8>,
-        at: u64,
-        len: u64,
+        range: Range<u64>,
         input_offset: u64,
-        mode: subtree::Mode,
-    ) -> Result<ChainingValue> {
+        mode: TreeMode<'_>,
+    ) -> Result<Timed<ChainingValue>> {
+        let len = range_len(&range)?;
         check_subtree(input_offset, len)?;
-        if !at.is_multiple_of(CHUNK_LEN as u64) {
-            return Err(Error::InvalidInput(format!(
-                "{}: byte {at} of the buffer is not a multiple of the chunk length ({CHUNK_LEN})",
-                self.dev.info.device
-            )));
-        }
         let start = input_offset / CHUNK_LEN as u64;
-        Ok(self.resident(buffer, at, len, start, mode.domain(), None)?.chaining_value())
+        profiled(|prof| Ok(self.resident(buffer, range.start, len, start, mode.domain(), prof)?.chaining_value()))
     }
 
+    fn merkle_root(
+        &self,
+        leaves: &ocl::Buffer<u8>,
+        offset: u64,
+        count: usize,
+        inner: MerkleInner<'_, ocl::Buffer<u8>>,
+    ) -> Result<Timed<Hash>> {
+        profiled(|prof| Ok(Hash::from_bytes(self.merkle_resident(leaves, offset, count, inner, prof)?)))
+    }
+
+    fn hash_many(
+        &self,
+        data: &ocl::Buffer<u8>,
+        offset: u64,
+        count: usize,
+        msg_len: usize,
+        mode: &Mode,
+    ) -> Result<Timed<Vec<Hash>>> {
+        let mut out = vec![[0u8; 32]; count];
+        let t = profiled(|prof| self.many_to_host(data, offset, msg_len, mode.domain(), &mut out, prof))?;
+        Ok(t.map(|()| out.into_iter().map(Hash::from_bytes).collect()))
+    }
+
+    fn hash_many_into(
+        &self,
+        data: &ocl::Buffer<u8>,
+        offset: u64,
+        count: usize,
+        msg_len: usize,
+        mode: &Mode,
+        out: &ocl::Buffer<u8>,
+        out_offset: u64,
+    ) -> Result<Timed<()>> {
+        profiled(|prof| self.many_into(data, offset, count, msg_len, mode.domain(), out, out_offset, prof))
+    }
+}
+
+impl OpenClBackend {
     /// Checks that `mem` belongs to this backend's context.
     pub(crate) fn check_context(&self, mem: &core::Mem) -> Result<()> {
         let device = self.dev.info.device;
@@ -173,6 +160,34 @@ impl OpenClBackend {
         }
     }
 
+    /// The `len` bytes of `buffer` from byte `offset` as a buffer that starts with them (a
+    /// sub-buffer, or the buffer itself), checked to lie inside it, in this backend's context and
+    /// (a sub-buffer's start) on the device's base address alignment; `what` names them in
+    /// errors.
+    pub(super) fn region(&self, what: &str, buffer: &ocl::Buffer<u8>, offset: u64, len: u64) -> Result<Mem> {
+        let device = self.dev.info.device;
+        if offset.checked_add(len).is_none_or(|end| end > buffer.len() as u64) {
+            return Err(Error::InvalidInput(format!(
+                "{device}: {what}: {len} bytes at byte {offset} do not fit in a {}-byte buffer",
+                buffer.len()
+            )));
+        }
+        self.check_context(buffer.as_core())?;
+        // At offset 0, or for no bytes at all (nothing is read), the buffer itself.
+        if offset == 0 || len == 0 {
+            return Ok(buffer.as_core().clone());
+        }
+        let align = self.dev.limits.base_align;
+        if !offset.is_multiple_of(align) {
+            return Err(Error::InvalidInput(format!(
+                "{device}: {what}: offset {offset} is not a multiple of the device's base address alignment ({align} bytes)"
+            )));
+        }
+        let region = core::BufferRegion::<u8>::new(offset as usize, len as usize);
+        core::create_sub_buffer(buffer.as_core(), core::MemFlags::new(), &region)
+            .map_err(|e| cl_err(device, &format!("{what}: a sub-buffer at byte {offset}"), e))
+    }
+
     /// The top node of the `len` bytes at byte `at` of `buffer` (a multiple of `CHUNK_LEN`), the
     /// subtree that starts at chunk `start` of the input (0: the whole input, whose top node is
     /// the root).
@@ -183,10 +198,14 @@ impl OpenClBackend {
         len: u64,
         start: u64,
         domain: Domain,
-        prof: Option<&mut Prof>,
+        prof: &mut Option<&mut Prof>,
     ) -> Result<Output> {
         let device = self.dev.info.device;
-        debug_assert!(at.is_multiple_of(CHUNK_LEN as u64));
+        if !at.is_multiple_of(CHUNK_LEN as u64) {
+            return Err(Error::InvalidInput(format!(
+                "{device}: byte {at} of the buffer is not a multiple of the chunk length ({CHUNK_LEN})"
+            )));
+        }
         if at.checked_add(len).is_none_or(|end| end > buffer.len() as u64) {
             return Err(Error::InvalidInput(format!(
                 "{device}: cannot hash {len} bytes from byte {at} of a {}-byte buffer",
@@ -200,7 +219,6 @@ impl OpenClBackend {
         let queue = self.dev.queue.as_core();
         let last_len = last_chunk_len(len) as usize;
         let full_chunks = (len - last_len as u64) / CHUNK_LEN as u64;
-        let mut prof = prof;
         self.with_worker(|w| {
             // Everything on one in-order queue, ending in one read that brings back the subtree
             // CVs and the last chunk together.
@@ -211,18 +229,19 @@ impl OpenClBackend {
             if full_chunks > 0 {
                 let run = Run { data: mem, chunk_offset: first_chunk, n: full_chunks, counter: start, domain };
                 let done =
-                    w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, Some((tail_at, last_len)), false, &mut prof)?;
+                    w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, Some((tail_at, last_len)), false, prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, full_chunks, &mut whole);
                 last.copy_from_slice(w.tail(0, last_len));
             } else if last_len > 0 {
                 let mut ev = Event::null();
+                Prof::begin(prof);
                 // SAFETY: a blocking read into a local vector of the right length.
                 unsafe {
                     core::enqueue_read_buffer(queue, mem, true, tail_at, &mut last[..], None::<&Event>, Some(&mut ev))
                 }
                 .map_err(|e| w.err("reading the last chunk", e))?;
-                Prof::push(&mut prof, Stage::Download, &ev);
+                Prof::push(prof, Stage::Download, &ev);
             }
             hash_resident(start, len, &last, domain, |offset, n, first, out| {
                 if (offset, n, first) == (0, full_chunks, start) {
@@ -231,7 +250,7 @@ impl OpenClBackend {
                     return Ok(());
                 }
                 let run = Run { data: mem, chunk_offset: first_chunk + offset, n, counter: first, domain };
-                let done = w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, None, false, &mut prof)?;
+                let done = w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, None, false, prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, n, out);
                 Ok(())

@@ -605,9 +605,21 @@ impl Worker {
     }
 
     /// A blocking read of `out.len()` bytes of `mem` from byte 0, on `queue`.
-    pub fn read_into(&self, queue: &CommandQueue, mem: &Mem, out: &mut [u8]) -> Result<()> {
+    pub fn read_into(
+        &self,
+        queue: &CommandQueue,
+        mem: &Mem,
+        out: &mut [u8],
+        prof: &mut Option<&mut Prof>,
+    ) -> Result<()> {
+        let mut ev = Event::null();
+        Prof::begin(prof);
         // SAFETY: a blocking read: `out` is written before the call returns.
-        unsafe { core::enqueue_read_buffer(queue, mem, true, 0, out, None::<&Event>, None::<&mut Event>) }
-            .map_err(|e| self.err("reading results", e))
+        unsafe {
+            core::enqueue_read_buffer(queue, mem, true, 0, out, None::<&Event>, prof.is_some().then_some(&mut ev))
+        }
+        .map_err(|e| self.err("reading results", e))?;
+        Prof::push(prof, Stage::Download, &ev);
+        Ok(())
     }
 }

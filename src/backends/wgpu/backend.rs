@@ -1,28 +1,19 @@
 //! The wgpu backend itself: opening an adapter's device and the `Backend` trait on host memory.
 
 use super::adapter;
-use super::device::{lock, prev_pow2, Gpu, Health};
+use super::device::{lock, Gpu, Health};
 use super::errors::scoped;
+use super::merkle::Inner;
 use super::options::WgpuOptions;
 use super::passes::upload;
 use super::resident::ResidentHasher;
-use super::stream::{stream_host, stream_pool, StreamPool};
 use crate::backends::gpu::policy::{self, plan_many, ManyPlan};
+use crate::backends::gpu::resident::MerkleInner;
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::merkle::hash_many_on;
-use crate::tree::{
-    check_blocks_args, check_subtree_args, hash_resident, last_chunk_len, timed, Backend, DeviceInfo, Domain,
-    FeaturePath, Mode, Result, Timed, Timings, MAX_SUBTREE,
-};
-use blake3::Hash;
+use crate::tree::{check_blocks_args, check_subtree_args, Backend, DeviceInfo, Domain, FeaturePath, Result};
 use std::sync::Arc;
-
-/// The default bytes of host input per segment. Host-resident hashing is bound by host memory
-/// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
-/// reads it again), not by the passes: fewer, larger segments pay fewer submissions and waits
-/// (docs/performance.md). Streams are sized to the input, so small inputs never allocate this.
-const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// The wgpu backend on one adapter: `Device::Wgpu(i)`.
 ///
 /// `Send + Sync`: any number of threads may hash through one backend at once; each call takes
@@ -48,8 +39,6 @@ pub struct WgpuBackend {
     adapter_features: ::wgpu::Features,
     adapter_backend: ::wgpu::Backend,
     gpu: Arc<Gpu>,
-    segment_chunks: u64,
-    streams: StreamPool,
     resident: ResidentHasher,
 }
 
@@ -59,7 +48,7 @@ impl std::fmt::Debug for WgpuBackend {
             .field("device", &self.info.device)
             .field("name", &self.info.name)
             .field("api", &self.info.api)
-            .field("segment_bytes", &(self.segment_chunks * CHUNK_LEN as u64))
+            .field("segment_bytes", &self.segment_bytes())
             .field("loads", &self.gpu.pipes.loads)
             .field("checks", &self.gpu.pipes.checks)
             .finish()
@@ -108,21 +97,14 @@ impl WgpuBackend {
             }));
         }
         let gpu = Arc::new(Gpu::new(device, queue, id, &options, Some(health))?);
-        let resident = ResidentHasher::from_gpu(gpu.clone());
+        let resident = ResidentHasher::from_gpu(gpu.clone(), &options);
         resident.warm_up()?;
-        let wanted = match options.segment_bytes {
-            Some(b) => (b as u64 / CHUNK_LEN as u64).max(1),
-            None => DEFAULT_SEGMENT_BYTES / CHUNK_LEN as u64,
-        };
-        let segment_chunks = prev_pow2(wanted).min(gpu.max_segment_chunks);
         Ok(WgpuBackend {
             info,
             adapter_features: adapter.features(),
             adapter_backend: adapter.get_info().backend,
             resident,
-            streams: stream_pool(),
             gpu,
-            segment_chunks,
         })
     }
 
@@ -134,10 +116,11 @@ impl WgpuBackend {
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn segment_bytes(&self) -> u64 {
-        self.segment_chunks * CHUNK_LEN as u64
+        self.resident.segment_chunks * CHUNK_LEN as u64
     }
 
-    /// The backend's `wgpu::Device`: create buffers on it to hash them with [`resident`](Self::resident).
+    /// The backend's `wgpu::Device`: create buffers on it to hash them with [`resident`](Self::resident)
+    /// (or let its [`upload`](crate::Resident::upload) make them).
     ///
     /// ```no_run
     /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
@@ -159,26 +142,34 @@ impl WgpuBackend {
         &self.gpu.queue
     }
 
-    /// A [`ResidentHasher`] on the backend's own device (sharing its pipelines), for buffers
-    /// created on [`device`](Self::device).
+    /// A [`ResidentHasher`] on the backend's own device (sharing its pipelines and host
+    /// segments): its [`Resident`](crate::Resident) calls, for buffers created on
+    /// [`device`](Self::device).
     ///
     /// ```no_run
-    /// use b3accel::Mode;
+    /// use b3accel::{Mode, Resident};
     /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
     /// let buf = gpu.device().create_buffer(&wgpu::BufferDescriptor {
     ///     label: None, size: 4096, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
     ///     mapped_at_creation: false,
     /// });
     /// gpu.queue().write_buffer(&buf, 0, &[1u8; 4096]);
-    /// assert_eq!(gpu.resident().hash(&buf, 0, 4096, &Mode::Hash)?, blake3::hash(&[1u8; 4096]));
+    /// assert_eq!(gpu.resident().hash(&buf, 0..4096, &Mode::Hash)?.value, blake3::hash(&[1u8; 4096]));
     /// # Ok::<(), b3accel::Error>(())
     /// ```
     pub fn resident(&self) -> &ResidentHasher {
         &self.resident
     }
 
-    /// True when this device has timestamp queries (in passes and in encoders), so that
-    /// [`hash_timed`](Self::hash_timed) times the device's work itself.
+    /// True when this device has timestamp queries (in passes and in encoders), so that its
+    /// [`Resident`](crate::Resident) calls time the device's work itself.
+    ///
+    /// With them, [`hash_from_host`](crate::Resident::hash_from_host) pipelines its segments as
+    /// any other call does: `upload` is the host's copy into mapped staging memory (wall clock)
+    /// plus the device's copy to its own memory (timestamps), `kernel` the hashing passes
+    /// (timestamps), `download` the copy of the CVs back (timestamps) plus reading them (wall
+    /// clock). Without them each phase of each segment is submitted and waited for alone and
+    /// timed by the wall clock, so `total` is then their sum plus host work.
     ///
     /// ```no_run
     /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
@@ -187,63 +178,6 @@ impl WgpuBackend {
     /// ```
     pub fn has_timestamps(&self) -> bool {
         self.gpu.timestamps
-    }
-
-    /// Hashes host memory as [`hash_on`](crate::hash_on) does, and says where the time went.
-    ///
-    /// With timestamp queries ([`has_timestamps`](Self::has_timestamps)) the segments are
-    /// pipelined as in any other call: `upload` is the host's copy into mapped staging memory
-    /// (wall clock) plus the device's copy to its own memory (timestamps), `kernel` the hashing
-    /// passes (timestamps), `download` the copy of the CVs back (timestamps) plus reading them
-    /// (wall clock); the phases of different segments overlap, so `total` can be less than
-    /// their sum. Without timestamp queries each phase of each segment is submitted and waited
-    /// for alone and timed by the wall clock, so `total` is then their sum plus host work.
-    ///
-    /// ```no_run
-    /// use b3accel::Mode;
-    /// let gpu = b3accel::wgpu::WgpuBackend::open(0)?;
-    /// let data = vec![1u8; 256 << 20];
-    /// let t = gpu.hash_timed(&data, &Mode::Hash)?;
-    /// assert_eq!(t.value, blake3::hash(&data));
-    /// println!("upload {:?} kernel {:?} download {:?} total {:?}", t.upload, t.kernel, t.download, t.total);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_timed(&self, data: &[u8], mode: &Mode) -> Result<Timed<Hash>> {
-        let domain = mode.domain();
-        let full = data.len() - last_chunk_len(data.len() as u64) as usize;
-        timed(|t| {
-            let output = hash_resident(0, data.len() as u64, &data[full..], domain, |off, n, first, out| {
-                let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
-                self.host_subtrees(run, first, MAX_SUBTREE, domain, out, Some(&mut *t))
-            })?;
-            Ok(Hash::from_bytes(output.root_hash()))
-        })
-    }
-
-    fn host_subtrees(
-        &self,
-        input: &[u8],
-        first_chunk: u64,
-        max_chunks: u64,
-        domain: Domain,
-        out: &mut [Cv],
-        timings: Option<&mut Timings>,
-    ) -> Result<()> {
-        self.gpu.check_health()?;
-        let gpu = &*self.gpu;
-        scoped(&gpu.device, gpu.id, || {
-            stream_host(
-                gpu,
-                &self.streams,
-                self.segment_chunks.min(max_chunks),
-                input,
-                first_chunk,
-                max_chunks,
-                domain,
-                out,
-                timings,
-            )
-        })
     }
 }
 
@@ -293,7 +227,7 @@ impl Backend for WgpuBackend {
         out: &mut [Cv],
     ) -> Result<()> {
         check_subtree_args(input, first_chunk, max_chunks, out)?;
-        self.host_subtrees(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, None)
+        self.resident.host_subtrees(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, None)
     }
 
     fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) -> Result<()> {
@@ -317,6 +251,7 @@ impl Backend for WgpuBackend {
         policy::merkle_host(self, leaves, inner, fits, |leaves, inner| {
             self.gpu.check_health()?;
             let buf = upload(&self.gpu, "b3accel leaves", leaves.as_flattened());
+            let inner: Inner<'_> = inner.map_or(MerkleInner::None, MerkleInner::Host);
             super::merkle::merkle(&self.gpu, &buf, 0, n, inner, None)
         })
     }

@@ -19,6 +19,7 @@ use super::passes::{
 };
 use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
 use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes, MerklePass, LARGE_LEVEL};
+use crate::backends::gpu::resident::MerkleInner;
 use crate::core::compress::Cv;
 use crate::tree::{Error, Result, Timings};
 use std::time::Instant;
@@ -104,16 +105,19 @@ impl MerkleScratch {
     }
 }
 
+/// Where a tree's inner nodes go, on this backend.
+pub(super) type Inner<'a> = MerkleInner<'a, ::wgpu::Buffer>;
+
 /// The root of the Merkle tree over the `n` leaves (32 bytes each) of `leaves` at byte `offset`,
-/// and with `inner` (exactly `n - 1` entries) every inner node, level by level. `timings` gets
-/// the pass's device time (`kernel`, timestamps where available), the host's reading of the
-/// results (`download`) and the wall time (`total`).
+/// and every inner node, level by level, where `inner` asks. `timings` gets the pass's device
+/// time (`kernel`, timestamps where available), the host's reading of the results (`download`)
+/// and the wall time (`total`).
 pub(crate) fn merkle(
     gpu: &Gpu,
     leaves: &::wgpu::Buffer,
     offset: u64,
     n: u64,
-    inner: Option<&mut [Cv]>,
+    inner: Inner<'_>,
     timings: Option<&mut Timings>,
 ) -> Result<Cv> {
     let start = Instant::now();
@@ -122,20 +126,24 @@ pub(crate) fn merkle(
     }
     let bytes = n.checked_mul(32).ok_or_else(|| Error::InvalidInput(format!("{n} leaves overflow")))?;
     check_buffer(gpu, "merkle", leaves, offset, bytes)?;
-    if let Some(inner) = &inner {
-        if inner.len() as u64 != n - 1 {
-            return Err(Error::InvalidInput(format!(
-                "merkle: {n} leaves have {} inner nodes, but inner has room for {}",
-                n - 1,
-                inner.len()
-            )));
+    match &inner {
+        MerkleInner::None => {}
+        MerkleInner::Host(h) => {
+            if h.len() as u64 != n - 1 {
+                return Err(Error::InvalidInput(format!(
+                    "merkle: {n} leaves have {} inner nodes, but inner has room for {}",
+                    n - 1,
+                    h.len()
+                )));
+            }
         }
+        MerkleInner::Device(b) => check_buffer(gpu, "merkle inner nodes", b, 0, (n - 1) * 32)?,
     }
     let bind_max = max_binding(gpu);
     if n >= 1 << 31 {
         return Err(Error::InvalidInput(format!("merkle: {n} leaves are more than the 2^31 - 1 supported")));
     }
-    if inner.is_some() && (n - 1) * 32 > bind_max {
+    if !matches!(inner, MerkleInner::None) && (n - 1) * 32 > bind_max {
         return Err(Error::InvalidInput(format!(
             "merkle: the {} inner nodes of {n} leaves do not fit in one storage binding of this device ({bind_max} bytes)",
             n - 1
@@ -150,7 +158,7 @@ fn merkle_on_device(
     leaves: &::wgpu::Buffer,
     offset: u64,
     n: u64,
-    inner: Option<&mut [Cv]>,
+    inner: Inner<'_>,
     timings: Option<&mut Timings>,
     start: Instant,
 ) -> Result<Cv> {
@@ -172,7 +180,7 @@ fn merkle_on_device(
             reason: "storage bindings too small for a workgroup's Merkle nodes".into(),
         });
     }
-    let keep = inner.is_some();
+    let keep = !matches!(inner, MerkleInner::None);
 
     // Every dispatch: (pass, src byte offset, nodes, grid, params); pass 0 reads the leaves,
     // pass p > 0 the level buffer pass p - 1 wrote.
@@ -222,13 +230,19 @@ fn merkle_with(
     n: u64,
     passes: &[MerklePass],
     dispatches: &[MerkleDispatch],
-    inner: Option<&mut [Cv]>,
+    inner: Inner<'_>,
     timings: Option<&mut Timings>,
     start: Instant,
 ) -> Result<Cv> {
-    let keep = inner.is_some();
-    let inner_buf = keep
+    let keep = !matches!(inner, MerkleInner::None);
+    // Host inner nodes are written to a buffer of the call's own and copied back; a device
+    // buffer is written in place (a single leaf has no inner node to write there).
+    let own_inner = matches!(inner, MerkleInner::Host(_))
         .then(|| gpu.storage_buffer("b3accel merkle inner", ((n - 1) * 32).max(32), ::wgpu::BufferUsages::COPY_SRC));
+    let inner_buf = match &inner {
+        MerkleInner::Device(b) if n > 1 => Some((*b, (n - 1) * 32)),
+        _ => own_inner.as_ref().map(|b| (b, b.size())),
+    };
     write_params(gpu, &scr.params, &mut scr.params_shadow, params_bytes(dispatches.iter().map(|d| &d.4[..])));
     if keep {
         scr.groups.clear();
@@ -246,14 +260,14 @@ fn merkle_with(
         } else {
             &scr.b
         };
-        let pieces = inner_buf.as_ref().unwrap_or(&scr.dummy);
+        let (pieces, pieces_size) = inner_buf.unwrap_or((&scr.dummy, scr.dummy.size()));
         gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
             label: Some("b3accel merkle_pass"),
             layout: &gpu.pipes.merkle_layout,
             entries: &[
                 ::wgpu::BindGroupEntry { binding: 0, resource: binding(src, src_at, local * 32) },
                 ::wgpu::BindGroupEntry { binding: 1, resource: dst.as_entire_binding() },
-                ::wgpu::BindGroupEntry { binding: 2, resource: pieces.as_entire_binding() },
+                ::wgpu::BindGroupEntry { binding: 2, resource: binding(pieces, 0, pieces_size) },
                 ::wgpu::BindGroupEntry { binding: 5, resource: binding(&scr.params, 0, PARAMS_BYTES) },
             ],
         })
@@ -284,7 +298,8 @@ fn merkle_with(
         scr.timer = PassTimer::new(gpu, true);
     }
     let timer = scr.timer.as_ref().filter(|_| timings.is_some());
-    let inner_rb = (keep && n > 1).then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
+    let inner_rb =
+        (own_inner.is_some() && n > 1).then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
     let mut enc =
         gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel merkle") });
     {
@@ -309,7 +324,7 @@ fn merkle_with(
     if let Some(t) = timer {
         t.finish(&mut enc, &scr.readback, 32);
     }
-    if let (Some(rb), Some(ib)) = (&inner_rb, &inner_buf) {
+    if let (Some(rb), Some(ib)) = (&inner_rb, &own_inner) {
         enc.copy_buffer_to_buffer(ib, 0, rb, 0, (n - 1) * 32);
     }
     let mut maps = vec![&scr.readback];
@@ -322,7 +337,7 @@ fn merkle_with(
     let kernel = timer.map(|_| PassTimer::duration(gpu, &view[32..48]));
     drop(view);
     scr.readback.unmap();
-    if let (Some(inner), Some(rb)) = (inner, &inner_rb) {
+    if let (MerkleInner::Host(inner), Some(rb)) = (inner, &inner_rb) {
         let view = mapped(gpu, rb)?;
         inner.as_flattened_mut().copy_from_slice(&view);
         drop(view);

@@ -16,18 +16,19 @@
 //! - [`WgpuBackend`]: hashes host memory on one adapter (`Device::Wgpu(i)`), streaming inputs of
 //!   any length through the device in segments, the upload of the next segment overlapping the
 //!   hashing of the current one.
-//! - [`ResidentHasher`]: hashes a `wgpu::Buffer` that already lies on a device, your own
-//!   `wgpu::Device` or the backend's, reading back only the few chaining values and the last
-//!   chunk (at most 1024 bytes); and Merkle roots and trees of leaves, and batches of
-//!   equal-length messages, that lie in a `wgpu::Buffer` ([`ResidentHasher::merkle_root`],
-//!   [`ResidentHasher::hash_many`]).
+//! - [`ResidentHasher`]: the [`Resident`](crate::Resident) calls on one device, your own
+//!   `wgpu::Device` or the backend's: hashing a `wgpu::Buffer` that already lies there, reading
+//!   back only the few chaining values and the last chunk (at most 1024 bytes); Merkle roots and
+//!   trees of leaves, and batches of equal-length messages, that lie in a `wgpu::Buffer`; and
+//!   host memory streamed through the device, each call timed.
 //!
 //! Merkle trees reduce 4 levels per dispatch inside a workgroup by default (2^25 leaves: 7
 //! dispatches in one submission; [`WgpuOptions::merkle_levels`] takes 1 to 9) and copy inner
 //! levels back only when asked; `hash_many` hashes each message of up to one chunk in one
 //! invocation, with whole 16-byte loads where the length allows (`merkle_pass`, `many_vec4` and
 //! `many_chunks` in the shader, driven by `merkle.rs` and `many.rs` here), back to the host
-//! ([`ResidentHasher::hash_many`]) or into a device buffer ([`ResidentHasher::hash_many_into`]).
+//! ([`Resident::hash_many`](crate::Resident::hash_many)) or into a device buffer
+//! ([`Resident::hash_many_into`](crate::Resident::hash_many_into)).
 //! A device keeps the buffers these calls need (and the resident passes' parameters and bind
 //! groups) between calls, so a warm call allocates nothing.
 //!
@@ -65,4 +66,4 @@ mod wait;
 pub(crate) use adapter::enumerate;
 pub use backend::WgpuBackend;
 pub use options::{Loads, ShaderChecks, WgpuOptions, DEFAULT_MERKLE_LEVELS};
-pub use resident::{ResidentBreakdown, ResidentHasher};
+pub use resident::ResidentHasher;

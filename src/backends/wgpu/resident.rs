@@ -1,26 +1,36 @@
-//! Device-resident inputs: hashing a `wgpu::Buffer` where it lies.
+//! [`Resident`] on a wgpu device: data in a `wgpu::Buffer` is hashed where it lies, and host
+//! inputs stream through the device in segments.
 
 use super::device::Gpu;
 use super::errors::scoped;
 use super::options::WgpuOptions;
+use super::passes::{check_buffer, upload};
 use super::pipelines::{Params, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::{Scratch, MAX_PASSES, QUERIES_PER_SEG};
+use super::stream::{stream_host, stream_pool, StreamPool};
 use super::wait::MapTicket;
 use crate::backends::gpu::pieces::pieces_of;
+use crate::backends::gpu::resident::{range_len, MerkleInner, Resident};
+use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::merge_segments;
-use crate::tree::subtree;
 use crate::tree::{
-    check_subtree, chunk_output, hash_resident, last_chunk_len, timed, ChainingValue, Device, Domain, Error, Mode,
-    Output, OutputReader, Result, Timed, Timings, MAX_SUBTREE,
+    check_subtree, chunk_output, hash_resident, last_chunk_len, merge_segments, timed, ChainingValue, Device, Domain,
+    Error, Mode, Output, OutputReader, Result, Timed, Timings, TreeMode, MAX_SUBTREE,
 };
 use blake3::Hash;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Hashes `wgpu::Buffer`s that lie on a device: yours (created on your own `wgpu::Device` with
-/// `BufferUsages::STORAGE`), or a [`WgpuBackend`](super::WgpuBackend)'s
-/// ([`WgpuBackend::resident`](super::WgpuBackend::resident)).
+/// The default bytes of host input per segment. Host-resident hashing is bound by host memory
+/// traffic (the copy into mapped staging memory reads and writes each byte, the device's upload
+/// reads it again), not by the passes: fewer, larger segments pay fewer submissions and waits
+/// (docs/performance.md). Streams are sized to the input, so small inputs never allocate this.
+const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
+
+/// A wgpu device's [`Resident`] calls: on `wgpu::Buffer`s of yours (created on your own
+/// `wgpu::Device` with `BufferUsages::STORAGE`; [`new`](Self::new)), or of a
+/// [`WgpuBackend`](super::WgpuBackend)'s device ([`WgpuBackend::resident`](super::WgpuBackend::resident)).
 ///
 /// All the bulk work runs on the device; what comes back to the host is one chaining value per
 /// complete subtree (a few dozen bytes per segment of up to the device's largest storage binding)
@@ -33,7 +43,7 @@ use std::time::{Duration, Instant};
 /// lost-device callback are left alone.
 ///
 /// ```no_run
-/// use b3accel::{wgpu::ResidentHasher, Mode};
+/// use b3accel::{wgpu::ResidentHasher, Mode, Resident};
 /// # let (device, queue): (wgpu::Device, wgpu::Queue) = unimplemented!();
 /// let hasher = ResidentHasher::new(&device, &queue)?;
 /// let buf = device.create_buffer(&wgpu::BufferDescriptor {
@@ -41,92 +51,69 @@ use std::time::{Duration, Instant};
 ///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false,
 /// });
 /// queue.write_buffer(&buf, 0, &vec![9u8; 1 << 20]);
-/// let hash = hasher.hash(&buf, 0, 1 << 20, &Mode::Hash)?;
+/// let hash = hasher.hash(&buf, 0..1 << 20, &Mode::Hash)?.value;
 /// assert_eq!(hash, blake3::hash(&vec![9u8; 1 << 20]));
 /// # Ok::<(), b3accel::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct ResidentHasher {
     gpu: Arc<Gpu>,
+    /// Host inputs' segment buffers, reused across calls.
+    streams: Arc<StreamPool>,
+    /// Chunks per segment of host input.
+    pub(super) segment_chunks: u64,
 }
 
-/// Where the time of one [`ResidentHasher::hash_breakdown`] call went: the host's phases by the
-/// wall clock, and the device's by its timestamp queries (zero without them).
-///
-/// `wait` holds the device's whole span (`before_passes + passes + after_passes`) plus what
-/// neither clock sees: the time from the submission to the device's first command, and from
-/// the device's last command until the host notices; [`latency`](Self::latency) is that part.
-///
-/// ```no_run
-/// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-/// let (_, b) = hasher.hash_breakdown(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
-/// println!("{:?} of {:?} in the passes, {:?} launch and wake-up", b.passes, b.total, b.latency());
-/// # Ok::<(), b3accel::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ResidentBreakdown {
-    /// Host: argument checks, error scopes, buffers from the pool, parameters, bind groups and
+/// Where the time of one resident hash went: the host's phases by the wall clock, and the
+/// device's by its timestamp queries (zero without them). `wait` holds the device's whole span
+/// (`before_passes + passes + after_passes`) plus what neither clock sees: the time from the
+/// submission to the device's first command, and from its last command until the host notices.
+#[derive(Default)]
+struct Breakdown {
+    /// Argument checks, error scopes, buffers from the pool, parameters, bind groups and
     /// encoding, up to the submission.
-    pub encode: Duration,
-    /// Host: `Queue::submit` (and `map_async` on the readback buffer).
-    pub submit: Duration,
-    /// Host: from the submission until the readback buffer is mapped.
-    pub wait: Duration,
-    /// Host: reading the mapped CVs, last chunk and timestamps, and unmapping.
-    pub read: Duration,
-    /// Host: merging the subtree CVs and the last chunk into the output (the tree module), and
-    /// closing the error scopes.
-    pub finish: Duration,
-    /// Wall time of the whole call.
-    pub total: Duration,
+    encode: Duration,
+    /// `Queue::submit` (and `map_async` on the readback buffer).
+    submit: Duration,
+    /// From the submission until the readback buffer is mapped.
+    wait: Duration,
+    /// Reading the mapped CVs, last chunk and timestamps, and unmapping.
+    read: Duration,
     /// Device: from the submission's first timestamp to the start of the first hashing pass.
-    pub before_passes: Duration,
+    before_passes: Duration,
     /// Device: the hashing passes, summed over segments.
-    pub passes: Duration,
+    passes: Duration,
     /// Device: from the end of the last hashing pass to the submission's last timestamp (the
     /// copies into the readback buffer).
-    pub after_passes: Duration,
+    after_passes: Duration,
 }
 
-impl ResidentBreakdown {
-    /// The part of `wait` that the device's timestamps do not cover: submission to the first
-    /// command, and the last command to the host's wake-up (zero without timestamps).
-    ///
-    /// ```
-    /// let b = b3accel::wgpu::ResidentBreakdown::default();
-    /// assert_eq!(b.latency(), std::time::Duration::ZERO);
-    /// ```
-    pub fn latency(&self) -> Duration {
-        if self.passes.is_zero() {
-            return Duration::ZERO;
+impl Breakdown {
+    /// `value` with these times, for a call of wall time `total`: `kernel` is the passes,
+    /// `download` the device's time after them plus the host's reading; the rest of the wall
+    /// time (`finish`) is the tree module's merging and the error scopes' closing.
+    fn timed<T>(&self, value: T, total: Duration) -> Timed<T> {
+        let host = self.encode + self.submit + self.wait + self.read;
+        let device = self.before_passes + self.passes + self.after_passes;
+        let latency = if self.passes.is_zero() { Duration::ZERO } else { self.wait.saturating_sub(device) };
+        Timed {
+            value,
+            upload: Duration::ZERO,
+            kernel: self.passes,
+            download: self.after_passes + self.read,
+            total,
+            detail: vec![
+                ("encode", self.encode),
+                ("submit", self.submit),
+                ("wait", self.wait),
+                ("read", self.read),
+                ("finish", total.saturating_sub(host)),
+                ("before passes", self.before_passes),
+                ("passes", self.passes),
+                ("after passes", self.after_passes),
+                ("launch+wake", latency),
+            ],
         }
-        self.wait.saturating_sub(self.before_passes + self.passes + self.after_passes)
-    }
-}
-
-/// One line: the host's phases, the device's, and the latency neither clock sees (what
-/// `benches/probes/wgpu_probe.rs` and `benches/probes/wgpu_report.rs` print).
-///
-/// ```
-/// let b = b3accel::wgpu::ResidentBreakdown::default();
-/// assert!(b.to_string().starts_with("host: encode"));
-/// ```
-impl std::fmt::Display for ResidentBreakdown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "host: encode {:.3?} submit {:.3?} wait {:.3?} read {:.3?} finish {:.3?} | device: before passes {:.3?} \
-             passes {:.3?} after {:.3?} | launch+wake {:.3?}",
-            self.encode,
-            self.submit,
-            self.wait,
-            self.read,
-            self.finish,
-            self.before_passes,
-            self.passes,
-            self.after_passes,
-            self.latency()
-        )
     }
 }
 
@@ -155,14 +142,21 @@ impl ResidentHasher {
         // Name the device as `devices()` lists it where its adapter is one of ours.
         let info = device.adapter_info();
         let id = super::adapter::device_of(&info).unwrap_or(Device::Wgpu(usize::MAX));
-        let gpu = Gpu::new(device.clone(), queue.clone(), id, &WgpuOptions::default(), None)?;
-        let hasher = ResidentHasher { gpu: Arc::new(gpu) };
+        let options = WgpuOptions::default();
+        let gpu = Gpu::new(device.clone(), queue.clone(), id, &options, None)?;
+        let hasher = ResidentHasher::from_gpu(Arc::new(gpu), &options);
         hasher.warm_up()?;
         Ok(hasher)
     }
 
-    pub(crate) fn from_gpu(gpu: Arc<Gpu>) -> ResidentHasher {
-        ResidentHasher { gpu }
+    /// A hasher on `gpu`, with host segments as `options` ask.
+    pub(crate) fn from_gpu(gpu: Arc<Gpu>, options: &WgpuOptions) -> ResidentHasher {
+        let wanted = match options.segment_bytes {
+            Some(b) => (b as u64 / CHUNK_LEN as u64).max(1),
+            None => DEFAULT_SEGMENT_BYTES / CHUNK_LEN as u64,
+        };
+        let segment_chunks = super::device::prev_pow2(wanted).min(gpu.max_segment_chunks);
+        ResidentHasher { gpu, streams: Arc::new(stream_pool()), segment_chunks }
     }
 
     /// Hashes two chunks and a byte of zeros on the device, so that what a device's first
@@ -174,7 +168,7 @@ impl ResidentHasher {
         let len = 2 * CHUNK_LEN as u64 + 1;
         // Never written: wgpu zero-fills it before its first use.
         let buf = self.gpu.storage_buffer("b3accel warm-up", len.next_multiple_of(4), ::wgpu::BufferUsages::empty());
-        self.root(&buf, 0, len, 0, Mode::Hash.domain(), None).map(drop)
+        self.root(&buf, 0, len, 0, Mode::Hash.domain()).map(drop)
     }
 
     /// Largest segment, in bytes, that one storage binding of this device holds (a power of two).
@@ -188,285 +182,29 @@ impl ResidentHasher {
         self.gpu.max_segment_chunks * CHUNK_LEN as u64
     }
 
-    /// The hash, in `mode`, of the `len` bytes of `buffer` that start at byte `offset`.
-    ///
-    /// `buffer` needs `BufferUsages::STORAGE` and must belong to this hasher's device; `offset`
-    /// must be a multiple of the device's `min_storage_buffer_offset_alignment` (256 at most),
-    /// and the buffer must extend to `offset + len` rounded up to 4 bytes.
-    ///
-    /// ```no_run
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let key = [7u8; 32];
-    /// let mac = hasher.hash(&buf, 0, buf.size(), &b3accel::Mode::Keyed(key))?;
-    /// println!("{mac}");
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Hash> {
-        Ok(Hash::from_bytes(self.root(buffer, offset, len, 0, mode.domain(), None)?.root_hash()))
-    }
-
-    /// [`hash`](Self::hash) with timestamp queries, and where each part of the call's time went
-    /// (see [`ResidentBreakdown`]).
-    ///
-    /// ```no_run
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let (hash, b) = hasher.hash_breakdown(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
-    /// println!("{hash}: encode {:?} submit {:?} wait {:?}", b.encode, b.submit, b.wait);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_breakdown(
+    /// The subtree CVs of `input` (full chunks, the first with index `first_chunk`, aligned as
+    /// `Backend::chunk_subtrees_capped` requires), none larger than `max_chunks`, into `out`:
+    /// one pipelined stream of segments.
+    pub(super) fn host_subtrees(
         &self,
-        buffer: &::wgpu::Buffer,
-        offset: u64,
-        len: u64,
-        mode: &Mode,
-    ) -> Result<(Hash, ResidentBreakdown)> {
-        let start = Instant::now();
-        let mut b = ResidentBreakdown::default();
-        let out = self.root(buffer, offset, len, 0, mode.domain(), Some(&mut b))?;
-        let hash = Hash::from_bytes(out.root_hash());
-        b.total = start.elapsed();
-        b.finish = b.total.saturating_sub(b.encode + b.submit + b.wait + b.read);
-        Ok((hash, b))
-    }
-
-    /// [`hash`](Self::hash), and where the time went: `kernel` is the hashing passes as the
-    /// device's timestamp queries measure them, `download` the device's time after the passes
-    /// (copying the CVs and the last chunk out, by timestamps) plus the host's reading of them,
-    /// `total` the wall time of the call; what `total` has beyond the others is the host's and
-    /// the driver's (encoding, submission, waiting). `upload` is zero: the data is already
-    /// there. Without timestamp queries `kernel` is zero and `download` the host's part only.
-    ///
-    /// ```no_run
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let t = hasher.hash_timed(&buf, 0, buf.size(), &b3accel::Mode::Hash)?;
-    /// println!("{}: {:.1} GB/s in the kernel", t.value, buf.size() as f64 / t.kernel.as_secs_f64() / 1e9);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_timed(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<Timed<Hash>> {
-        let (value, b) = self.hash_breakdown(buffer, offset, len, mode)?;
-        let download = b.after_passes + b.read;
-        Ok(Timed { value, upload: Duration::ZERO, kernel: b.passes, download, total: b.total })
-    }
-
-    /// An extendable-output reader over the `len` bytes of `buffer` at `offset`, in `mode`
-    /// (requirements as for [`hash`](Self::hash)).
-    ///
-    /// ```no_run
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let mut okm = [0u8; 64];
-    /// hasher
-    ///     .xof_reader(&buf, 0, 1000, &b3accel::Mode::DeriveKey("app v1 keys".into()))?
-    ///     .fill(&mut okm);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn xof_reader(&self, buffer: &::wgpu::Buffer, offset: u64, len: u64, mode: &Mode) -> Result<OutputReader> {
-        Ok(OutputReader::new(self.root(buffer, offset, len, 0, mode.domain(), None)?))
-    }
-
-    /// The chaining value of the `len` bytes of `buffer` at byte `offset`, as the subtree that
-    /// starts at byte `input_offset` of a larger input (see [`hazmat`](crate::hazmat)), computed
-    /// where the data lies: a piece to merge with
-    /// [`merge_subtrees_non_root`](crate::hazmat::merge_subtrees_non_root) and friends or
-    /// [`merge_pieces_root`](crate::hazmat::merge_pieces_root). Requirements on `buffer` and
-    /// `offset` as for [`hash`](Self::hash); `input_offset` and `len` must form a subtree
-    /// ([`check_subtree`](crate::hazmat::check_subtree)).
-    ///
-    /// ```no_run
-    /// use b3accel::hazmat::{merge_pieces_root, Mode, Piece};
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// // A buffer of 3 MiB + 10 bytes, hashed as two pieces and merged.
-    /// let (half, rest) = (2u64 << 20, (1u64 << 20) + 10);
-    /// let pieces = [
-    ///     Piece { offset: 0, len: half, cv: hasher.subtree_cv(&buf, 0, half, 0, Mode::Hash)? },
-    ///     Piece { offset: half, len: rest, cv: hasher.subtree_cv(&buf, half, rest, half, Mode::Hash)? },
-    /// ];
-    /// println!("{}", merge_pieces_root(&pieces, Mode::Hash)?);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn subtree_cv(
-        &self,
-        buffer: &::wgpu::Buffer,
-        offset: u64,
-        len: u64,
-        input_offset: u64,
-        mode: subtree::Mode,
-    ) -> Result<ChainingValue> {
-        check_subtree(input_offset, len)?;
-        let start = input_offset / CHUNK_LEN as u64;
-        Ok(self.root(buffer, offset, len, start, mode.domain(), None)?.chaining_value())
-    }
-
-    /// The root of the binary Merkle tree (see [`merkle`](crate::merkle)) over `count` 32-byte
-    /// leaves lying end to end in `leaves` from byte `offset`, computed where they lie: no leaf
-    /// passes through host memory and only the root (32 bytes) comes back. With `inner` (exactly
-    /// `count - 1` entries) every inner node is copied back too, level by level in the layout of
-    /// [`merkle::level_sizes`](crate::merkle::level_sizes).
-    ///
-    /// Requirements on `leaves` as for [`hash`](Self::hash); zero leaves, a range outside the
-    /// buffer or a wrong `inner` length is an error.
-    ///
-    /// ```no_run
-    /// # let (hasher, queue): (b3accel::wgpu::ResidentHasher, wgpu::Queue) = unimplemented!();
-    /// # let device: wgpu::Device = unimplemented!();
-    /// let leaves = vec![[5u8; 32]; 1000];
-    /// let buf = device.create_buffer(&wgpu::BufferDescriptor {
-    ///     label: Some("leaves"), size: 32 * 1000,
-    ///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false,
-    /// });
-    /// queue.write_buffer(&buf, 0, leaves.as_flattened());
-    /// let root = hasher.merkle_root(&buf, 0, 1000, None)?;
-    /// assert_eq!(root, b3accel::merkle_root(b3accel::Device::Cpu, &leaves)?);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn merkle_root(
-        &self,
-        leaves: &::wgpu::Buffer,
-        offset: u64,
-        count: u64,
-        inner: Option<&mut [[u8; 32]]>,
-    ) -> Result<Hash> {
-        Ok(Hash::from_bytes(super::merkle::merkle(&self.gpu, leaves, offset, count, inner, None)?))
-    }
-
-    /// [`merkle_root`](Self::merkle_root) without inner nodes, and where the time went:
-    /// `kernel` is the one compute pass of all the Merkle dispatches by the device's timestamp
-    /// queries (zero without them), `download` the host's reading of the root, `total` the wall
-    /// time of the call.
-    ///
-    /// ```no_run
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let t = hasher.merkle_root_timed(&buf, 0, buf.size() / 32)?;
-    /// println!("{}: {:?} on the device, {:?} in all", t.value, t.kernel, t.total);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn merkle_root_timed(&self, leaves: &::wgpu::Buffer, offset: u64, count: u64) -> Result<Timed<Hash>> {
-        timed(|t| super::merkle::merkle(&self.gpu, leaves, offset, count, None, Some(t)).map(Hash::from_bytes))
-    }
-
-    /// Hashes `count` independent messages of `msg_len` bytes each (0 allowed) lying end to end
-    /// in `data` from byte `offset`, in `mode`, where they lie: element i is the hash of message
-    /// i. Messages of up to one chunk take one invocation each; longer ones one per chunk, their
-    /// chunk chaining values merged on the host. Requirements on `data` as for
-    /// [`hash`](Self::hash) (messages need not start on a word boundary).
-    ///
-    /// ```no_run
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// // 1000 records of 100 bytes each.
-    /// let hashes = hasher.hash_many(&buf, 0, 1000, 100, &b3accel::Mode::Hash)?;
-    /// assert_eq!(hashes.len(), 1000);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_many(
-        &self,
-        data: &::wgpu::Buffer,
-        offset: u64,
-        count: usize,
-        msg_len: u64,
-        mode: &Mode,
-    ) -> Result<Vec<Hash>> {
-        self.many(data, offset, count, msg_len, mode, None)
-    }
-
-    /// [`hash_many`](Self::hash_many), and where the time went: `kernel` is the device's time in
-    /// the hashing passes (timestamps; zero without them), `download` the host's reading of the
-    /// results (and merging, for messages longer than a chunk), `total` the wall time.
-    ///
-    /// ```no_run
-    /// # let (hasher, buf): (b3accel::wgpu::ResidentHasher, wgpu::Buffer) = unimplemented!();
-    /// let t = hasher.hash_many_timed(&buf, 0, 1 << 20, 64, &b3accel::Mode::Hash)?;
-    /// println!("{:.2} G hashes/s on the device", t.value.len() as f64 / t.kernel.as_secs_f64() / 1e9);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    pub fn hash_many_timed(
-        &self,
-        data: &::wgpu::Buffer,
-        offset: u64,
-        count: usize,
-        msg_len: u64,
-        mode: &Mode,
-    ) -> Result<Timed<Vec<Hash>>> {
-        timed(|t| self.many(data, offset, count, msg_len, mode, Some(t)))
-    }
-
-    /// The one implementation of [`hash_many`](Self::hash_many), timed where `timings` asks.
-    fn many(
-        &self,
-        data: &::wgpu::Buffer,
-        offset: u64,
-        count: usize,
-        msg_len: u64,
-        mode: &Mode,
+        input: &[u8],
+        first_chunk: u64,
+        max_chunks: u64,
+        domain: Domain,
+        out: &mut [Cv],
         timings: Option<&mut Timings>,
-    ) -> Result<Vec<Hash>> {
-        let mut out = vec![[0u8; 32]; count];
-        super::many::hash_many(&self.gpu, data, offset, msg_len, mode.domain(), &mut out, timings)?;
-        Ok(out.into_iter().map(Hash::from_bytes).collect())
-    }
-
-    /// Hashes `count` independent messages of `msg_len` bytes each (at most one chunk, 1024
-    /// bytes; 0 allowed) lying end to end in `data` from byte `offset`, in `mode`, into the device
-    /// buffer `out`: message i's hash at bytes `out_offset + 32 * i..out_offset + 32 * i + 32`.
-    /// Nothing passes through host memory; the call returns once the hashes are written (one
-    /// submission). Requirements on `data` as for [`hash`](Self::hash); `out` needs
-    /// `BufferUsages::STORAGE`, an aligned `out_offset` and room for the hashes. Longer messages
-    /// are an error here: [`hash_many`](Self::hash_many) takes them.
-    ///
-    /// Messages whose length is a multiple of 16 bytes (64-byte records, 1 KiB, ...) take the
-    /// fastest path (whole 16-byte loads).
-    ///
-    /// ```no_run
-    /// # let (hasher, data, device): (b3accel::wgpu::ResidentHasher, wgpu::Buffer, wgpu::Device) = unimplemented!();
-    /// let out = device.create_buffer(&wgpu::BufferDescriptor {
-    ///     label: Some("hashes"), size: 32 * 1000,
-    ///     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false,
-    /// });
-    /// // 1000 records of 64 bytes each, hashed into `out` on the device.
-    /// hasher.hash_many_into(&data, 0, 1000, 64, &b3accel::Mode::Hash, &out, 0)?;
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    #[allow(clippy::too_many_arguments)]
-    pub fn hash_many_into(
-        &self,
-        data: &::wgpu::Buffer,
-        offset: u64,
-        count: usize,
-        msg_len: u64,
-        mode: &Mode,
-        out: &::wgpu::Buffer,
-        out_offset: u64,
     ) -> Result<()> {
-        let domain = mode.domain();
-        super::many::hash_many_into(&self.gpu, data, offset, count as u64, msg_len, domain, out, out_offset, None)
-    }
-
-    /// [`hash_many_into`](Self::hash_many_into), and where the time went: `kernel` is the pass's
-    /// device time by timestamp queries (zero without them), `total` the wall time of the call.
-    ///
-    /// ```no_run
-    /// # let (hasher, data, out): (b3accel::wgpu::ResidentHasher, wgpu::Buffer, wgpu::Buffer) = unimplemented!();
-    /// let t = hasher.hash_many_into_timed(&data, 0, 1 << 24, 64, &b3accel::Mode::Hash, &out, 0)?;
-    /// println!("{:.1} G hashes/s", (1u64 << 24) as f64 / t.total.as_secs_f64() / 1e9);
-    /// # Ok::<(), b3accel::Error>(())
-    /// ```
-    #[allow(clippy::too_many_arguments)]
-    pub fn hash_many_into_timed(
-        &self,
-        data: &::wgpu::Buffer,
-        offset: u64,
-        count: usize,
-        msg_len: u64,
-        mode: &Mode,
-        out: &::wgpu::Buffer,
-        out_offset: u64,
-    ) -> Result<Timings> {
-        let domain = mode.domain();
-        let (gpu, count) = (&self.gpu, count as u64);
-        timed(|t| super::many::hash_many_into(gpu, data, offset, count, msg_len, domain, out, out_offset, Some(t)))
+        let gpu = &*self.gpu;
+        gpu.check_health()?;
+        let seg = self.segment_chunks.min(max_chunks);
+        scoped(&gpu.device, gpu.id, || {
+            stream_host(gpu, &self.streams, seg, input, first_chunk, max_chunks, domain, out, timings)
+        })
     }
 
     /// The top node of the `len` bytes of `buffer` at byte `offset`: the subtree that starts at
-    /// chunk `start` of the input (0: the whole input, whose top node is the root).
+    /// chunk `start` of the input (0: the whole input, whose top node is the root), with where
+    /// the call's time went.
     fn root(
         &self,
         buffer: &::wgpu::Buffer,
@@ -474,36 +212,118 @@ impl ResidentHasher {
         len: u64,
         start: u64,
         domain: Domain,
-        breakdown: Option<&mut ResidentBreakdown>,
-    ) -> Result<Output> {
+    ) -> Result<Timed<Output>> {
         let began = Instant::now();
         let gpu = &*self.gpu;
-        if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
-            return Err(Error::InvalidInput(format!(
-                "device-resident hashing needs a buffer with STORAGE usage (it has {:?})",
-                buffer.usage()
-            )));
-        }
-        if !offset.is_multiple_of(gpu.storage_align) {
-            return Err(Error::InvalidInput(format!(
-                "offset {offset} is not a multiple of the device's storage offset alignment {}",
-                gpu.storage_align
-            )));
-        }
-        let end = offset.checked_add(len.next_multiple_of(4)).filter(|&e| e <= buffer.size());
-        if end.is_none() {
-            return Err(Error::InvalidInput(format!(
-                "{len} bytes at offset {offset} (rounded up to whole 4-byte words) do not fit in a buffer of {} bytes",
-                buffer.size()
-            )));
-        }
+        check_buffer(gpu, "resident hash", buffer, offset, len)?;
         if len == 0 {
-            return Ok(chunk_output(&[], 0, domain));
+            let total = began.elapsed();
+            return Ok(Timings { total, ..Default::default() }.with(chunk_output(&[], 0, domain)));
         }
         gpu.check_health()?;
-        scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, start, domain, breakdown, began))
+        let mut b = Breakdown::default();
+        let output =
+            scoped(&gpu.device, gpu.id, || self.root_on_device(buffer, offset, len, start, domain, &mut b, began))?;
+        Ok(b.timed(output, began.elapsed()))
+    }
+}
+
+/// On `wgpu::Buffer`s with `BufferUsages::STORAGE` of this hasher's device. An offset is a
+/// multiple of the device's `min_storage_buffer_offset_alignment` (256 at most), and the buffer
+/// extends to the end of the bytes read rounded up to 4 bytes. Messages of up to one chunk take
+/// one invocation each, with whole 16-byte loads where their length is a multiple of 16 bytes;
+/// longer ones one invocation per chunk, their chunk chaining values merged on the host (so
+/// `hash_many_into` refuses them). `kernel` is the passes by the device's timestamp queries (zero
+/// without them); nothing times an upload on the device, so `upload` is the wall time of the
+/// write and the wait for it.
+impl Resident for ResidentHasher {
+    type Buffer = ::wgpu::Buffer;
+
+    fn upload(&self, data: &[u8]) -> Result<Timed<::wgpu::Buffer>> {
+        self.gpu.check_health()?;
+        let gpu = &*self.gpu;
+        let t = timed(|_| {
+            scoped(&gpu.device, gpu.id, || {
+                let buf = upload(gpu, "b3accel upload", data);
+                let index = gpu.queue.submit([]);
+                gpu.wait(&index, &MapTicket::work_done(&gpu.queue))?;
+                Ok(buf)
+            })
+        })?;
+        Ok(Timed { upload: t.total, ..t })
     }
 
+    fn hash_from_host(&self, data: &[u8], mode: &Mode) -> Result<Timed<Hash>> {
+        let domain = mode.domain();
+        let full = data.len() - last_chunk_len(data.len() as u64) as usize;
+        timed(|t| {
+            let output = hash_resident(0, data.len() as u64, &data[full..], domain, |off, n, first, out| {
+                let run = &data[off as usize * CHUNK_LEN..(off + n) as usize * CHUNK_LEN];
+                self.host_subtrees(run, first, MAX_SUBTREE, domain, out, Some(&mut *t))
+            })?;
+            Ok(Hash::from_bytes(output.root_hash()))
+        })
+    }
+
+    fn xof_reader(&self, buffer: &::wgpu::Buffer, range: Range<u64>, mode: &Mode) -> Result<Timed<OutputReader>> {
+        let len = range_len(&range)?;
+        Ok(self.root(buffer, range.start, len, 0, mode.domain())?.map(OutputReader::new))
+    }
+
+    fn subtree_cv(
+        &self,
+        buffer: &::wgpu::Buffer,
+        range: Range<u64>,
+        input_offset: u64,
+        mode: TreeMode<'_>,
+    ) -> Result<Timed<ChainingValue>> {
+        let len = range_len(&range)?;
+        check_subtree(input_offset, len)?;
+        let start = input_offset / CHUNK_LEN as u64;
+        Ok(self.root(buffer, range.start, len, start, mode.domain())?.map(|out| out.chaining_value()))
+    }
+
+    fn merkle_root(
+        &self,
+        leaves: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        inner: MerkleInner<'_, ::wgpu::Buffer>,
+    ) -> Result<Timed<Hash>> {
+        let gpu = &*self.gpu;
+        timed(|t| super::merkle::merkle(gpu, leaves, offset, count as u64, inner, Some(t)).map(Hash::from_bytes))
+    }
+
+    fn hash_many(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: usize,
+        mode: &Mode,
+    ) -> Result<Timed<Vec<Hash>>> {
+        let mut out = vec![[0u8; 32]; count];
+        let (gpu, domain) = (&*self.gpu, mode.domain());
+        let t = timed(|t| super::many::hash_many(gpu, data, offset, msg_len as u64, domain, &mut out, Some(t)))?;
+        Ok(t.map(|()| out.into_iter().map(Hash::from_bytes).collect()))
+    }
+
+    fn hash_many_into(
+        &self,
+        data: &::wgpu::Buffer,
+        offset: u64,
+        count: usize,
+        msg_len: usize,
+        mode: &Mode,
+        out: &::wgpu::Buffer,
+        out_offset: u64,
+    ) -> Result<Timed<()>> {
+        let (gpu, domain, count, msg_len) = (&*self.gpu, mode.domain(), count as u64, msg_len as u64);
+        timed(|t| super::many::hash_many_into(gpu, data, offset, count, msg_len, domain, out, out_offset, Some(t)))
+    }
+}
+
+impl ResidentHasher {
     #[allow(clippy::too_many_arguments)]
     fn root_on_device(
         &self,
@@ -512,7 +332,7 @@ impl ResidentHasher {
         len: u64,
         start: u64,
         domain: Domain,
-        breakdown: Option<&mut ResidentBreakdown>,
+        b: &mut Breakdown,
         began: Instant,
     ) -> Result<Output> {
         let gpu = &*self.gpu;
@@ -521,7 +341,7 @@ impl ResidentHasher {
         let seg = gpu.max_segment_chunks.min(full.next_power_of_two()).max(1);
         let count = full.div_ceil(seg);
         let (segments, tail) = gpu.with_scratch(seg, count.max(1), |scr| {
-            let queries = scr.queries.clone().filter(|_| breakdown.is_some());
+            let queries = scr.queries.clone();
             let queries = queries.as_ref();
             let mut enc = gpu
                 .device
@@ -635,16 +455,14 @@ impl ResidentHasher {
             let times = queries.map(|_| pass_times(gpu, scr, &view, count));
             drop(view);
             scr.readback.unmap();
-            if let Some(b) = breakdown {
-                b.encode = t_submit - began;
-                b.submit = t_wait - t_submit;
-                b.wait = t_read - t_wait;
-                b.read = t_read.elapsed();
-                if let Some((before, passes, after)) = times {
-                    b.before_passes = before;
-                    b.passes = passes;
-                    b.after_passes = after;
-                }
+            b.encode = t_submit - began;
+            b.submit = t_wait - t_submit;
+            b.wait = t_read - t_wait;
+            b.read = t_read.elapsed();
+            if let Some((before, passes, after)) = times {
+                b.before_passes = before;
+                b.passes = passes;
+                b.after_passes = after;
             }
             Ok((segments, tail))
         })?;
