@@ -110,6 +110,14 @@ pub fn decode<'py>(
         }
         None => None,
     };
+    if ob.is_none() {
+        if let Some(size) = whole_encoding_size(encoded, group_log) {
+            // All of it is here: checked on every core straight into the result.
+            return PyBytes::new_with(py, size, |out| {
+                maybe_detach(py, encoded.len(), || bao::decode_into(encoded, &hash, group_log, out)).map_err(bao_error)
+            });
+        }
+    }
     let out = maybe_detach(py, encoded.len(), || {
         let mut out = Vec::new();
         match &ob {
@@ -120,6 +128,14 @@ pub fn decode<'py>(
     })
     .map_err(bao_error)?;
     Ok(PyBytes::new(py, &out))
+}
+
+/// The content size of a combined encoding that `encoded` holds whole (so that the size is no
+/// larger than the buffer and can be allocated before anything verifies); `None` otherwise.
+fn whole_encoding_size(encoded: &[u8], group_log: u8) -> Option<usize> {
+    let size = u64::from_le_bytes(encoded.get(..bao::HEADER_LEN)?.try_into().ok()?);
+    let tree = bao::Tree::new(size, group_log).ok()?;
+    (encoded.len() as u64 >= tree.encoded_len()).then_some(size as usize)
 }
 
 /// The slice of a combined encoding (or, with `outboard`, of `encoded` taken as the content)
