@@ -8,6 +8,7 @@
 //! and from a device buffer. Then Merkle roots and `hash_many`. It prints tables, and writes
 //! every figure to `--json FILE` and a log-log throughput plot to `--plot FILE.svg`.
 
+mod bao;
 mod gpus;
 mod plot;
 mod report;
@@ -59,6 +60,10 @@ pub struct Args {
     /// Skip the Merkle and hash_many measurements
     #[arg(long)]
     no_merkle: bool,
+
+    /// Skip the bao outboard and decode measurements
+    #[arg(long)]
+    no_bao: bool,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -204,6 +209,9 @@ pub fn run(args: Args, global: &Global) -> Outcome {
 
     if !args.no_merkle {
         bench_merkle(&mut rows, &gpus, budget, args.large, &one_thread);
+    }
+    if !args.no_bao {
+        bao::bench_bao(&mut rows, &data, &gpus, budget, &one_thread);
     }
 
     let text = render(&machine, &rows);

@@ -4,7 +4,8 @@ use super::row::{size_label, Row};
 use b3accel::Device;
 use std::fmt::Write as _;
 
-/// The tables: GB/s by series and size for hashing, the GPU breakdown, then Merkle and hash_many.
+/// The tables: GB/s by series and size for hashing, the GPU breakdown, then Merkle, hash_many and
+/// bao.
 pub(super) fn render(machine: &serde_json::Value, rows: &[Row]) -> String {
     let mut s = format!("b3accel bench on {}\n\n", describe(machine));
     let hash: Vec<&Row> = rows.iter().filter(|r| r.test == "hash").collect();
@@ -97,6 +98,22 @@ pub(super) fn render(machine: &serde_json::Value, rows: &[Row]) -> String {
                 r.label,
                 r.seconds * 1e3,
                 base.map_or(String::new(), |b| format!("   ({:.1}x)", b / r.seconds))
+            );
+        }
+    }
+    let bao: Vec<&Row> = rows.iter().filter(|r| r.test == "bao").collect();
+    if !bao.is_empty() {
+        let _ = writeln!(s, "\nbao: milliseconds per call, GB/s of content (share of the plain CPU hash)");
+        for r in &bao {
+            let base = bao.iter().find(|b| b.label == r.label && b.series == "hash cpu").map(|b| b.seconds);
+            let _ = writeln!(
+                s,
+                "{:<30}{:>10}{:>12.3}{:>10.2}{}",
+                r.series,
+                r.label,
+                r.seconds * 1e3,
+                r.gbps(),
+                base.map_or(String::new(), |b| format!("   ({:.2}x)", b / r.seconds))
             );
         }
     }
