@@ -329,6 +329,29 @@ fn bad_arguments_are_errors() {
     assert!(b3accel::bao::Outboard::from_bytes(&ob.to_bytes()[..70], 0, Order::Pre).is_err());
 }
 
+/// A size header so large that the encoding's offsets would overflow 64 bits (a corrupt one) is
+/// an error of everything that reads one, never a panic.
+#[test]
+fn an_impossible_size_header_is_an_error() {
+    let (mut encoded, hash) = encode_with(&*cpu(), &[7u8; 5000], 0).unwrap();
+    for size in [u64::MAX, u64::MAX - 1023, u64::MAX - 8] {
+        encoded[..8].copy_from_slice(&size.to_le_bytes());
+        for k in [0u8, 4, 20] {
+            let what = format!("size {size}, group log {k}");
+            assert!(matches!(decode(&encoded[..], &hash, k, &mut Vec::new()), Err(Error::Invalid(_))), "{what}");
+            let err = decode_slice(&encoded[..], &hash, k, 100, 10, &mut Vec::new());
+            assert!(matches!(err, Err(Error::Invalid(_))), "{what}");
+            assert!(matches!(slice(&encoded, k, 100, 10), Err(Error::Invalid(_))), "{what}");
+            let mut out = vec![0u8; 5000];
+            assert!(decode_into(&encoded, &hash, k, &mut out).is_err(), "{what}");
+            for order in [Order::Pre, Order::Post] {
+                let file = [&size.to_le_bytes()[..], &[0u8; 256]].concat();
+                assert!(b3accel::bao::Outboard::from_bytes(&file, k, order).is_err(), "{what}, {order:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn every_backend_gives_the_same_outboards() {
     // Past 64 chunks (a GPU work-group) and a partial last group; small, as software GPUs are slow.

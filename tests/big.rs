@@ -12,6 +12,9 @@
 //! one at a time, in release:
 //!
 //! `cargo test --release --all-features --test big -- --ignored --test-threads=1 --nocapture`
+//!
+//! Ignored too, for its memory (about 9 GiB) but needing no GPU: bao outboards of 4 GiB + 1025
+//! bytes on the CPU against bao-tree's and bao's, and their round trip through `decode_into`.
 
 mod common;
 
@@ -97,12 +100,62 @@ fn scaled(size: u64) -> u64 {
 /// `len` bytes of input, made on all cores.
 fn big_input(len: u64) -> Vec<u8> {
     let mut v = vec![0u8; len as usize];
-    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| {
-        for (j, b) in c.iter_mut().enumerate() {
-            *b = ((i * 131 + j) % 251) as u8 ^ (i >> 8) as u8;
-        }
-    });
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| big_input_mib(i, c));
     v
+}
+
+/// The `i`th MiB of [`big_input`] (or the start of it), into `out`.
+fn big_input_mib(i: usize, out: &mut [u8]) {
+    for (j, b) in out.iter_mut().enumerate() {
+        *b = ((i * 131 + j) % 251) as u8 ^ (i >> 8) as u8;
+    }
+}
+
+/// Whether `data` is [`big_input`] of its length, checked on all cores without a second copy.
+fn is_big_input(data: &[u8]) -> bool {
+    data.par_chunks(1 << 20).enumerate().all(|(i, c)| {
+        let mut want = vec![0u8; c.len()];
+        big_input_mib(i, &mut want);
+        c == want
+    })
+}
+
+/// Bao outboards of 4 GiB + 1025 bytes on the CPU backend, where chunk counters and content and
+/// encoding offsets pass 32 bits: in pre-order at group logs 4 and 0, byte for byte bao-tree's
+/// (and at 0, bao's), then a round trip through a combined encoding and `decode_into`. It holds two
+/// buffers of over 4 GiB at once (the input or the decoded copy, and the encoding): run it on its
+/// own, in release, `cargo test --release --all-features --test big -- --ignored bao_ --nocapture`.
+#[test]
+#[ignore = "about 9 GiB of memory: run it on its own, in release"]
+fn bao_4_gib_plus_1025_on_the_cpu() {
+    use b3accel::bao::{decode_into, encode_with, outboard_with, Order};
+    use bao_tree::{io::outboard::PreOrderMemOutboard, BlockSize};
+    let len = (4u64 << 30) + 1025;
+    let cpu = b3accel::backend(Device::Cpu).unwrap();
+    for k in [4u8, 0] {
+        let data = big_input(len);
+        let start = std::time::Instant::now();
+        let (ob, hash) = outboard_with(&*cpu, &data, k, Order::Pre).unwrap();
+        let ours = start.elapsed().as_secs_f64();
+        let oracle = PreOrderMemOutboard::create(&data, BlockSize::from_chunk_log(k));
+        assert_eq!(hash, oracle.root, "group log {k}");
+        assert!(ob.parents() == &oracle.data[..], "bao-tree's outboard, group log {k}");
+        if k == 0 {
+            assert!(ob.to_bytes() == bao::encode::outboard(&data).0, "bao's outboard");
+        }
+        let start = std::time::Instant::now();
+        let (encoded, encoded_hash) = encode_with(&*cpu, &data, k).unwrap();
+        let encoding = start.elapsed().as_secs_f64();
+        assert_eq!(encoded_hash, hash, "group log {k}");
+        drop(data);
+        let mut out = vec![0u8; len as usize];
+        let start = std::time::Instant::now();
+        decode_into(&encoded, &hash, k, &mut out).unwrap();
+        let decoding = start.elapsed().as_secs_f64();
+        drop(encoded);
+        assert!(is_big_input(&out), "decode_into, group log {k}");
+        eprintln!("bao, group log {k}: outboard {ours:.1} s, encoding {encoding:.1} s, decode_into {decoding:.1} s");
+    }
 }
 
 /// The sizes of the big host and device tests: 5 GiB and 2^32 + 1 bytes (scaled, each keeping

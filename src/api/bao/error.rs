@@ -52,7 +52,7 @@ pub enum Error {
         /// Where the stream ended.
         offset: u64,
     },
-    /// Bad arguments or a malformed outboard.
+    /// Bad arguments, a malformed outboard, or a size header too large for any encoding.
     Invalid(String),
     /// Reading or writing failed.
     Io(io::Error),

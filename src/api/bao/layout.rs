@@ -51,10 +51,12 @@ pub struct Tree {
 
 impl Tree {
     /// The tree of `size` content bytes in groups of 2^`group_log` chunks; an error for a group
-    /// log above [`MAX_GROUP_LOG`].
+    /// log above [`MAX_GROUP_LOG`], or a size whose encoding's length does not fit in a `u64` (a
+    /// corrupt size header: the offsets of its nodes would overflow).
     ///
     /// ```
     /// assert!(b3accel::bao::Tree::new(5, 21).is_err());
+    /// assert!(b3accel::bao::Tree::new(u64::MAX, 0).is_err());
     /// ```
     pub fn new(size: u64, group_log: u8) -> Result<Tree, Error> {
         if group_log > MAX_GROUP_LOG {
@@ -62,7 +64,13 @@ impl Tree {
                 "a chunk group log of {group_log} is above the largest accepted, {MAX_GROUP_LOG}"
             )));
         }
-        Ok(Tree { size, group_log })
+        let tree = Tree { size, group_log };
+        if size.checked_add(HEADER_LEN as u64 + tree.outboard_len()).is_none() {
+            return Err(Error::Invalid(format!(
+                "a content of {size} bytes has an encoding too long for 64-bit offsets"
+            )));
+        }
+        Ok(tree)
     }
 
     /// The content's length in bytes.
