@@ -1,24 +1,24 @@
 //! One parallel pass over a bao tree that keeps every parent: the pass that writes outboards and
 //! encodings and the one that checks them while decoding.
 //!
-//! The tree is cut into pieces, subtrees of about [`PIECE_BYTES`] of content. A piece is one rayon
-//! task: it hashes its chunk groups, computes its parents in a scratch of its own and writes or
-//! checks each of them in place. Above the pieces, each parent joins its two halves' tasks and
+//! The tree is cut into pieces, subtrees of a few hundred KiB to a few MiB of content
+//! ([`Side::piece_bytes`]). A piece is one rayon task: it hashes its chunk groups, computes its
+//! parents in a scratch of its own and writes or checks each of them in place. Above the pieces, each parent joins its two halves' tasks and
 //! writes or checks its own pair. No level of the whole tree is held in memory, and no task waits
 //! for a level to finish, so the pass costs a plain hash plus the parents it keeps.
 
 use super::error::{Block, Error};
 use super::layout::{Node, Order, Tree, PARENT_LEN};
-use crate::backends::cpu::parent_cvs;
+use crate::backends::cpu::{parent_cvs, prefetch_min_bytes};
 use crate::core::compress::Cv;
 use crate::core::constants::IV;
 use crate::tree::merkle::{level_sizes, reduce, split_levels};
 use crate::tree::{merge_subtrees_non_root, subtree_node, Backend, Domain, TreeMode};
 use std::ops::{Deref, Range};
 
-/// Content per piece: enough chunks for the SIMD kernels' widest lanes and little enough that a
-/// 64 MiB input makes hundreds of tasks.
-const PIECE_BYTES: u64 = 256 * 1024;
+/// Content per piece when checking: the content a piece gathers stays in this core's cache while
+/// it is hashed, and a 64 MiB input makes hundreds of tasks.
+const CHECK_PIECE_BYTES: u64 = 256 * 1024;
 
 /// Where each node's parents lie in the buffer a walk writes or reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +89,9 @@ pub(super) trait Side: Sync {
     /// The tree and where its parents lie.
     fn shape(&self) -> (Tree, Layout);
 
+    /// The most content a piece holds (more only where one chunk group is larger).
+    fn piece_bytes(&self) -> u64;
+
     /// Moves a chunk group's content between its place in an encoding, `nodes[at..]`, and
     /// `content[bytes]`, before the group is hashed. Called only for [`Layout::Encoded`].
     fn group(&self, nodes: &mut Self::Nodes, at: usize, content: &mut Self::Content, bytes: Range<usize>);
@@ -105,7 +108,7 @@ pub(super) trait Side: Sync {
 /// or checked; `nodes` and `content` are the node's parts.
 pub(super) fn children<S: Side>(side: &S, node: Node, nodes: S::Nodes, content: S::Content) -> Result<(Cv, Cv), Error> {
     let (tree, layout) = side.shape();
-    if is_piece(tree, node) {
+    if is_piece(side, node) {
         return Ok(piece(side, node, nodes, content)?.children(tree, node));
     }
     let (left, right) = node.split();
@@ -122,17 +125,17 @@ pub(super) fn children<S: Side>(side: &S, node: Node, nodes: S::Nodes, content: 
 
 /// The chaining value of `node`, never the root, every pair under it written or checked.
 fn node_cv<S: Side>(side: &S, node: Node, nodes: S::Nodes, content: S::Content) -> Result<Cv, Error> {
-    let (tree, _) = side.shape();
-    if is_piece(tree, node) {
+    if is_piece(side, node) {
         return Ok(piece(side, node, nodes, content)?.top());
     }
     let (l, r) = children(side, node, nodes, content)?;
     Ok(merge_subtrees_non_root(&l, &r, TreeMode::Hash))
 }
 
-/// Whether `node` is one task's piece: at most [`PIECE_BYTES`] of content or one chunk group.
-fn is_piece(tree: Tree, node: Node) -> bool {
-    tree.groups_of(node) <= (PIECE_BYTES / tree.group_len()).max(1)
+/// Whether `node` is one task's piece: at most the side's piece of content, or one chunk group.
+fn is_piece<S: Side>(side: &S, node: Node) -> bool {
+    let (tree, _) = side.shape();
+    tree.groups_of(node) <= (side.piece_bytes() / tree.group_len()).max(1)
 }
 
 /// One piece: its groups' content moved (encodings), its groups hashed, its parents computed and
@@ -288,6 +291,13 @@ impl<'a> Side for Write<'a> {
         (self.tree, self.layout)
     }
 
+    /// As much as the CPU's kernels need to prefetch ahead as they do for a plain hash of content
+    /// that is not in cache (this core's L2 cache): smaller pieces hash measurably slower
+    /// (docs/performance.md).
+    fn piece_bytes(&self) -> u64 {
+        prefetch_min_bytes() as u64
+    }
+
     fn group(&self, nodes: &mut &'a mut [u8], at: usize, content: &mut &'a [u8], bytes: Range<usize>) {
         nodes[at..at + bytes.len()].copy_from_slice(&content[bytes]);
     }
@@ -326,6 +336,10 @@ impl<'a> Side for Check<'a> {
 
     fn shape(&self) -> (Tree, Layout) {
         (self.tree, self.layout)
+    }
+
+    fn piece_bytes(&self) -> u64 {
+        CHECK_PIECE_BYTES
     }
 
     fn group(&self, nodes: &mut &'a [u8], at: usize, content: &mut &'a mut [u8], bytes: Range<usize>) {

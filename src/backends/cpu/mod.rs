@@ -41,6 +41,7 @@ mod upstream;
 
 pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 pub use backend::CpuBackend;
+pub(crate) use lanes::prefetch_min_bytes;
 pub use threads::on_this_thread;
 
 /// Parent chaining values of consecutive pairs of `children` (`out[i]` the parent of
