@@ -148,7 +148,7 @@ fn piece<S: Side>(side: &S, node: Node, mut nodes: S::Nodes, mut content: S::Con
         })?;
     }
     let mut groups = vec![[0u8; 32]; tree.groups_of(node) as usize];
-    side.group_cvs(node, &*content, &mut groups)?;
+    side.group_cvs(node, &content, &mut groups)?;
     let levels = Levels::new(groups, node.start >> tree.group_log())?;
     visit(tree, layout, node, 0, 0, &mut |v| {
         if let Visit::Pair { node: parent, at } = v {
