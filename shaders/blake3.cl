@@ -27,6 +27,10 @@
 // chunks: exactly what `Backend::chunk_subtrees` returns. No node here is ever a root. A dispatch
 // with exactly one full group (and perhaps a ragged one) is the last: its full group writes its CV
 // straight to its piece slot, so that no copy command follows.
+//
+// A cap of 2^k chunks (`Backend::chunk_subtrees_capped`) stops the passes at level k: the last
+// dispatch reduces only up to k (`levels` of either kernel) and its `group_cvs` are every level-k
+// CV, which the host reads back with the pieces below k (src/backends/gpu/capped.rs).
 
 #if !defined(CHUNK_WG) || !defined(PARENT_WG) || !defined(STAGED) || !defined(MERKLE_WG)
 #error "the host defines CHUNK_WG, PARENT_WG, STAGED and MERKLE_WG"
@@ -285,10 +289,11 @@ void chunk_cvs(__global const uint4 *data, ulong chunk_offset, ulong n_chunks,
 }
 
 // One work-item per node of the level below: n_nodes CVs (8 words each), each standing for
-// 2^piece_level chunks, reduced the same way.
+// 2^piece_level chunks, reduced the same way by `levels` levels (log2 PARENT_WG but where a cap
+// stops the tree lower).
 __kernel __attribute__((reqd_work_group_size(PARENT_WG, 1, 1)))
 void parent_cvs(__global const uint4 *nodes, ulong n_nodes, uint8 key, uint flags,
-                __global uint *group_cvs, __global uint *pieces, uint piece_level) {
+                __global uint *group_cvs, __global uint *pieces, uint piece_level, uint levels) {
     __local uint tree[PARENT_WG * 8 + PARENT_WG * 4];
     const uint lid = (uint)get_local_id(0);
     const size_t group = get_group_id(0);
@@ -307,8 +312,8 @@ void parent_cvs(__global const uint4 *nodes, ulong n_nodes, uint8 key, uint flag
         tree[6 * PARENT_WG + lid] = hi.z;
         tree[7 * PARENT_WG + lid] = hi.w;
     }
-    reduce_group(tree, tree + PARENT_WG * 8, PARENT_WG, 1, lid, valid, key, flags, group_cvs,
-                 group, pieces, piece_level, n_nodes / PARENT_WG == 1);
+    reduce_group(tree, tree + PARENT_WG * 8, PARENT_WG, PARENT_WG >> levels, lid, valid, key, flags,
+                 group_cvs, group, pieces, piece_level, (n_nodes >> levels) == 1);
 }
 
 // One work-item per 64-byte block, each hashed as a complete one-block message: hash(block).

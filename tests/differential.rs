@@ -225,6 +225,18 @@ fn backend_subtrees_match_upstream_hazmat() {
         (8, (1 << 32) - 4, 4),
         (16, (1 << 32) - 8, 8),
         (1000, 1 << 40, 1 << 63),
+        // Small caps (bao's chunk groups) on chunk counts that are no multiple of them: the
+        // passes stop at the cap's level, a ragged end gives the subtrees below it.
+        (37, 0, 1),
+        (523, 1024, 1),
+        (37, 64, 2),
+        (1029, 0, 2),
+        (523, 0, 4),
+        (1031, 2048, 8),
+        (1029, 0, 16),
+        (2100, 4096, 16),
+        (2100, 0, 64),
+        (515, 1 << 33, 64),
     ];
     for t in targets() {
         for &(n, first, max) in &cases {

@@ -61,6 +61,17 @@ fn check_subtrees(be: &OpenClBackend, what: &str, n: u64, first_chunk: u64, flag
     assert_eq!(got, want, "{what}: {n} chunks at chunk {first_chunk}, flags {flags}");
 }
 
+/// `chunk_subtrees_capped` against upstream for each small cap, on `n` chunks at `first_chunk`.
+fn check_capped(be: &OpenClBackend, what: &str, n: u64, first_chunk: u64) {
+    let data = pattern(n as usize * CHUNK_LEN);
+    for max in [1u64, 2, 4, 8, 16, 64] {
+        let want = common::upstream_subtrees(&data, first_chunk, max, &IV, 0);
+        let mut got = vec![[0u8; 32]; b3accel::subtree_count(n, max)];
+        be.chunk_subtrees_capped(&data, first_chunk, max, &IV, 0, &mut got).unwrap();
+        assert_eq!(got, want, "{what}: {n} chunks at {first_chunk}, at most {max} per subtree");
+    }
+}
+
 #[test]
 fn work_group_boundaries() {
     // The default configuration, and a chunk kernel that reduces only two levels in its group
@@ -112,6 +123,8 @@ fn tiny_work_groups_take_many_levels() {
                 check_subtrees(&be, "4x2", n, 0, 0);
             }
             check_subtrees(&be, "4x2", 683, 1024 * 7, 64);
+            // Caps past the chunk kernel's group: parent dispatches of fewer levels up to the cap.
+            check_capped(&be, "4x2", 683, 1024 * 7);
             for mode in modes() {
                 check_hash(&be, "4x2", &mode, &pattern(300 * CHUNK_LEN + 1));
             }
@@ -132,6 +145,7 @@ fn tiny_work_groups_take_many_levels() {
                 check_subtrees(&be, &what, n, 0, 0);
             }
             check_subtrees(&be, &what, 683, 1024 * 7, 64);
+            check_capped(&be, &what, 1001, 1024);
             for mode in modes() {
                 check_hash(&be, &what, &mode, &pattern(300 * CHUNK_LEN + 1));
             }
@@ -158,11 +172,18 @@ fn capped_runs_share_one_stream() {
                 check_hash(&be, &what, &Mode::Hash, &pattern(len));
             }
             check_hash(&be, &what, &Mode::Keyed(KEY), &pattern((2 << 20) + 1));
-            // Caps above, at and below the segment length (64 chunks; below it the segments shrink
-            // to the cap, and tiny caps take one call per piece), ragged last runs too.
-            for (n, first, max) in
-                [(2048u64, 0u64, 1024u64), (2048 + 64 * 3 + 5, 4096, 256), (1500, 0, 64), (1500, 0, 16), (1500, 0, 8)]
-            {
+            // Caps above, at and below the segment length (64 chunks; below it each segment's
+            // passes stop at the cap's level), ragged last runs too.
+            for (n, first, max) in [
+                (2048u64, 0u64, 1024u64),
+                (2048 + 64 * 3 + 5, 4096, 256),
+                (1500, 0, 64),
+                (1500, 0, 16),
+                (1500, 0, 8),
+                (1501, 0, 4),
+                (1503, 2048, 2),
+                (1500 + 64 * 3 + 7, 0, 1),
+            ] {
                 let data = pattern(n as usize * CHUNK_LEN);
                 let count = b3accel::subtree_count(n, max);
                 let want = common::upstream_subtrees(&data, first, max, &IV, 0);

@@ -469,9 +469,23 @@ fn capped_subtrees_match_upstream() {
     for i in adapters() {
         for seg in [None, Some(4 * CHUNK_LEN)] {
             let gpu = open(i, WgpuOptions { segment_bytes: seg, ..Default::default() });
-            for (n, first, max) in
-                [(2usize, 0u64, 1u64), (16, 0, 8), (21, 0, 8), (1024, 0, 512), (96, 128, 32), (600, 1024, 256)]
-            {
+            // Small caps on counts that are no multiple of them (the passes stop at the cap's
+            // level), and caps past a workgroup (a pass more up to the cap).
+            for (n, first, max) in [
+                (2usize, 0u64, 1u64),
+                (16, 0, 8),
+                (21, 0, 8),
+                (1024, 0, 512),
+                (96, 128, 32),
+                (600, 1024, 256),
+                (603, 0, 1),
+                (1001, 1024, 2),
+                (1003, 0, 4),
+                (605, 2048, 16),
+                (1500, 0, 64),
+                (3 * 1024 + 5, 0, 512),
+                (5 * 1024 + 3, 8192, 2048),
+            ] {
                 let data: Vec<u8> = (0..n * CHUNK_LEN).map(|k| (k % 247) as u8).collect();
                 let count = b3accel::subtree_count(n as u64, max);
                 let want = common::upstream_subtrees(&data, first, max, &IV, 0);

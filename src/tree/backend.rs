@@ -330,32 +330,6 @@ impl<B: Backend + ?Sized> super::bulk::Bulk for B {
     }
 }
 
-/// [`Backend::chunk_subtrees_capped`] as one uncapped call per piece of at most
-/// `max_chunks` chunks: a fallback for backends whose one call is no better for small inputs. The
-/// arguments are already checked.
-#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
-pub(crate) fn capped_by_pieces<B: Backend + ?Sized>(
-    backend: &B,
-    input: &[u8],
-    first_chunk: u64,
-    max_chunks: u64,
-    key: &[u32; 8],
-    flags: u32,
-    out: &mut [Cv],
-) -> Result<()> {
-    let mut written = 0;
-    for (i, run) in
-        input.chunks(max_chunks.saturating_mul(CHUNK_LEN as u64).min(usize::MAX as u64) as usize).enumerate()
-    {
-        let n = (run.len() / CHUNK_LEN) as u64;
-        let k = subtree_count(n, MAX_SUBTREE);
-        let first = first_chunk + i as u64 * max_chunks;
-        backend.chunk_subtrees_capped(run, first, MAX_SUBTREE, key, flags, &mut out[written..written + k])?;
-        written += k;
-    }
-    Ok(())
-}
-
 /// Checks the arguments of [`Backend::chunk_subtrees`] and
 /// [`Backend::chunk_subtrees_capped`] (with `max_chunks` [`MAX_SUBTREE`] for the former); every
 /// backend calls it first, so a malformed call is an error in each of them alike. Returns the

@@ -15,8 +15,6 @@ mod output;
 pub(crate) mod stack;
 pub(crate) mod subtree;
 
-#[cfg(feature = "opencl")]
-pub(crate) use backend::capped_by_pieces;
 #[cfg(feature = "wgpu")]
 pub(crate) use backend::timed;
 pub(crate) use backend::{check_blocks_args, check_subtree_args, check_subtree_top_args};

@@ -519,9 +519,11 @@ pub(crate) fn hash_resident(
 
 /// Commits consecutive segments' subtree CVs to fresh stacks: the CVs of the complete subtrees of
 /// the whole run, none larger than `max_chunks`, as `Backend::chunk_subtrees_capped` returns them.
-/// Every segment lies inside one `max_chunks`-aligned block of the run (segments are no larger
-/// than the cap, both powers of two, each at a multiple of its length); each block's segments
-/// merge on a stack of their own. All merging is the tree module's.
+/// A segment smaller than the cap lies inside one `max_chunks`-aligned block of the run (both
+/// powers of two, each segment at a multiple of its length) and gives its uncapped subtree CVs;
+/// each block's segments merge on a stack of their own. A segment of at least `max_chunks`
+/// chunks starts a block and gives its capped CVs already (the passes stopped at the cap's
+/// level): they are copied out as they are. All merging is the tree module's.
 pub(crate) fn merge_segments(
     segments: &[(u64, Vec<Cv>)],
     max_chunks: u64,
@@ -537,6 +539,15 @@ pub(crate) fn merge_segments(
     let mut in_block = 0u64;
     let mut rest = segments.iter().peekable();
     while let Some((n, pieces)) = rest.next() {
+        if *n >= max_chunks {
+            let k = subtree_count(*n, max_chunks);
+            if in_block != 0 || pieces.len() != k || written + k > out.len() {
+                return Err(internal(format!("a capped segment of {n} chunks with {} CVs", pieces.len())));
+            }
+            out[written..written + k].copy_from_slice(pieces);
+            written += k;
+            continue;
+        }
         block.commit_runs(*n, MAX_SUBTREE, domain, |_, m, _, o| {
             if m != *n || o.len() != pieces.len() {
                 return Err(internal(format!("a segment of {n} chunks committed as a run of {m}")));

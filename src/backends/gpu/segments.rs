@@ -91,6 +91,7 @@ pub(crate) fn stream<S: SegmentSlots>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backends::gpu::capped::cap_level;
     use crate::tree::{chunk_output, merge_segments, subtree_count, CvStack, Domain, MAX_SUBTREE};
 
     #[test]
@@ -124,10 +125,12 @@ mod tests {
         out
     }
 
-    /// A "device" that hashes each segment on the CPU, to check the pipeline's order and the merge.
+    /// A "device" that hashes each segment on the CPU, to check the pipeline's order and the merge;
+    /// a segment that `cap` splits gives its capped subtrees, as the GPU passes do.
     struct Cpu {
         staged: Vec<Vec<u8>>,
         domain: Domain,
+        cap: u64,
         in_flight: usize,
         most_in_flight: usize,
     }
@@ -145,11 +148,20 @@ mod tests {
             assert_eq!(self.staged[slot].len() as u64, chunks * CHUNK_LEN as u64);
             self.in_flight += 1;
             self.most_in_flight = self.most_in_flight.max(self.in_flight);
-            Ok((slot, subtrees_of(&self.staged[slot], counter, self.domain)))
+            let bytes = &self.staged[slot];
+            let cvs = match cap_level(chunks, self.cap) {
+                Some(_) => bytes
+                    .chunks(self.cap as usize * CHUNK_LEN)
+                    .enumerate()
+                    .flat_map(|(b, block)| subtrees_of(block, counter + b as u64 * self.cap, self.domain))
+                    .collect(),
+                None => subtrees_of(bytes, counter, self.domain),
+            };
+            Ok((slot, cvs))
         }
         fn collect(&mut self, slot: usize, pending: (usize, Vec<Cv>), chunks: u64) -> Result<Vec<Cv>> {
             assert_eq!(pending.0, slot);
-            assert_eq!(pending.1.len(), chunks.count_ones() as usize);
+            assert_eq!(pending.1.len(), subtree_count(chunks, self.cap));
             self.in_flight -= 1;
             Ok(pending.1)
         }
@@ -158,11 +170,18 @@ mod tests {
     #[test]
     fn streamed_segments_merge_to_the_subtrees_of_the_whole_run() {
         let domain = Domain::keyed(&[3; 32]);
-        for (n, seg, first, cap) in
-            [(37u64, 8, 2, MAX_SUBTREE), (64, 16, 16, 32), (21, 4, 1, 8), (1, 4, 4, MAX_SUBTREE)]
-        {
+        // Segments within a cap's blocks, and segments the cap splits (each capped already).
+        for (n, seg, first, cap) in [
+            (37u64, 8, 2, MAX_SUBTREE),
+            (64, 16, 16, 32),
+            (21, 4, 1, 8),
+            (1, 4, 4, MAX_SUBTREE),
+            (100, 32, 4, 4),
+            (37, 16, 16, 1),
+            (21, 8, 2, 4),
+        ] {
             let input: Vec<u8> = (0..n as usize * CHUNK_LEN).map(|i| (i % 251) as u8).collect();
-            let mut dev = Cpu { staged: vec![Vec::new(); 3], domain, in_flight: 0, most_in_flight: 0 };
+            let mut dev = Cpu { staged: vec![Vec::new(); 3], domain, cap, in_flight: 0, most_in_flight: 0 };
             let segs = plan_segments(n, seg, first);
             let done = stream(&mut dev, &input, &segs, 0).unwrap();
             assert_eq!(dev.in_flight, 0);

@@ -10,9 +10,7 @@ use super::worker::{Worker, RESULT_SLOTS};
 use crate::backends::gpu::pool::Pool;
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
-use crate::tree::{
-    capped_by_pieces, check_blocks_args, check_subtree_args, Backend, Device, DeviceInfo, Domain, Error, Result,
-};
+use crate::tree::{check_blocks_args, check_subtree_args, Backend, Device, DeviceInfo, Domain, Error, Result};
 use ocl::core;
 use std::sync::Mutex;
 
@@ -318,8 +316,8 @@ impl OpenClBackend {
 
     /// The subtree CVs of `input` (full chunks, the first with index `first_chunk`, aligned as
     /// `Backend::chunk_subtrees_capped` requires), none larger than `max_chunks`, into `out`:
-    /// a small input that is one subtree run in one write from the caller's memory, anything
-    /// else streamed in segments through pinned staging buffers.
+    /// a small input in one write from the caller's memory, anything else streamed in segments
+    /// through pinned staging buffers; either way the passes stop at the cap's level.
     pub(super) fn host_subtrees(
         &self,
         input: &[u8],
@@ -329,9 +327,9 @@ impl OpenClBackend {
         out: &mut [Cv],
         prof: &mut Option<&mut Prof>,
     ) -> Result<()> {
-        let n = (input.len() / CHUNK_LEN) as u64;
-        if n <= max_chunks && input.len() <= DIRECT_MAX.min(self.dev.segment_bytes) {
-            return self.with_worker(|w| w.hash_run_direct(&self.dev, input, first_chunk, domain, out, prof));
+        if input.len() <= DIRECT_MAX.min(self.dev.segment_bytes) {
+            return self
+                .with_worker(|w| w.hash_run_direct(&self.dev, input, first_chunk, max_chunks, domain, out, prof));
         }
         self.with_worker(|w| w.stream(self, input, first_chunk, max_chunks, domain, out, prof))
     }
@@ -451,11 +449,9 @@ impl Backend for OpenClBackend {
         self.dev.segment_bytes.clamp(64 << 10, 32 << 20)
     }
 
-    /// One pipeline for the whole run: the tree module caps the subtrees where an input is
-    /// exactly a power of two of chunks (it needs the root's two children), and the default, one
-    /// `chunk_subtrees` call per capped piece, would drain and refill the streaming pipeline
-    /// between the pieces. The one stream's segments are no longer than a piece, and merge per
-    /// piece (faster than one stream per piece: docs/performance.md).
+    /// The same dispatches as without a cap: each segment's passes stop at the cap's level and
+    /// bring every capped subtree's CV back (`gpu::capped`), so that a small cap (bao's chunk
+    /// groups) costs no dispatch or pipeline drain per subtree.
     fn chunk_subtrees_capped(
         &self,
         input: &[u8],
@@ -465,11 +461,7 @@ impl Backend for OpenClBackend {
         flags: u32,
         out: &mut [Cv],
     ) -> Result<()> {
-        let n = check_subtree_args(input, first_chunk, max_chunks, out)?;
-        if n > max_chunks && (input.len() <= DIRECT_MAX || max_chunks < 16) {
-            // Small inputs take the direct path anyway; tiny caps would make tiny segments.
-            return capped_by_pieces(self, input, first_chunk, max_chunks, key, flags, out);
-        }
+        check_subtree_args(input, first_chunk, max_chunks, out)?;
         self.host_subtrees(input, first_chunk, max_chunks, Domain { key: *key, flags }, out, &mut None)
     }
 

@@ -227,7 +227,14 @@ impl OpenClBackend {
             let mut last = vec![0u8; last_len];
             let mut whole: Vec<Cv> = vec![[0; 32]; full_chunks.count_ones() as usize];
             if full_chunks > 0 {
-                let run = Run { data: mem, chunk_offset: first_chunk, n: full_chunks, counter: start, domain };
+                let run = Run {
+                    data: mem,
+                    chunk_offset: first_chunk,
+                    n: full_chunks,
+                    counter: start,
+                    domain,
+                    max_chunks: MAX_SUBTREE,
+                };
                 let done =
                     w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, Some((tail_at, last_len)), false, prof)?;
                 w.wait(&done.read)?;
@@ -249,7 +256,14 @@ impl OpenClBackend {
                     out.copy_from_slice(&whole);
                     return Ok(());
                 }
-                let run = Run { data: mem, chunk_offset: first_chunk + offset, n, counter: first, domain };
+                let run = Run {
+                    data: mem,
+                    chunk_offset: first_chunk + offset,
+                    n,
+                    counter: first,
+                    domain,
+                    max_chunks: MAX_SUBTREE,
+                };
                 let done = w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, None, false, prof)?;
                 w.wait(&done.read)?;
                 w.take_pieces(0, n, out);

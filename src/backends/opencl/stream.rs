@@ -78,8 +78,9 @@ fn copy_streaming(dst: &mut [u8], src: &[u8]) {
 impl Worker {
     /// The subtree CVs of `input` (full chunks, the first with chunk counter `first_chunk`,
     /// aligned as `Backend::chunk_subtrees_capped` requires), none larger than `max_chunks`,
-    /// into `out`, streamed in segments of at most the worker's segment size and `max_chunks`,
-    /// the first two 1/32 of that (so the pipeline fills after a small first copy). A device
+    /// into `out`, streamed in segments of at most the worker's segment size, the first two 1/32
+    /// of that (so the pipeline fills after a small first copy); a segment's passes stop at the
+    /// cap's level and bring back every capped subtree's CV (`gpu::capped`). A device
     /// short of memory gets smaller segments (the call starts again); below 64 KiB it is an
     /// error.
     #[allow(clippy::too_many_arguments)]
@@ -100,10 +101,11 @@ impl Worker {
         // shrinks its segments to fit, or says why it cannot).
         let wrap_fits = self.segment_cap as u64 <= be.dev.max_alloc_bytes.min(be.dev.limits.max_alloc);
         if wrap_fits && be.wraps_in_place() {
-            let seg = ((self.segment_cap / CHUNK_LEN) as u64).min(max_chunks);
+            let seg = (self.segment_cap / CHUNK_LEN) as u64;
             // Segments of one size: no CPU copy has to come first, so there is nothing to ramp up.
             let plan = plan_segments(n, seg, seg);
-            let mut slots = HostPtrSlots { w: &mut *self, be, domain, prof: &mut *prof, bufs: vec![None, None] };
+            let mut slots =
+                HostPtrSlots { w: &mut *self, be, domain, max_chunks, prof: &mut *prof, bufs: vec![None, None] };
             match segments::stream(&mut slots, input, &plan, first_chunk) {
                 Ok(done) => return merge_segments(&done, max_chunks, domain, out),
                 // The driver could not wrap or place the caller's memory: staging, which also
@@ -120,9 +122,9 @@ impl Worker {
         loop {
             self.ensure_stream(be, min)?;
             let seg_bytes = self.segment_cap;
-            let seg = ((seg_bytes / CHUNK_LEN) as u64).min(max_chunks);
+            let seg = (seg_bytes / CHUNK_LEN) as u64;
             let plan = plan_segments(n, seg, (seg / 32).max(1));
-            let mut slots = Slots { w: &mut *self, be, domain, prof: &mut *prof };
+            let mut slots = Slots { w: &mut *self, be, domain, max_chunks, prof: &mut *prof };
             let streamed = segments::stream(&mut slots, input, &plan, first_chunk);
             match streamed {
                 Ok(done) => return merge_segments(&done, max_chunks, domain, out),
@@ -168,6 +170,7 @@ impl Worker {
 
     /// Enqueues the kernels for the segment in `slot`, once its upload is done, into host
     /// result slot `slot`.
+    #[allow(clippy::too_many_arguments)]
     fn dispatch_segment(
         &mut self,
         be: &OpenClBackend,
@@ -175,13 +178,14 @@ impl Worker {
         n: u64,
         counter: u64,
         domain: Domain,
+        max_chunks: u64,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
         let (dev, uploaded) = {
             let s = &self.stream.as_ref().expect("ensured").slots[slot];
             (s.device.clone(), s.upload.clone())
         };
-        let run = Run { data: &dev, chunk_offset: 0, n, counter, domain };
+        let run = Run { data: &dev, chunk_offset: 0, n, counter, domain, max_chunks };
         let done = self.enqueue_subtrees(&be.dev, run, uploaded.as_ref(), slot, None, prof)?;
         self.stream.as_mut().expect("ensured").slots[slot].reader = done.chunk_kernel.clone();
         Ok(done)
@@ -232,6 +236,7 @@ struct Slots<'a, 'p> {
     w: &'a mut Worker,
     be: &'a OpenClBackend,
     domain: Domain,
+    max_chunks: u64,
     prof: &'a mut Option<&'p mut Prof>,
 }
 
@@ -247,12 +252,12 @@ impl SegmentSlots for Slots<'_, '_> {
     }
 
     fn dispatch(&mut self, slot: usize, chunks: u64, counter: u64) -> Result<Enqueued> {
-        self.w.dispatch_segment(self.be, slot, chunks, counter, self.domain, self.prof)
+        self.w.dispatch_segment(self.be, slot, chunks, counter, self.domain, self.max_chunks, self.prof)
     }
 
     fn collect(&mut self, slot: usize, pending: Enqueued, chunks: u64) -> Result<Vec<Cv>> {
         self.w.wait(&pending.read)?;
-        Ok(self.w.pieces(slot, chunks))
+        Ok(self.w.pieces(slot, chunks, self.max_chunks))
     }
 }
 
@@ -266,6 +271,7 @@ struct HostPtrSlots<'a, 'p> {
     w: &'a mut Worker,
     be: &'a OpenClBackend,
     domain: Domain,
+    max_chunks: u64,
     prof: &'a mut Option<&'p mut Prof>,
     bufs: Vec<Option<Mem>>,
 }
@@ -299,13 +305,14 @@ impl SegmentSlots for HostPtrSlots<'_, '_> {
     fn dispatch(&mut self, slot: usize, chunks: u64, counter: u64) -> Result<Enqueued> {
         let mem =
             self.bufs[slot].clone().ok_or_else(|| Error::InvalidInput("internal: a slot without input".into()))?;
-        let run = Run { data: &mem, chunk_offset: 0, n: chunks, counter, domain: self.domain };
+        let run =
+            Run { data: &mem, chunk_offset: 0, n: chunks, counter, domain: self.domain, max_chunks: self.max_chunks };
         self.w.enqueue_subtrees(&self.be.dev, run, None, slot, None, self.prof)
     }
 
     fn collect(&mut self, slot: usize, pending: Enqueued, chunks: u64) -> Result<Vec<Cv>> {
         self.w.wait(&pending.read)?;
-        Ok(self.w.pieces(slot, chunks))
+        Ok(self.w.pieces(slot, chunks, self.max_chunks))
     }
 }
 

@@ -5,6 +5,7 @@ use super::device::OpenDevice;
 use super::errors::cl_err;
 use super::profile::{Prof, Stage};
 use super::staging::StreamBuffers;
+use crate::backends::gpu::capped::{cap_level, capped_cvs, capped_passes};
 use crate::backends::gpu::layout::TAIL_AT;
 use crate::backends::gpu::pieces::{pieces_of, read_pieces};
 use crate::core::compress::Cv;
@@ -33,6 +34,8 @@ pub(crate) struct Run<'a> {
     pub counter: u64,
     /// The key words and flags.
     pub domain: Domain,
+    /// No subtree larger than this (a power of two; `MAX_SUBTREE` for no cap).
+    pub max_chunks: u64,
 }
 
 /// The events of one enqueued dispatch sequence.
@@ -185,6 +188,8 @@ pub(crate) struct Worker {
     /// Host buffers for results, one per streaming slot, so that a streamed segment's results
     /// can arrive while earlier ones' are read.
     host_pieces: HostResults,
+    /// Per slot, the level-k CVs of a capped dispatch (see `gpu::capped`), read beside its pieces.
+    host_capped: [Vec<u8>; RESULT_SLOTS],
     pub input: Scratch,
     pub output: Scratch,
     /// Poll events rather than block on them (`OpenClOptions::spin_wait`).
@@ -256,6 +261,7 @@ impl Worker {
             levels: [Scratch::new(MemFlags::READ_WRITE), Scratch::new(MemFlags::READ_WRITE)],
             pieces,
             host_pieces,
+            host_capped: Default::default(),
             input: Scratch::new(MemFlags::READ_ONLY),
             output: Scratch::new(MemFlags::WRITE_ONLY),
             stream: None,
@@ -284,7 +290,8 @@ impl Worker {
     ///
     /// Dispatch 1 (`chunk_cvs`) reduces each work-group's chunks by the configured levels; each
     /// further one (`parent_cvs`) reduces the previous one's CVs by a whole group's levels, until
-    /// one CV or none is left (see shaders/blake3.cl).
+    /// one CV or none is left (see shaders/blake3.cl). A cap of 2^k chunks that splits the run
+    /// stops them at level k, and the level-k CVs come back too (`gpu::capped`).
     pub fn enqueue_subtrees(
         &mut self,
         be: &OpenDevice,
@@ -314,20 +321,39 @@ impl Worker {
         kernel_event: bool,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
-        let Run { data, chunk_offset, n, counter, domain } = run;
+        let Run { data, chunk_offset, n, counter, domain, max_chunks } = run;
         let (tail_at, tail_len) = tail.map_or((0u64, 0u32), |(at, len)| (at as u64, len as u32));
         debug_assert!(tail_len as usize <= CHUNK_LEN);
         debug_assert!(n >= 1 && slot < RESULT_SLOTS);
         let w1 = be.config.chunk_wg as u64;
-        // Chunks per work-group: w1, or fewer for a small run (spread over more groups).
-        let g1 = be.config.group_chunks(n);
-        let g1_arg = g1 as u32;
         let w2 = be.config.parent_wg as u64;
-        // The chunk kernel leaves one node per 2^l chunks (l = its in-group levels).
+        let cap = cap_level(n, max_chunks);
+        // Chunks per work-group: w1, or fewer for a small run (spread over more groups), but no
+        // fewer than a cap within the group's reach takes.
+        let g1 = match cap {
+            Some(k) if k <= w1.ilog2() => be.config.group_chunks(n).max(1 << k),
+            _ => be.config.group_chunks(n),
+        };
+        let g1_arg = g1 as u32;
+        // The levels each dispatch reduces: the chunk kernel leaves one node per 2^l1 chunks.
         let l1 = be.config.levels_for(n);
+        let passes = match cap {
+            Some(k) => capped_passes(k, g1.ilog2(), l1, w2.trailing_zeros()),
+            None => {
+                let mut passes = vec![l1];
+                let mut count = n >> l1;
+                while count > 1 {
+                    passes.push(w2.trailing_zeros());
+                    count /= w2;
+                }
+                passes
+            }
+        };
+        let l1 = passes[0];
         let q1 = n >> l1;
+        let q2 = passes.get(1).map_or(1, |&l| q1 >> l);
         let level0 = self.levels[0].get(self.device, &self.context, (q1.max(1) * 32) as usize)?;
-        let level1 = self.levels[1].get(self.device, &self.context, ((q1 / w2).max(1) * 32) as usize)?;
+        let level1 = self.levels[1].get(self.device, &self.context, (q2.max(1) * 32) as usize)?;
         let key = domain.key;
         let flags = domain.flags;
         let device = self.device;
@@ -375,7 +401,7 @@ impl Worker {
         let mut count = q1;
         let mut level = l1;
         let mut bufs = [level0, level1];
-        while count > 1 {
+        for &levels in &passes[1..] {
             let p = &self.parent;
             let set = |i, v| core::set_kernel_arg(p, i, v);
             // SAFETY: as above.
@@ -387,6 +413,7 @@ impl Worker {
                 .and_then(|_| set(4, ArgVal::mem(&bufs[1])))
                 .and_then(|_| set(5, ArgVal::mem(&self.pieces)))
                 .and_then(|_| set(6, ArgVal::scalar(&level)))
+                .and_then(|_| set(7, ArgVal::scalar(&levels)))
                 .map_err(|e| err("setting kernel arguments", e))?;
             let groups = count.div_ceil(w2);
             let mut ev = Event::null();
@@ -405,9 +432,21 @@ impl Worker {
             }
             .map_err(|e| err("running the parent kernel", e))?;
             Prof::push(prof, Stage::Kernel, &ev);
-            count /= w2;
-            level += w2.trailing_zeros();
+            count >>= levels;
+            level += levels;
             bufs.swap(0, 1);
+        }
+        if cap.is_some() {
+            // The level-k CVs, from the buffer the last dispatch wrote (`bufs[0]` after the swap),
+            // ahead of the pieces' read on the same in-order queue.
+            let host = &mut self.host_capped[slot];
+            host.resize((count * 32) as usize, 0);
+            // SAFETY: as the read below; `host_capped[slot]` is resized only by the next dispatch
+            // into this slot, after this one's results are taken.
+            unsafe {
+                core::enqueue_read_buffer(queue, &bufs[0], false, 0, &mut host[..], None::<&Event>, None::<&mut Event>)
+            }
+            .map_err(|e| err("reading subtree CVs", e))?;
         }
         // A last dispatch with one full group wrote that group's CV (the subtree of the top set
         // bit) to its slot itself, and the chunk kernel copied the tail: one read brings all.
@@ -438,9 +477,15 @@ impl Worker {
         read_pieces(self.host_pieces.slot(slot), n, out);
     }
 
-    /// [`take_pieces`](Self::take_pieces) into a new vector.
-    pub fn pieces(&self, slot: usize, n: u64) -> Vec<Cv> {
-        pieces_of(self.host_pieces.slot(slot), n)
+    /// The subtree CVs, none larger than `max_chunks`, of the `n` chunks last dispatched into
+    /// host buffer `slot` with that cap: as `Backend::chunk_subtrees_capped` returns them. Only
+    /// once that dispatch's read event is complete.
+    pub fn pieces(&self, slot: usize, n: u64, max_chunks: u64) -> Vec<Cv> {
+        let pieces = self.host_pieces.slot(slot);
+        match cap_level(n, max_chunks) {
+            Some(k) => capped_cvs(&self.host_capped[slot], pieces, n, k),
+            None => pieces_of(pieces, n),
+        }
     }
 
     /// Enqueues a read of `len` (at most a chunk) bytes of `mem` from byte `offset` into host
@@ -515,13 +560,15 @@ impl Worker {
     }
 
     /// The subtree CVs of `input`'s full chunks (one run; the first chunk has counter
-    /// `counter`, aligned as `Backend::chunk_subtrees` requires), uploaded with one blocking
-    /// write from the caller's memory.
+    /// `counter`, aligned as `Backend::chunk_subtrees_capped` requires), none larger than
+    /// `max_chunks`, uploaded with one blocking write from the caller's memory.
+    #[allow(clippy::too_many_arguments)]
     pub fn hash_run_direct(
         &mut self,
         be: &OpenDevice,
         input: &[u8],
         counter: u64,
+        max_chunks: u64,
         domain: Domain,
         out: &mut [Cv],
         prof: &mut Option<&mut Prof>,
@@ -544,10 +591,10 @@ impl Worker {
         .map_err(|e| self.err("uploading input", e))?;
         Prof::push(prof, Stage::Upload, &ev);
         let n = (input.len() / CHUNK_LEN) as u64;
-        let run = Run { data: &buf, chunk_offset: 0, n, counter, domain };
+        let run = Run { data: &buf, chunk_offset: 0, n, counter, domain, max_chunks };
         let done = self.enqueue_subtrees(be, run, None, 0, None, prof)?;
         self.wait(&done.read)?;
-        self.take_pieces(0, n, out);
+        out.copy_from_slice(&self.pieces(0, n, max_chunks));
         Ok(())
     }
 

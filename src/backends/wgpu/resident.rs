@@ -196,9 +196,8 @@ impl ResidentHasher {
     ) -> Result<()> {
         let gpu = &*self.gpu;
         gpu.check_health()?;
-        let seg = self.segment_chunks.min(max_chunks);
         scoped(&gpu.device, gpu.id, || {
-            stream_host(gpu, &self.streams, seg, input, first_chunk, max_chunks, domain, out, timings)
+            stream_host(gpu, &self.streams, self.segment_chunks, input, first_chunk, max_chunks, domain, out, timings)
         })
     }
 
@@ -381,6 +380,7 @@ impl ResidentHasher {
                     domain,
                     queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
                     if in_pass && k + 1 == count { vec4s } else { 0 },
+                    MAX_SUBTREE,
                 );
             }
             if !in_pass {

@@ -4,6 +4,7 @@
 
 use super::device::{Gpu, PooledScratch};
 use super::pipelines::{self, Params, LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, PIECES_BYTES};
+use crate::backends::gpu::capped::{cap_level, capped_passes};
 use crate::backends::gpu::groups::{chunk_group_shift, MIN_GROUP_CHUNKS};
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::{Domain, Result};
@@ -48,8 +49,19 @@ pub(crate) struct Scratch {
     pub(super) queries: Option<(::wgpu::QuerySet, ::wgpu::Buffer)>,
     /// What each parameter block of `params` (by byte offset) last had written to it.
     pub(super) params_shadow: HashMap<u64, Vec<u8>>,
-    /// Bind groups naming only this scratch's buffers, by (segment, pass, items, source offset).
-    pub(super) groups: HashMap<(u64, usize, u64, u64), ::wgpu::BindGroup>,
+    /// Bind groups naming only this scratch's buffers, by (segment, pass, items, source offset,
+    /// whether the pass writes `capped`).
+    pub(super) groups: HashMap<(u64, usize, u64, u64, bool), ::wgpu::BindGroup>,
+    /// Where a capped segment's last pass writes its level-k CVs, and their readback (made on
+    /// the first capped call; see `gpu::capped`).
+    pub(super) capped: Option<CappedCvs>,
+}
+
+/// A capped segment's level-k CVs on the device and their host-visible copy, `bytes` each.
+pub(crate) struct CappedCvs {
+    pub(super) bytes: u64,
+    pub(super) cvs: ::wgpu::Buffer,
+    pub(super) readback: ::wgpu::Buffer,
 }
 
 /// Up to 16 sets kept between calls, the largest last to go.
@@ -80,6 +92,13 @@ impl Scratch {
             return;
         }
         enc.copy_buffer_to_buffer(&self.pieces, 0, &self.readback, 0, Scratch::tail_at(count) + tail_bytes);
+    }
+
+    /// Copies a capped segment's `count` level-k CVs into their readback buffer.
+    pub(super) fn copy_capped_back(&self, enc: &mut ::wgpu::CommandEncoder, count: u64) {
+        if let Some(c) = &self.capped {
+            enc.copy_buffer_to_buffer(&c.cvs, 0, &c.readback, 0, count * 32);
+        }
     }
 
     /// The bind group entry of a pass's parameters: binding 3, one block of `params` at the
@@ -167,6 +186,7 @@ impl Scratch {
             queries,
             params_shadow: HashMap::new(),
             groups: HashMap::new(),
+            capped: None,
         }
     }
 }
@@ -183,12 +203,19 @@ impl Gpu {
     /// reduces CHUNK_LEVELS levels per workgroup, or more where that saves a pass (never more
     /// than its workgroups hold), every further pass LOG_WORKGROUP, until at most one workgroup's
     /// worth of items is left for the last pass, which reduces them all into pieces.
-    pub(super) fn plan(n: u64) -> (Vec<(u64, u32)>, u32) {
+    ///
+    /// With `cap = Some(k)` ([`cap_level`]) the passes stop at level k instead, the last one
+    /// writing every level-k node to its `dst`: one chunk pass where its workgroups can hold 2^k
+    /// chunks (they are made that large), else the usual first passes and a last one up to k.
+    pub(super) fn plan(n: u64, cap: Option<u32>) -> (Vec<(u64, u32)>, u32) {
         let wg = pipelines::WORKGROUP as u64;
-        if n <= wg {
+        if n <= wg && cap.is_none() {
             return (vec![(n, LOG_WORKGROUP + 1)], 0);
         }
-        let shift = chunk_group_shift(n, wg);
+        let mut shift = chunk_group_shift(n, wg);
+        if let Some(k) = cap.filter(|&k| k <= LOG_WORKGROUP) {
+            shift = shift.min(LOG_WORKGROUP - k);
+        }
         let passes_after = |mut items: u64| {
             let mut k = 0;
             while items > wg {
@@ -201,6 +228,18 @@ impl Gpu {
         // microseconds less at 4 and 16 MiB (docs/performance.md).
         let first =
             (CHUNK_LEVELS..=LOG_WORKGROUP - shift).min_by_key(|&l| (passes_after(n >> l), l)).unwrap_or(CHUNK_LEVELS);
+        if let Some(k) = cap {
+            let mut items = n;
+            let passes = capped_passes(k, LOG_WORKGROUP - shift, first, LOG_WORKGROUP)
+                .into_iter()
+                .map(|levels| {
+                    let pass = (items, levels);
+                    items >>= levels;
+                    pass
+                })
+                .collect();
+            return (passes, shift);
+        }
         let mut passes = vec![(n, first)];
         let mut items = n >> first;
         while items > wg {
@@ -211,11 +250,36 @@ impl Gpu {
         (passes, shift)
     }
 
+    /// The buffers a capped segment's level-k CVs go to, at least `bytes` long.
+    fn capped_cvs(&self, scr: &mut Scratch, bytes: u64) {
+        if scr.capped.as_ref().is_some_and(|c| c.bytes >= bytes) {
+            return;
+        }
+        let bytes = bytes.next_power_of_two().max(1024);
+        scr.capped = Some(CappedCvs {
+            bytes,
+            cvs: self.storage_buffer("b3accel capped cvs", bytes, ::wgpu::BufferUsages::COPY_SRC),
+            readback: self.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some("b3accel capped readback"),
+                size: bytes,
+                usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+        });
+        // Cached bind groups may name the buffer this one replaces.
+        scr.groups.clear();
+    }
+
     /// Encodes the passes that hash `n` chunks (1 <= n <= max_segment_chunks) lying in `src` at
     /// byte `offset` into the pieces of segment slot `seg` of `scr`: one CV per set bit of n
     /// (slot k = the subtree of 2^k chunks). `counter` is the first chunk's index. A nonzero
     /// `tail` has the chunk pass also copy the `tail` 16-byte words after the chunks in `src` (a
     /// resident input's last chunk) to the room after the segment's pieces.
+    ///
+    /// A `max_chunks` cap that splits the segment ([`cap_level`]) stops the passes at its level:
+    /// the last writes the segment's `n >> k` level-k CVs to `scr.capped` (then
+    /// [`copy_capped_back`](Self::copy_capped_back)), the pieces hold the ragged end's subtrees
+    /// below k. Only for a segment alone in its scratch.
     #[allow(clippy::too_many_arguments)]
     ///
     /// The parameters are written only where `scr` does not already hold them, and the bind
@@ -234,12 +298,19 @@ impl Gpu {
         domain: Domain,
         timestamps: Option<(&::wgpu::QuerySet, u32)>,
         tail: u64,
+        max_chunks: u64,
     ) {
         debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs && tail <= CHUNK_LEN as u64 / 16);
         // A bind group over our own input is kept, keyed without the tail: it never has one.
         debug_assert!(tail == 0 || !src_ours);
         let wg = pipelines::WORKGROUP as u64;
-        let (passes, shift) = Gpu::plan(n);
+        let cap = cap_level(n, max_chunks);
+        debug_assert!(cap.is_none() || scr.segs == 1);
+        if let Some(k) = cap {
+            self.capped_cvs(scr, (n >> k) * 32);
+        }
+        let (passes, shift) = Gpu::plan(n, cap);
+        let last = passes.len() - 1;
         let params_base = seg * MAX_PASSES * PARAMS_STRIDE;
         let mut block = vec![0u8; (passes.len() as u64 * PARAMS_STRIDE) as usize];
         let mut piece_slot = 0;
@@ -263,11 +334,15 @@ impl Gpu {
         fn cvs(buf: &::wgpu::Buffer, count: u64) -> ::wgpu::BufferBinding<'_> {
             ::wgpu::BufferBinding { buffer: buf, offset: 0, size: ::wgpu::BufferSize::new((count * 32).max(32)) }
         }
-        let make = |scr: &Scratch, l: usize, items: u64, levels: u32| {
+        let make = |scr: &Scratch, l: usize, items: u64, levels: u32, to_capped: bool| {
             // Pass l reads the chunks (l = 0) or the CVs pass l-1 wrote, and writes its full
             // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
-            // less room than pass l, so cv_a is always large enough).
-            let (input, output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            // less room than pass l, so cv_a is always large enough), or a capped segment's
+            // last pass to `capped`.
+            let (input, mut output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            if let (true, Some(c)) = (to_capped, &scr.capped) {
+                output = &c.cvs;
+            }
             // The chunk pass binds the tail's words after its chunks, and room for them after
             // its pieces.
             let tail_bytes = if l == 0 { tail * 16 } else { 0 };
@@ -300,16 +375,17 @@ impl Gpu {
         };
         let mut bind_groups = Vec::with_capacity(passes.len());
         for (l, &(items, levels)) in passes.iter().enumerate() {
+            let to_capped = cap.is_some() && l == last;
             if l == 0 && !src_ours {
-                bind_groups.push(make(scr, l, items, levels));
+                bind_groups.push(make(scr, l, items, levels, to_capped));
                 continue;
             }
             // Pass 0 over our own input binds it at `offset`, which is always 0 there.
-            let key = (seg, l, items, if l == 0 { offset } else { 0 });
+            let key = (seg, l, items, if l == 0 { offset } else { 0 }, to_capped);
             let bg = match scr.groups.get(&key) {
                 Some(bg) => bg.clone(),
                 None => {
-                    let bg = make(scr, l, items, levels);
+                    let bg = make(scr, l, items, levels, to_capped);
                     if scr.groups.len() >= 256 {
                         scr.groups.clear();
                     }
@@ -347,7 +423,7 @@ mod tests {
     fn plans_take_the_fewest_passes_within_a_workgroup() {
         let wg = pipelines::WORKGROUP as u64;
         for n in [1u64, 2, 255, 256, 257, 300, 1024, 4096, 4097, 16_384, 65_536, 65_537, 1 << 20, 1 << 22] {
-            let (passes, shift) = Gpu::plan(n);
+            let (passes, shift) = Gpu::plan(n, None);
             assert!(passes.len() as u64 <= MAX_PASSES, "n = {n}");
             assert_eq!(passes[0].0, n);
             let (last_items, last_levels) = *passes.last().unwrap();
@@ -365,7 +441,23 @@ mod tests {
             }
         }
         // 4 MiB: four levels make the chunk pass's 256 CVs the last pass's input.
-        assert_eq!(Gpu::plan(4096).0, vec![(4096, 4), (256, LOG_WORKGROUP + 1)]);
-        assert_eq!(Gpu::plan(1 << 20).0.len(), 3);
+        assert_eq!(Gpu::plan(4096, None).0, vec![(4096, 4), (256, LOG_WORKGROUP + 1)]);
+        assert_eq!(Gpu::plan(1 << 20, None).0.len(), 3);
+    }
+
+    #[test]
+    fn capped_plans_stop_at_the_cap() {
+        // Within a workgroup: one chunk pass, its groups at least 2^k chunks.
+        for (n, k) in [(1u64 << 14, 0u32), (1 << 14, 4), (100, 2), (1 << 22, 8), (1000, 6)] {
+            let (passes, shift) = Gpu::plan(n, Some(k));
+            assert_eq!(passes, vec![(n, k)], "n = {n}, k = {k}");
+            assert!(pipelines::WORKGROUP as u64 >> shift >= 1 << k, "n = {n}, k = {k}");
+        }
+        // Beyond it: the usual chunk pass, then passes up to level k.
+        let (passes, _) = Gpu::plan(1 << 22, Some(12));
+        assert_eq!(passes.iter().map(|p| p.1).sum::<u32>(), 12);
+        for w in passes.windows(2) {
+            assert_eq!(w[1].0, w[0].0 >> w[0].1);
+        }
     }
 }

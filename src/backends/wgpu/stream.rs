@@ -5,6 +5,7 @@
 use super::device::Gpu;
 use super::segment::{Scratch, QUERIES_PER_SEG};
 use super::wait::MapTicket;
+use crate::backends::gpu::capped::{cap_level, capped_cvs};
 use crate::backends::gpu::pieces::pieces_of;
 use crate::backends::gpu::pool::Pool;
 use crate::backends::gpu::segments::{self, plan_segments, SegmentSlots};
@@ -110,23 +111,37 @@ fn ticks(bytes: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// Reads a finished segment's pieces (and timestamps) back and unmaps the readback buffer.
+/// Reads a finished segment's pieces (and timestamps, and a capped segment's level-k CVs) back
+/// and unmaps the readback buffers.
+#[allow(clippy::too_many_arguments)]
 fn harvest(
     gpu: &Gpu,
     slot: &Slot,
     n: u64,
+    max_chunks: u64,
     index: ::wgpu::SubmissionIndex,
     readback: MapTicket,
+    capped: Option<MapTicket>,
     timings: &mut Option<&mut Timings>,
 ) -> Result<Vec<Cv>> {
     gpu.wait(&index, &readback)?;
+    if let Some(ticket) = &capped {
+        gpu.wait(&index, ticket)?;
+    }
     let t_read = Instant::now();
     let rb = &slot.scratch.readback;
-    let view = rb
-        .slice(..)
-        .get_mapped_range()
-        .map_err(|e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") })?;
-    let pieces = pieces_of(&view, n);
+    let not_mapped = |e| Error::Device { device: gpu.id, detail: format!("readback buffer not mapped: {e:?}") };
+    let view = rb.slice(..).get_mapped_range().map_err(not_mapped)?;
+    let pieces = match (cap_level(n, max_chunks), &slot.scratch.capped) {
+        (Some(k), Some(c)) => {
+            let full = c.readback.slice(..).get_mapped_range().map_err(not_mapped)?;
+            let cvs = capped_cvs(&full, &view, n, k);
+            drop(full);
+            c.readback.unmap();
+            cvs
+        }
+        _ => pieces_of(&view, n),
+    };
     if let Some(t) = timings.as_deref_mut() {
         if gpu.timestamps {
             let ts = &view[slot.scratch.stamps_at(0) as usize..];
@@ -148,7 +163,7 @@ fn harvest(
 /// One segment submitted: waited for when collected, or already read (a timed call on a device
 /// without timestamps runs each phase alone).
 enum Pending {
-    Submitted { n: u64, index: ::wgpu::SubmissionIndex, readback: MapTicket },
+    Submitted { n: u64, index: ::wgpu::SubmissionIndex, readback: MapTicket, capped: Option<MapTicket> },
     Read(Vec<Cv>),
 }
 
@@ -159,6 +174,7 @@ struct Slots<'a, 'b> {
     gpu: &'a Gpu,
     stream: &'a mut Stream,
     domain: Domain,
+    max_chunks: u64,
     timings: &'a mut Option<&'b mut Timings>,
     /// With timings but no timestamp queries: each phase submitted and waited for alone, under
     /// the wall clock; otherwise everything pipelined and the device times itself.
@@ -223,8 +239,13 @@ impl SegmentSlots for Slots<'_, '_> {
             self.domain,
             queries.map(|(q, _)| (q, 2)),
             0,
+            self.max_chunks,
         );
         slot.scratch.copy_back(&mut enc, 1, 0);
+        let cap = cap_level(n, self.max_chunks);
+        if let Some(k) = cap {
+            slot.scratch.copy_capped_back(&mut enc, n >> k);
+        }
         if let Some((q, resolve)) = queries {
             enc.write_timestamp(q, 4);
             enc.resolve_query_set(q, 0..QUERIES_PER_SEG, resolve, 0);
@@ -233,15 +254,19 @@ impl SegmentSlots for Slots<'_, '_> {
         }
         let t_kernel = Instant::now();
         let index = gpu.queue.submit([enc.finish()]);
+        let capped = match (cap, &slot.scratch.capped) {
+            (Some(_), Some(c)) => Some(MapTicket::begin(&c.readback, ::wgpu::MapMode::Read)),
+            _ => None,
+        };
         let readback = MapTicket::begin(&slot.scratch.readback, ::wgpu::MapMode::Read);
         if !serial {
             slot.remap = Some((index.clone(), MapTicket::begin(&slot.staging, ::wgpu::MapMode::Write)));
-            return Ok(Pending::Submitted { n, index, readback });
+            return Ok(Pending::Submitted { n, index, readback, capped });
         }
         gpu.wait(&index, &readback)?;
         let kernel = t_kernel.elapsed();
         let t_down = Instant::now();
-        let got = harvest(gpu, slot, n, index, readback, self.timings)?;
+        let got = harvest(gpu, slot, n, self.max_chunks, index, readback, capped, self.timings)?;
         if let Some(t) = self.timings.as_deref_mut() {
             t.kernel += kernel;
             t.download += t_down.elapsed();
@@ -251,8 +276,8 @@ impl SegmentSlots for Slots<'_, '_> {
 
     fn collect(&mut self, s: usize, pending: Pending, _chunks: u64) -> Result<Vec<Cv>> {
         match pending {
-            Pending::Submitted { n, index, readback } => {
-                harvest(self.gpu, &self.stream.slots[s], n, index, readback, self.timings)
+            Pending::Submitted { n, index, readback, capped } => {
+                harvest(self.gpu, &self.stream.slots[s], n, self.max_chunks, index, readback, capped, self.timings)
             }
             Pending::Read(pieces) => Ok(pieces),
         }
@@ -261,7 +286,8 @@ impl SegmentSlots for Slots<'_, '_> {
 
 /// Hashes `input` (a run of full chunks whose first chunk has index `first_chunk`, aligned as
 /// `Backend::chunk_subtrees_capped` requires) into `out` (subtrees of at most `max_chunks`), in
-/// segments of at most `seg_chunks` chunks (a power of two no larger than `max_chunks`).
+/// segments of at most `seg_chunks` chunks (a power of two); a segment's passes stop at the cap's
+/// level and bring back every capped subtree's CV (`gpu::capped`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn stream_host(
     gpu: &Gpu,
@@ -283,7 +309,7 @@ pub(crate) fn stream_host(
         || Ok(Stream::new(gpu, cap)),
         |stream| {
             let plan = plan_segments(n, seg, seg);
-            let mut slots = Slots { gpu, stream: &mut *stream, domain, timings: &mut timings, serial };
+            let mut slots = Slots { gpu, stream: &mut *stream, domain, max_chunks, timings: &mut timings, serial };
             let done = segments::stream(&mut slots, input, &plan, first_chunk)?;
             // Leave both staging buffers mapped for the next call.
             for slot in &mut stream.slots {
