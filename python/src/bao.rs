@@ -40,6 +40,13 @@ fn order(post_order: bool) -> Order {
     }
 }
 
+/// The outboard file passed as `outboard`, if any, read for groups of 2^`group_log` chunks.
+fn outboard_arg(outboard: Option<&Bound<'_, PyAny>>, group_log: u8, post_order: bool) -> PyResult<Option<Outboard>> {
+    outboard
+        .map(|o| Outboard::from_bytes(Bytes::get(o)?.as_slice(), group_log, order(post_order)).map_err(bao_error))
+        .transpose()
+}
+
 /// A 32-byte hash from a buffer.
 fn hash_of(hash: &Bound<'_, PyAny>) -> PyResult<Hash> {
     let bytes = Bytes::get(hash)?;
@@ -104,12 +111,7 @@ pub fn decode<'py>(
     let hash = hash_of(hash)?;
     let bytes = Bytes::get(encoded)?;
     let encoded = bytes.as_slice();
-    let ob = match outboard {
-        Some(o) => {
-            Some(Outboard::from_bytes(Bytes::get(o)?.as_slice(), group_log, order(post_order)).map_err(bao_error)?)
-        }
-        None => None,
-    };
+    let ob = outboard_arg(outboard, group_log, post_order)?;
     if ob.is_none() {
         if let Some(size) = whole_encoding_size(encoded, group_log) {
             // All of it is here: checked on every core straight into the result.
@@ -154,12 +156,7 @@ pub fn slice<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let bytes = Bytes::get(encoded)?;
     let encoded = bytes.as_slice();
-    let ob = match outboard {
-        Some(o) => {
-            Some(Outboard::from_bytes(Bytes::get(o)?.as_slice(), group_log, order(post_order)).map_err(bao_error)?)
-        }
-        None => None,
-    };
+    let ob = outboard_arg(outboard, group_log, post_order)?;
     let out = maybe_detach(py, encoded.len(), || match &ob {
         Some(ob) => bao::slice_outboard(encoded, ob, start, length),
         None => bao::slice(encoded, group_log, start, length),
