@@ -4,6 +4,8 @@
 //! block that holds it; and the same outboards on every backend this machine has.
 
 mod common;
+#[path = "support/bao_oracle.rs"]
+mod oracle;
 
 use b3accel::bao::{
     decode, decode_into, decode_outboard, decode_slice, encode_with, outboard_with, slice, slice_outboard, Block,
@@ -11,12 +13,11 @@ use b3accel::bao::{
 };
 use b3accel::{backend, Backend, Device};
 use bao_tree::io::outboard::{PostOrderMemOutboard, PreOrderMemOutboard};
-use bao_tree::{BlockSize, ChunkNum, ChunkRanges};
+use bao_tree::{BlockSize, ChunkRanges};
 use common::{pattern, random_bytes, targets};
+use oracle::{bao_tree_response, slice_chunks, CHUNK};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::io::{Cursor, Read};
-
-const CHUNK: u64 = 1024;
 
 fn cpu() -> std::sync::Arc<dyn Backend> {
     backend(Device::Cpu).unwrap()
@@ -30,22 +31,6 @@ fn sizes(k: u8) -> Vec<u64> {
     s.sort();
     s.dedup();
     s
-}
-
-/// bao's chunks for a slice of `len` bytes from `start` (at least one byte; the last chunk past
-/// the end), as chunk numbers.
-fn slice_chunks(size: u64, start: u64, len: u64) -> ChunkRanges {
-    let chunks = size.div_ceil(CHUNK).max(1);
-    let first = (start / CHUNK).min(chunks - 1);
-    let last = start.saturating_add(len.max(1)).div_ceil(CHUNK).clamp(first + 1, chunks);
-    ChunkRanges::from(ChunkNum(first)..ChunkNum(last))
-}
-
-/// bao-tree's response for `ranges` from `data` and its outboard `ob`, after the size header.
-fn bao_tree_response(data: &[u8], ob: &PreOrderMemOutboard, ranges: &ChunkRanges) -> Vec<u8> {
-    let mut out = (data.len() as u64).to_le_bytes().to_vec();
-    bao_tree::io::sync::encode_ranges_validated(data, ob, ranges, &mut out).unwrap();
-    out
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! (tests/support/bao_untrusted.rs). `B3ACCEL_FUZZ_SECONDS` runs them for longer.
 
 mod common;
+#[path = "support/bao_oracle.rs"]
+mod oracle;
 #[path = "support/bao_untrusted.rs"]
 mod untrusted;
 
@@ -16,13 +18,13 @@ use b3accel::bao::{
     decode, decode_into, decode_outboard, decode_slice, encode_with, outboard_with, slice, slice_outboard, Error, Order,
 };
 use bao_tree::io::outboard::{PostOrderMemOutboard, PreOrderMemOutboard};
-use bao_tree::{BlockSize, ChunkNum, ChunkRanges};
+use bao_tree::{BlockSize, ChunkRanges};
 use common::fuzz;
+use oracle::{bao_tree_response, slice_chunks, CHUNK};
 use proptest::prelude::*;
 use std::io::{Cursor, Read};
 use untrusted::{check_encoding, check_outboard, check_slice, clip, Original};
 
-const CHUNK: u64 = 1024;
 /// The largest content of most cases: 16 pieces of the parallel walk (256 KiB each).
 const MAX_SIZE: u64 = 4 << 20;
 /// The decoders' window: the most content they read ahead and check at once (decode.rs).
@@ -72,22 +74,6 @@ fn range(size: u64, k: u8, (kind, a, b): RangePick) -> (u64, u64) {
 
 fn range_pick() -> impl Strategy<Value = RangePick> {
     (any::<u8>(), any::<u64>(), any::<u64>())
-}
-
-/// bao's chunks for a slice of `len` bytes from `start` (at least one byte; the last chunk past
-/// the end), as chunk numbers.
-fn slice_chunks(size: u64, start: u64, len: u64) -> ChunkRanges {
-    let chunks = size.div_ceil(CHUNK).max(1);
-    let first = (start / CHUNK).min(chunks - 1);
-    let last = start.saturating_add(len.max(1)).div_ceil(CHUNK).clamp(first + 1, chunks);
-    ChunkRanges::from(ChunkNum(first)..ChunkNum(last))
-}
-
-/// bao-tree's response for `ranges` from `data` and its outboard `ob`, after the size header.
-fn bao_tree_response(data: &[u8], ob: &PreOrderMemOutboard, ranges: &ChunkRanges) -> Vec<u8> {
-    let mut out = (data.len() as u64).to_le_bytes().to_vec();
-    bao_tree::io::sync::encode_ranges_validated(data, ob, ranges, &mut out).unwrap();
-    out
 }
 
 /// A failed call of the bao module as a failed case.
