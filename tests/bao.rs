@@ -312,6 +312,19 @@ fn bad_arguments_are_errors() {
     let (ob, _) = outboard_with(&*cpu, &[0u8; 3000], 0, Order::Pre).unwrap();
     assert!(matches!(slice_outboard(&[0u8; 2999], &ob, 0, 1), Err(Error::Invalid(_))));
     assert!(b3accel::bao::Outboard::from_bytes(&ob.to_bytes()[..70], 0, Order::Pre).is_err());
+    // decode_into's buffer must hold exactly the content; a short encoding ends where it does,
+    // the verified first chunk released and zeros after it.
+    let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8 + 1).collect();
+    let (encoded, hash) = encode_with(&*cpu, &data, 0).unwrap();
+    for len in [0, 2999, 3001] {
+        let mut out = vec![7u8; len];
+        assert!(matches!(decode_into(&encoded, &hash, 0, &mut out), Err(Error::Invalid(_))), "{len}");
+        assert!(out.iter().all(|&b| b == 7), "nothing written into a buffer of {len}");
+    }
+    let mut out = vec![7u8; 3000];
+    let err = decode_into(&encoded[..2000], &hash, 0, &mut out).unwrap_err();
+    assert!(matches!(err, Error::Truncated { offset: 2000 }), "{err}");
+    assert!(out[..1024] == data[..1024] && out[1024..].iter().all(|&b| b == 0));
 }
 
 /// A size header so large that the encoding's offsets would overflow 64 bits (a corrupt one) is
