@@ -9,7 +9,7 @@
 
 use super::error::{Block, Error};
 use super::layout::{Node, Order, Tree, PARENT_LEN};
-use crate::backends::cpu::{parent_cvs, prefetch_min_bytes};
+use crate::backends::cpu::{parent_cvs, prefetch, prefetch_min_bytes};
 use crate::core::compress::Cv;
 use crate::core::constants::IV;
 use crate::tree::merkle::{level_sizes, reduce, split_levels};
@@ -19,6 +19,10 @@ use std::ops::{Deref, Range};
 /// Content per piece when checking: the content a piece gathers stays in this core's cache while
 /// it is hashed, and a 64 MiB input makes hundreds of tasks.
 const CHECK_PIECE_BYTES: u64 = 256 * 1024;
+
+/// Content a decoder gathers and hashes at a time: one SIMD group of chunks, while the next
+/// one's bytes are prefetched (docs/performance.md).
+const GATHER_BATCH_BYTES: u64 = 16 * 1024;
 
 /// Where each node's parents lie in the buffer a walk writes or reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,12 +96,16 @@ pub(super) trait Side: Sync {
     /// The most content a piece holds (more only where one chunk group is larger).
     fn piece_bytes(&self) -> u64;
 
-    /// Moves a chunk group's content between its place in an encoding, `nodes[at..]`, and
-    /// `content[bytes]`, before the group is hashed. Called only for [`Layout::Encoded`].
-    fn group(&self, nodes: &mut Self::Nodes, at: usize, content: &mut Self::Content, bytes: Range<usize>);
-
-    /// The chaining values of the chunk groups of `node` (one piece), whose content is `content`.
-    fn group_cvs(&self, node: Node, content: &[u8], out: &mut [Cv]) -> Result<(), Error>;
+    /// The chaining values of the chunk groups of `node` (one piece), whose parts are `nodes` and
+    /// `content`; for [`Layout::Encoded`], the groups' content first moved between their places
+    /// in the encoding and `content`.
+    fn group_cvs(
+        &self,
+        node: Node,
+        nodes: &mut Self::Nodes,
+        content: &mut Self::Content,
+        out: &mut [Cv],
+    ) -> Result<(), Error>;
 
     /// Writes or checks the pair of a parent at `nodes[at..]`, its children's chaining values as
     /// computed from the content.
@@ -142,16 +150,8 @@ fn is_piece<S: Side>(side: &S, node: Node) -> bool {
 /// each pair written or checked. Returns the piece's chaining values.
 fn piece<S: Side>(side: &S, node: Node, mut nodes: S::Nodes, mut content: S::Content) -> Result<Levels, Error> {
     let (tree, layout) = side.shape();
-    if layout == Layout::Encoded {
-        visit(tree, layout, node, 0, 0, &mut |v| {
-            if let Visit::Group { at, bytes } = v {
-                side.group(&mut nodes, at, &mut content, bytes);
-            }
-            Ok(())
-        })?;
-    }
     let mut groups = vec![[0u8; 32]; tree.groups_of(node) as usize];
-    side.group_cvs(node, &content, &mut groups)?;
+    side.group_cvs(node, &mut nodes, &mut content, &mut groups)?;
     let levels = Levels::new(groups, node.start >> tree.group_log())?;
     visit(tree, layout, node, 0, 0, &mut |v| {
         if let Visit::Pair { node: parent, at } = v {
@@ -161,6 +161,59 @@ fn piece<S: Side>(side: &S, node: Node, mut nodes: S::Nodes, mut content: S::Con
         Ok(())
     })?;
     Ok(levels)
+}
+
+/// Gathers the content of the chunk groups of the piece `node` from their places in its part of
+/// an encoding, `nodes`, into `dest`, and hashes it there into `out`, a batch of groups at a
+/// time: the next batch's bytes are prefetched before a batch is hashed, so that reading the
+/// encoding from memory overlaps the hashing.
+fn gather_and_hash(
+    backend: &dyn Backend,
+    tree: Tree,
+    node: Node,
+    nodes: &[u8],
+    dest: &mut [u8],
+    out: &mut [Cv],
+) -> Result<(), Error> {
+    let mut places = Vec::with_capacity(out.len());
+    each_group(tree, node, &mut |at, bytes| places.push((at, bytes)));
+    let per_batch = (GATHER_BATCH_BYTES / tree.group_len()).max(1) as usize;
+    let fetch = |batch: &[(usize, Range<usize>)]| {
+        let mut budget = GATHER_BATCH_BYTES as usize;
+        for (at, bytes) in batch {
+            let len = bytes.len().min(budget);
+            prefetch(&nodes[*at..*at + len]);
+            budget -= len;
+        }
+    };
+    let batches: Vec<&[(usize, Range<usize>)]> = places.chunks(per_batch).collect();
+    if let Some(first) = batches.first() {
+        fetch(first);
+    }
+    for (i, batch) in batches.iter().enumerate() {
+        for (at, bytes) in batch.iter() {
+            dest[bytes.clone()].copy_from_slice(&nodes[*at..*at + bytes.len()]);
+        }
+        if let Some(next) = batches.get(i + 1) {
+            fetch(next);
+        }
+        let first_group = i * per_batch;
+        let first_chunk = node.start + ((first_group as u64) << tree.group_log());
+        let bytes = batch[0].1.start..batch[batch.len() - 1].1.end;
+        hash_groups(backend, tree, first_chunk, &dest[bytes], &mut out[first_group..first_group + batch.len()])?;
+    }
+    Ok(())
+}
+
+/// Calls `f` with each chunk group of the piece `node` in an encoding: the group's offset in the
+/// piece's part and its content's range in the piece's content, in content order.
+fn each_group(tree: Tree, node: Node, f: &mut dyn FnMut(usize, Range<usize>)) {
+    let _ = visit(tree, Layout::Encoded, node, 0, 0, &mut |v| {
+        if let Visit::Group { at, bytes } = v {
+            f(at, bytes);
+        }
+        Ok(())
+    });
 }
 
 /// A node a piece's visit reaches: a parent and its pair's offset in the piece's part, or a
@@ -298,11 +351,19 @@ impl<'a> Side for Write<'a> {
         prefetch_min_bytes() as u64
     }
 
-    fn group(&self, nodes: &mut &'a mut [u8], at: usize, content: &mut &'a [u8], bytes: Range<usize>) {
-        nodes[at..at + bytes.len()].copy_from_slice(&content[bytes]);
-    }
-
-    fn group_cvs(&self, node: Node, content: &[u8], out: &mut [Cv]) -> Result<(), Error> {
+    fn group_cvs(
+        &self,
+        node: Node,
+        nodes: &mut &'a mut [u8],
+        content: &mut &'a [u8],
+        out: &mut [Cv],
+    ) -> Result<(), Error> {
+        if self.layout == Layout::Encoded {
+            each_group(self.tree, node, &mut |at, bytes| {
+                let len = bytes.len();
+                nodes[at..at + len].copy_from_slice(&content[bytes]);
+            });
+        }
         match self.groups {
             Groups::Given(all) => {
                 let first = (node.start >> self.tree.group_log()) as usize;
@@ -342,13 +403,17 @@ impl<'a> Side for Check<'a> {
         CHECK_PIECE_BYTES
     }
 
-    fn group(&self, nodes: &mut &'a [u8], at: usize, content: &mut &'a mut [u8], bytes: Range<usize>) {
-        let len = bytes.len();
-        content[bytes].copy_from_slice(&nodes[at..at + len]);
-    }
-
-    fn group_cvs(&self, node: Node, content: &[u8], out: &mut [Cv]) -> Result<(), Error> {
-        hash_groups(self.backend, self.tree, node.start, content, out)
+    fn group_cvs(
+        &self,
+        node: Node,
+        nodes: &mut &'a [u8],
+        content: &mut &'a mut [u8],
+        out: &mut [Cv],
+    ) -> Result<(), Error> {
+        if self.layout != Layout::Encoded {
+            return hash_groups(self.backend, self.tree, node.start, content, out);
+        }
+        gather_and_hash(self.backend, self.tree, node, nodes, content, out)
     }
 
     fn pair(&self, nodes: &mut &'a [u8], at: usize, left: &Cv, right: &Cv) -> Result<(), Error> {

@@ -25,13 +25,15 @@
 //! The files: `backend.rs` (the type and its subtree hashing), `backend_impl.rs` (the `Backend`
 //! trait on it), `group_kernel.rs` (the kernel a group of inputs runs on), `threads.rs` (when to
 //! use rayon's pool), `many.rs` (Merkle levels and many messages), `upstream.rs` (upstream's
-//! kernel), `model.rs` (the CPU's name), `names.rs` (levels and kernels read from text).
+//! kernel), `model.rs` (the CPU's name), `names.rs` (levels and kernels read from text),
+//! `memory.rs` (prefetches).
 
 mod backend;
 mod backend_impl;
 mod group_kernel;
 mod lanes;
 mod many;
+mod memory;
 mod model;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod multi_rows;
@@ -42,6 +44,7 @@ mod upstream;
 pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 pub use backend::CpuBackend;
 pub(crate) use lanes::prefetch_min_bytes;
+pub(crate) use memory::prefetch;
 pub use threads::on_this_thread;
 
 /// Parent chaining values of consecutive pairs of `children` (`out[i]` the parent of
