@@ -9,6 +9,7 @@
 //! stored (hashed) where it has a right child, and then it is a parent of the outboard. A carried
 //! node is the node of a lower level over the same groups.
 
+#[cfg(test)]
 use crate::core::compress::Cv;
 
 /// The largest chunk group accepted: 2^20 chunks (1 GiB). A decoder holds one group in memory.
@@ -92,6 +93,7 @@ pub(crate) fn level_start(n: u64, level: u32) -> u64 {
     at
 }
 
+#[cfg(test)]
 /// The stored node at index `i` of the `n - 1` inner nodes: (level, index in the level).
 pub(crate) fn inner_node(n: u64, i: u64) -> (u32, u64) {
     debug_assert!(i + 1 < n);
@@ -112,6 +114,7 @@ pub(crate) fn children(n: u64, level: u32, j: u64) -> (Kept, Kept) {
     (kept(2 * j * half, half), kept(right, half.min(n - right)))
 }
 
+#[cfg(test)]
 /// The index in an outboard in `order` of the parent stored at `level` index `j` over `n`
 /// groups: with `s` its first group, the parents wholly before it (`s - popcount(s)`: one
 /// complete subtree per set bit of `s`) and, in pre-order, its ancestors (the levels above whose
@@ -129,6 +132,7 @@ pub(crate) fn parent_index(n: u64, level: u32, j: u64, order: Order) -> u64 {
     }
 }
 
+#[cfg(test)]
 /// The outboard's parents in `order` from the chaining values of the `n` groups and the `n - 1`
 /// inner nodes of their level reduction: what the GPU kernels `bao_place` do, one parent at a
 /// time.
@@ -175,7 +179,12 @@ mod tests {
                     let (level, j) = inner_node(n, i);
                     let s = j << level;
                     assert_eq!(kept(s, (1 << level).min(n - s)), Kept::Inner(level, j), "n = {n}");
-                    (s, (1 << level).min(n - s), parent_index(n, level, j, Order::Pre), parent_index(n, level, j, Order::Post))
+                    (
+                        s,
+                        (1 << level).min(n - s),
+                        parent_index(n, level, j, Order::Pre),
+                        parent_index(n, level, j, Order::Post),
+                    )
                 })
                 .collect();
             got.sort_unstable();

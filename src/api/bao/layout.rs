@@ -14,7 +14,6 @@ pub const HEADER_LEN: usize = 8;
 /// The length of a parent node in an encoding or outboard: its two children's chaining values.
 pub const PARENT_LEN: usize = 64;
 
-
 /// The geometry of a bao tree: the content's size and its chunk group size, 2^`group_log`
 /// chunks (group log 0 is bao's format, 4 iroh's 16 KiB groups). The tree's leaves are the
 /// chunk groups; its parent nodes are BLAKE3's, over the groups.
