@@ -31,10 +31,13 @@ fn lengths(k: u8) -> Vec<u64> {
 /// A backend's buffers, for the checks below: one holding `data` from byte `at`, one of `len`
 /// bytes to write into, and reading one back.
 struct Buffers<B> {
-    with: Box<dyn Fn(u64, &[u8]) -> B>,
+    with: WithData<B>,
     blank: Box<dyn Fn(u64) -> B>,
-    read: Box<dyn Fn(&B, u64) -> Vec<u8>>,
+    read: ReadBack<B>,
 }
+
+type WithData<B> = Box<dyn Fn(u64, &[u8]) -> B>;
+type ReadBack<B> = Box<dyn Fn(&B, u64) -> Vec<u8>>;
 
 fn data(len: u64) -> Vec<u8> {
     common::pattern(len as usize)

@@ -29,6 +29,7 @@ impl Worker {
     /// parent the compression of its children with the IV and `flags`, and with `inner` the
     /// writing of every inner node there (the layout of `merkle::level_sizes`).
     /// Returns the buffer whose node 0 will hold the root.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue_merkle(
         &mut self,
         be: &OpenClBackend,
