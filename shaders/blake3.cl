@@ -539,3 +539,68 @@ __kernel void many_merge(__global uint4 *cvs, uint n_msgs, uint chunks, uint8 ke
     compress_cv(cv, m, 0, BLOCK_LEN, flags | PARENT | ROOT);
     store_node(out, out_at + i, cv);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Bao outboards (src/backends/gpu/bao.rs; the same math on the host, with its tests, in
+// src/tree/bao_shape.rs). `merkle_levels` over the n chunk groups' chaining values, with the IV as
+// key and PARENT as flags, keeps every parent of BLAKE3's tree over the groups as an inner node:
+// node j of level h covers groups [j << h, min((j + 1) << h, n)) and is stored where it has a
+// right child. `bao_place` writes each stored node's two children (64 bytes) at its index in a
+// pre-order (order 0) or post-order (order 1) outboard, one work-item per inner node.
+
+// Index in `inner` of the first node of level `level` (1 or more) over n groups.
+inline ulong level_start(ulong n, uint level) {
+    ulong at = 0;
+    for (uint h = 1; h < level; h++) {
+        at += n >> 1;
+        n = (n + 1u) >> 1;
+    }
+    return at;
+}
+
+// The chaining value of the node over `count` groups from group `first`: the group's, or the
+// inner node of level ceil(log2 count), where it was hashed; as two uint4 into out[0..2].
+inline void kept_cv(__global const uint4 *groups, __global const uint4 *inner, ulong n, ulong first,
+                    ulong count, uint4 out[2]) {
+    if (count == 1u) {
+        out[0] = groups[2u * first];
+        out[1] = groups[2u * first + 1u];
+        return;
+    }
+    const uint level = 64u - (uint)clz(count - 1u);
+    const ulong at = level_start(n, level) + (first >> level);
+    out[0] = inner[2u * at];
+    out[1] = inner[2u * at + 1u];
+}
+
+__kernel void bao_place(__global const uint4 *groups, __global const uint4 *inner, ulong n, uint order,
+                        __global uint4 *out) {
+    const ulong i = get_global_id(0);
+    if (i + 1u >= n) return;
+    // Inner node i: level `level`, index j in it.
+    ulong at = 0, count = n;
+    uint level = 1;
+    while (i >= at + (count >> 1)) {
+        at += count >> 1;
+        count = (count + 1u) >> 1;
+        level++;
+    }
+    const ulong s = (i - at) << level;  // its first group
+    const ulong left = 1ul << (level - 1u);
+    // The parents before its subtree: one complete subtree per set bit of s.
+    ulong index = s - (ulong)popcount(s);
+    if (order == 0u) {
+        // Pre-order: and its ancestors, the levels above whose node over s has a right child.
+        const uint top = 64u - (uint)clz(n - 1u);
+        for (uint h = level + 1u; h <= top; h++) {
+            if (((s >> h) << h) + (1ul << (h - 1u)) < n) index++;
+        }
+    } else {
+        // Post-order: and the other parents of its own subtree.
+        index += min(2u * left, n - s) - 2u;
+    }
+    uint4 pair[4];
+    kept_cv(groups, inner, n, s, left, pair);
+    kept_cv(groups, inner, n, s + left, min(left, n - s - left), pair + 2);
+    for (uint w = 0; w < 4u; w++) out[4u * index + w] = pair[w];
+}

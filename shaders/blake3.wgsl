@@ -412,7 +412,8 @@ fn copy_tail(@builtin(local_invocation_index) lid: u32) {
 
 // ---------------------------------------------------------------------------------------------
 // Binary Merkle trees of 32-byte nodes (src/api/merkle.rs): a parent is the plain BLAKE3 hash of
-// left || right, one block with CHUNK_START | CHUNK_END | ROOT, counter 0, the IV as key.
+// left || right, one block with CHUNK_START | CHUNK_END | ROOT, counter 0, the IV as key (the
+// flags come from the host: a bao tree's parents take PARENT, see `bao_place`).
 //
 // `merkle_pass`: a workgroup takes 2 * WG consecutive nodes of a level (its first node a multiple
 // of 2 * WG) and reduces them by `levels` (1 to LOG_WG + 1) levels: the first from global memory
@@ -441,13 +442,15 @@ struct MerkleParams {
     keep: u32,
     // Node index in `pieces` where the first level made here starts.
     inner_at: u32,
-    pad: u32,
+    // A parent's flags: CHUNK_START | CHUNK_END | ROOT for the merkle module's trees (the plain
+    // BLAKE3 hash of the pair), PARENT for a bao tree's parents.
+    flags: u32,
 }
 @group(0) @binding(5) var<uniform> mparams: MerkleParams;
 
 fn merkle_parent(l0: vec4<u32>, l1: vec4<u32>, r0: vec4<u32>, r1: vec4<u32>) -> State {
     return compress(vec4<u32>(IV0, IV1, IV2, IV3), vec4<u32>(IV4, IV5, IV6, IV7), words(l0, l1, r0, r1),
-                    0u, 0u, BLOCK_LEN, CHUNK_START | CHUNK_END | ROOT);
+                    0u, 0u, BLOCK_LEN, mparams.flags);
 }
 
 fn keep_node(i: u32, h0: vec4<u32>, h1: vec4<u32>) {
@@ -752,4 +755,86 @@ fn many_vec4(@builtin(local_invocation_index) lid: u32,
     }
     dst[2u * item] = h0;
     dst[2u * item + 1u] = h1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bao outboards (src/backends/gpu/bao.rs; the same math on the host, with its tests, in
+// src/tree/bao_shape.rs). The Merkle passes over the n chunk groups' chaining values (`src`),
+// with PARENT as flags, keep every parent of BLAKE3's tree over the groups as an inner node
+// (`pieces`): node j of level h covers groups [j << h, min((j + 1) << h, n)) and is stored where
+// it has a right child. `bao_place` writes each stored node's two children (64 bytes) at its index
+// in a pre-order or post-order outboard (`dst`), one invocation per inner node.
+
+struct BaoParams {
+    // Chunk groups.
+    n: u32,
+    // 0: pre-order; 1: post-order.
+    order: u32,
+    pad0: u32,
+    pad1: u32,
+}
+@group(0) @binding(7) var<uniform> bparams: BaoParams;
+
+// Index in `pieces` of the first node of level `level` (1 or more) over n groups.
+fn level_start(n_in: u32, level: u32) -> u32 {
+    var n = n_in;
+    var at = 0u;
+    for (var h = 1u; h < level; h = h + 1u) {
+        at = at + (n >> 1u);
+        n = (n + 1u) >> 1u;
+    }
+    return at;
+}
+
+// The chaining value of the node over `count` groups from group `first`: the group's, or the
+// inner node of level ceil(log2 count), where it was hashed.
+fn kept_cv(n: u32, first: u32, count: u32) -> Cv2 {
+    if (count == 1u) {
+        return Cv2(src[2u * first], src[2u * first + 1u]);
+    }
+    let level = 32u - countLeadingZeros(count - 1u);
+    let at = level_start(n, level) + (first >> level);
+    return Cv2(pieces[2u * at], pieces[2u * at + 1u]);
+}
+
+@compute @workgroup_size(256)
+fn bao_place(@builtin(local_invocation_index) lid: u32,
+             @builtin(workgroup_id) wid: vec3<u32>,
+             @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n = bparams.n;
+    let i = (wid.y * nwg.x + wid.x) * WG + lid;
+    if (i + 1u >= n) {
+        return;
+    }
+    // Inner node i: level `level`, index i - at in it.
+    var at = 0u;
+    var count = n;
+    var level = 1u;
+    while (i >= at + (count >> 1u)) {
+        at = at + (count >> 1u);
+        count = (count + 1u) >> 1u;
+        level = level + 1u;
+    }
+    let s = (i - at) << level; // its first group
+    let half = 1u << (level - 1u);
+    // The parents before its subtree: one complete subtree per set bit of s.
+    var index = s - countOneBits(s);
+    if (bparams.order == 0u) {
+        // Pre-order: and its ancestors, the levels above whose node over s has a right child.
+        let top = 32u - countLeadingZeros(n - 1u);
+        for (var h = level + 1u; h <= top; h = h + 1u) {
+            if (((s >> h) << h) + (1u << (h - 1u)) < n) {
+                index = index + 1u;
+            }
+        }
+    } else {
+        // Post-order: and the other parents of its own subtree.
+        index = index + min(2u * half, n - s) - 2u;
+    }
+    let l = kept_cv(n, s, half);
+    let r = kept_cv(n, s + half, min(half, n - s - half));
+    dst[4u * index] = l.lo;
+    dst[4u * index + 1u] = l.hi;
+    dst[4u * index + 2u] = r.lo;
+    dst[4u * index + 3u] = r.hi;
 }

@@ -72,7 +72,7 @@ pub use crate::api::merkle;
 pub use crate::api::merkle::{hash_each, hash_many, merkle_root, merkle_tree, MerkleTree, Proof};
 pub use crate::backends::cpu;
 #[cfg(any(feature = "opencl", feature = "wgpu"))]
-pub use crate::backends::gpu::resident::{MerkleInner, Resident};
+pub use crate::backends::gpu::resident::{MerkleInner, OutboardDest, Resident};
 #[cfg(feature = "opencl")]
 pub use crate::backends::opencl;
 pub use crate::backends::stderr;

@@ -5,6 +5,7 @@
 //! the device identity types. It imports only from `core`.
 
 mod backend;
+pub(crate) mod bao_shape;
 mod bulk;
 mod context;
 mod device;

@@ -11,10 +11,15 @@ use std::time::Duration;
 /// size measured from there; smaller inputs go to the list's first device alone.
 pub(super) const SPREAD_FROM: u64 = 1 << 20;
 
+/// A row's series name and its seconds per call (or why it has none).
+pub(super) type Series = (&'static str, Result<f64, String>);
+
 /// The GPU-specific measurements: end to end with its parts, and from a device buffer.
 pub(super) trait GpuBench {
     fn timed(&self, data: &[u8]) -> Result<[f64; 3], String>;
-    fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String>;
+    /// The resident rows, timed in the same turns: the hash ("resident"), then bao outboards
+    /// of the same buffer ("resident outboard ..."), so that their ratio comes from one run.
+    fn resident(&self, data: &[u8], budget: Duration) -> Result<Vec<Series>, String>;
 }
 
 /// Every GPU backend through its [`Resident`](b3accel::Resident) calls, the same for each.
@@ -24,13 +29,27 @@ impl<R: b3accel::Resident> GpuBench for R {
         let t = self.hash_from_host(data, &b3accel::Mode::Hash).map_err(|e| e.to_string())?;
         Ok([t.upload.as_secs_f64(), t.kernel.as_secs_f64(), t.download.as_secs_f64()])
     }
-    fn resident(&self, data: &[u8], budget: Duration) -> Result<f64, String> {
+    fn resident(&self, data: &[u8], budget: Duration) -> Result<Vec<Series>, String> {
+        use b3accel::bao::{Order, Tree};
+        use b3accel::OutboardDest;
         let size = super::row::size_label(data.len() as u64);
         let buf = self.upload(data).map_err(|e| format!("uploading {size}: {e}"))?.value;
         let range = 0..data.len() as u64;
-        super::timing::time(budget, || {
-            self.hash(&buf, range.clone(), &b3accel::Mode::Hash).map(drop).map_err(|e| e.to_string())
-        })
+        let parents = |k| Tree::new(data.len() as u64, k).map(|t| t.outboard_len() as usize).map_err(|e| e.to_string());
+        // Device destinations of the outboards' size, and host memory for one.
+        let dest = |k| parents(k).and_then(|len| self.upload(&vec![0u8; len]).map(|t| t.value).map_err(|e| e.to_string()));
+        let (dest0, dest4) = (dest(0)?, dest(4)?);
+        let mut host4 = vec![0u8; parents(4)?];
+        let outboard = |k, out: OutboardDest<'_, R::Buffer>| {
+            self.bao_outboard(&buf, range.clone(), k, Order::Pre, out).map(drop).map_err(|e| e.to_string())
+        };
+        let mut hash = || self.hash(&buf, range.clone(), &b3accel::Mode::Hash).map(drop).map_err(|e| e.to_string());
+        let mut k0 = || outboard(0, OutboardDest::Device(&dest0));
+        let mut k4 = || outboard(4, OutboardDest::Device(&dest4));
+        let mut k4_host = || outboard(4, OutboardDest::Host(&mut host4));
+        let names = ["resident", "resident outboard k0 pre", "resident outboard k4 pre", "resident outboard k4 pre host"];
+        let times = super::timing::time_interleaved(budget, &mut [&mut hash, &mut k0, &mut k4, &mut k4_host]);
+        Ok(names.into_iter().zip(times).collect())
     }
 }
 

@@ -31,8 +31,9 @@ use std::time::Duration;
 /// Prints a table per measurement, with the machine it ran on. With --json, standard output gets
 /// every figure as one JSON document instead (`b3accel bench --json > bench.json`) and the tables
 /// go to standard error. GPU rows: "host" is end to end
-/// from host memory, "resident" hashes a buffer already on the device; the breakdown table gives
-/// upload, kernel and download time. Software GPUs (PoCL, llvmpipe, lavapipe) are measured up to
+/// from host memory, "resident" hashes a buffer already on the device, "resident outboard" makes
+/// its bao outboard there (pre-order, groups of 1 and 16 chunks, into device memory, or into host
+/// memory where it says "host"); the breakdown table gives upload, kernel and download time. Software GPUs (PoCL, llvmpipe, lavapipe) are measured up to
 /// 16 MiB only. Device lists ("all", "list ...") hash host memory on several devices at once,
 /// spreading inputs from 1 MiB; a table gives each device's share.
 #[derive(clap::Args, Debug)]
@@ -202,7 +203,10 @@ pub fn run(args: Args, global: &Global) -> Outcome {
             let parts = g.extra.as_ref().and_then(|x| x.timed(input).ok());
             add(format!("{dev} host"), host, parts, None);
             if let Some(x) = &g.extra {
-                add(format!("{dev} resident"), x.resident(input, budget), None, None);
+                match x.resident(input, budget) {
+                    Ok(series) => series.into_iter().for_each(|(name, r)| add(format!("{dev} {name}"), r, None, None)),
+                    Err(e) => add(format!("{dev} resident"), Err(e), None, None),
+                }
             }
         }
     }

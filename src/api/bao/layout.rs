@@ -3,6 +3,8 @@
 
 use super::error::Error;
 use crate::core::constants::CHUNK_LEN;
+pub(crate) use crate::tree::bao_shape::Place;
+pub use crate::tree::bao_shape::{Order, MAX_GROUP_LOG};
 use std::ops::Range;
 
 /// The length of the size header (little-endian `u64`) of encodings, slices and pre-order
@@ -11,25 +13,6 @@ pub const HEADER_LEN: usize = 8;
 
 /// The length of a parent node in an encoding or outboard: its two children's chaining values.
 pub const PARENT_LEN: usize = 64;
-
-/// The largest chunk group accepted: 2^20 chunks (1 GiB). A decoder holds one group in memory.
-pub const MAX_GROUP_LOG: u8 = 20;
-
-/// The order of the parent nodes in an outboard: bao's and bao-tree's `PreOrderOutboard`
-/// (parents before their children, a size header first), or bao-tree's `PostOrderOutboard`
-/// (children before their parents, the root last, a size trailer).
-///
-/// ```
-/// use b3accel::bao::Order;
-/// assert_ne!(Order::Pre, Order::Post);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Order {
-    /// Parents in pre-order, as in bao's outboards and combined encodings.
-    Pre,
-    /// Parents in post-order, as in bao-tree's `PostOrderOutboard`.
-    Post,
-}
 
 /// The geometry of a bao tree: the content's size and its chunk group size, 2^`group_log`
 /// chunks (group log 0 is bao's format, 4 iroh's 16 KiB groups). The tree's leaves are the
@@ -213,36 +196,5 @@ impl Node {
     /// Whether `query` holds all of this node's chunks.
     pub fn within(&self, query: &Range<u64>) -> bool {
         query.start <= self.start && self.end() <= query.end
-    }
-}
-
-/// Where an outboard parent lies: its index among the parents in pre-order and in post-order.
-/// The children's places follow from the parent's (see [`Place::children`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Place {
-    /// Index in pre-order: the node itself.
-    pub pre: u64,
-    /// Index in post-order of the first parent of this node's subtree.
-    pub post_base: u64,
-}
-
-impl Place {
-    /// The root's place.
-    pub const ROOT: Place = Place { pre: 0, post_base: 0 };
-
-    /// This node's index in `order`, for a node of `groups` chunk groups.
-    pub fn index(&self, order: Order, groups: u64) -> u64 {
-        match order {
-            Order::Pre => self.pre,
-            Order::Post => self.post_base + groups - 2,
-        }
-    }
-
-    /// The places of the children of a node whose left child holds `left_groups` groups.
-    pub fn children(&self, left_groups: u64) -> (Place, Place) {
-        (
-            Place { pre: self.pre + 1, post_base: self.post_base },
-            Place { pre: self.pre + left_groups, post_base: self.post_base + left_groups - 1 },
-        )
     }
 }

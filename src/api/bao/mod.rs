@@ -13,7 +13,8 @@
 //! Computing an outboard is hashing with every parent kept: one parallel walk over the tree hashes
 //! the chunk groups (on the CPU piece by piece; a GPU, any [`Backend`](crate::Backend), in one
 //! bulk call first) and writes each parent in place. Decoding checks whole subtrees the same way
-//! before it releases them.
+//! before it releases them. Content already in GPU memory gets its outboard there, parents
+//! included, through `Resident::bao_outboard` (cargo features `opencl` and `wgpu`).
 //!
 //! ```
 //! use b3accel::bao::{decode, decode_slice, encode_on, slice};

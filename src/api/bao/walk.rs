@@ -12,6 +12,7 @@ use super::layout::{Node, Order, Tree, PARENT_LEN};
 use crate::backends::cpu::{parent_cvs, prefetch, prefetch_min_bytes};
 use crate::core::compress::Cv;
 use crate::core::constants::IV;
+use crate::tree::bao_shape::{kept, Kept};
 use crate::tree::merkle::{level_sizes, reduce, split_levels};
 use crate::tree::{merge_subtrees_non_root, subtree_node, Backend, Domain, TreeMode};
 use std::ops::{Deref, Range};
@@ -277,12 +278,10 @@ impl Levels {
 
     /// The chaining value of the node of `count` groups from group `first` (of the whole tree).
     fn cv(&self, first: u64, count: u64) -> Cv {
-        let first = first - self.first;
-        if count == 1 {
-            return self.groups[first as usize];
+        match kept(first - self.first, count) {
+            Kept::Group(g) => self.groups[g as usize],
+            Kept::Inner(level, j) => self.inner[self.starts[level as usize - 1] + j as usize],
         }
-        let level = 64 - (count - 1).leading_zeros();
-        self.inner[self.starts[level as usize - 1] + (first >> level) as usize]
     }
 
     /// The chaining values of the children of the parent `node`.
@@ -421,5 +420,35 @@ impl<'a> Side for Check<'a> {
             return Ok(());
         }
         Err(Error::Corrupt { block: Block::Parent, offset: at as u64, content: 0 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::bao::encode::outboard_with;
+    use crate::tree::bao_shape::place_parents;
+
+    /// The placement the GPU kernels do, from the groups' level reduction, gives the outboards
+    /// the walk writes.
+    #[test]
+    fn placing_the_level_reduction_gives_the_outboard() {
+        let cpu = &**crate::dispatch::cpu_backend();
+        for k in [0u8, 1, 4] {
+            for groups in (1..40u64).chain([63, 64, 65, 100, 257]) {
+                let len = ((groups - 1) << k) as usize * 1024 + 700;
+                let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+                let tree = Tree::new(len as u64, k).unwrap();
+                let mut cvs = vec![[0u8; 32]; tree.groups() as usize];
+                hash_groups(cpu, tree, 0, &data, &mut cvs).unwrap();
+                let levels = Levels::new(cvs, 0).unwrap();
+                for order in [Order::Pre, Order::Post] {
+                    let mut got = vec![0u8; tree.outboard_len() as usize];
+                    place_parents(&levels.groups, &levels.inner, order, &mut got);
+                    let (want, _) = outboard_with(cpu, &data, k, order).unwrap();
+                    assert!(got == want.parents(), "k = {k}, {groups} groups, {order:?}");
+                }
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! returning its value with where its time went.
 
 use crate::core::compress::Cv;
+use crate::tree::bao_shape::Order;
 use crate::tree::{ChainingValue, Mode, OutputReader, Result, Timed, TreeMode};
 use blake3::Hash;
 use std::ops::Range;
@@ -23,6 +24,24 @@ pub enum MerkleInner<'a, B> {
     Host(&'a mut [Cv]),
     /// Into a device buffer of the same device, from byte 0: it must hold at least
     /// `(count - 1) * 32` bytes. The tree stays on the device.
+    Device(&'a B),
+}
+
+/// Where [`Resident::bao_outboard`] puts an outboard's parent nodes (64 bytes each, without
+/// size header or trailer, as [`Outboard::parents`](crate::bao::Outboard::parents) has them).
+///
+/// ```
+/// let mut parents = vec![0u8; 3 * 64];
+/// // `B` is the backend's buffer type; `()` where no device buffer is named.
+/// let host: b3accel::OutboardDest<'_, ()> = b3accel::OutboardDest::Host(&mut parents);
+/// assert!(matches!(host, b3accel::OutboardDest::Host(p) if p.len() == 192));
+/// ```
+#[derive(Debug)]
+pub enum OutboardDest<'a, B> {
+    /// Into host memory: exactly `(groups - 1) * 64` bytes.
+    Host(&'a mut [u8]),
+    /// Into a device buffer of the same device, from byte 0: it must hold at least
+    /// `(groups - 1) * 64` bytes. The outboard stays on the device.
     Device(&'a B),
 }
 
@@ -169,6 +188,36 @@ pub trait Resident {
         offset: u64,
         count: usize,
         inner: MerkleInner<'_, Self::Buffer>,
+    ) -> Result<Timed<Hash>>;
+
+    /// The parents of the bao outboard (see [`bao`](crate::bao)) of the bytes of `buffer` in
+    /// `range`, in chunk groups of 2^`group_log` chunks and in `order`, into `out`, and the
+    /// range's BLAKE3 hash: the bytes of [`Outboard::parents`](crate::bao::Outboard::parents)
+    /// for the same content, computed where the content lies (the groups' chaining values, every
+    /// parent above them, each written at its place), so that a device destination never
+    /// leaves the device. One group (no parents) is a plain [`hash`](Self::hash). A destination
+    /// of the wrong size or a group log above [`MAX_GROUP_LOG`](crate::bao::MAX_GROUP_LOG) is an
+    /// error.
+    ///
+    /// ```no_run
+    /// use b3accel::bao::{outboard_on, Order};
+    /// use b3accel::{Device, OutboardDest, Resident};
+    /// # let gpu: b3accel::wgpu::ResidentHasher = unimplemented!();
+    /// let data = vec![4u8; 1 << 20];
+    /// let buf = gpu.upload(&data)?.value;
+    /// let mut parents = vec![0u8; 63 * 64]; // 64 groups of 16 KiB
+    /// let hash = gpu.bao_outboard(&buf, 0..1 << 20, 4, Order::Pre, OutboardDest::Host(&mut parents))?.value;
+    /// let (want, want_hash) = outboard_on(Device::Cpu, &data, 4, Order::Pre)?;
+    /// assert_eq!((&parents[..], hash), (want.parents(), want_hash));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn bao_outboard(
+        &self,
+        buffer: &Self::Buffer,
+        range: Range<u64>,
+        group_log: u8,
+        order: Order,
+        out: OutboardDest<'_, Self::Buffer>,
     ) -> Result<Timed<Hash>>;
 
     /// Hashes `count` independent messages of `msg_len` bytes each (0 allowed) lying end to end in

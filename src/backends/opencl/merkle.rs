@@ -25,23 +25,25 @@ const MERKLE_FLAGS: u32 = flags::CHUNK_START | flags::CHUNK_END | flags::ROOT;
 const ROOT_SLOT: usize = 1;
 
 impl Worker {
-    /// Enqueues on `queue` the reduction of the `n >= 2` nodes in `leaves` to their root, and with
-    /// `inner` the writing of every inner node there (the layout of `merkle::level_sizes`).
+    /// Enqueues on `queue` the reduction of the `n >= 2` nodes in `leaves` to their root, each
+    /// parent the compression of its children with the IV and `flags`, and with `inner` the
+    /// writing of every inner node there (the layout of `merkle::level_sizes`).
     /// Returns the buffer whose node 0 will hold the root.
-    fn enqueue_merkle(
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enqueue_merkle(
         &mut self,
         be: &OpenClBackend,
         queue: &CommandQueue,
         leaves: &Mem,
         n: u64,
         inner: Option<&Mem>,
+        flags: u32,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Mem> {
         debug_assert!(n >= 2);
         let wg = be.dev.config.merkle_wg as u64;
         let span = (2 * wg).trailing_zeros();
         let key = IV;
-        let flags = MERKLE_FLAGS;
         let keep = u32::from(inner.is_some());
         let passes = merkle_passes(n, |count| levels_by_size(count, be.dev.merkle_levels, span));
         let mut cur = leaves.clone();
@@ -160,7 +162,7 @@ impl OpenClBackend {
             MerkleInner::Host(_) => Some(w.output.get(self.dev.info.device, &w.context, ((n - 1) * 32) as usize)?),
             MerkleInner::Device(b) => Some(b.as_core().clone()),
         };
-        let top = w.enqueue_merkle(self, queue, leaves, n, inner_mem.as_ref(), prof)?;
+        let top = w.enqueue_merkle(self, queue, leaves, n, inner_mem.as_ref(), MERKLE_FLAGS, prof)?;
         if let (MerkleInner::Host(h), Some(mem)) = (inner, &inner_mem) {
             // The root is the last inner node.
             w.read_into(queue, mem, h.as_flattened_mut(), prof)?;

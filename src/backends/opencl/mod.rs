@@ -38,6 +38,7 @@
 //! ```
 
 mod backend;
+mod bao;
 mod binaries;
 mod context;
 mod device;

@@ -6,9 +6,11 @@ use super::backend::OpenClBackend;
 use super::errors::cl_err;
 use super::profile::{profiled, Prof, Stage};
 use super::worker::Run;
-use crate::backends::gpu::resident::{range_len, MerkleInner, Resident};
+use crate::backends::gpu::bao::Groups;
+use crate::backends::gpu::resident::{range_len, MerkleInner, OutboardDest, Resident};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
+use crate::tree::bao_shape::Order;
 use crate::tree::{
     check_subtree, hash_resident, last_chunk_len, ChainingValue, Domain, Error, Mode, Output, OutputReader, Result,
     Timed, TreeMode, MAX_SUBTREE,
@@ -120,6 +122,34 @@ impl Resident for OpenClBackend {
         profiled(|prof| Ok(Hash::from_bytes(self.merkle_resident(leaves, offset, count, inner, prof)?)))
     }
 
+    fn bao_outboard(
+        &self,
+        buffer: &ocl::Buffer<u8>,
+        range: Range<u64>,
+        group_log: u8,
+        order: Order,
+        out: OutboardDest<'_, ocl::Buffer<u8>>,
+    ) -> Result<Timed<Hash>> {
+        let len = range_len(&range)?;
+        let g = Groups::new(len, group_log)?;
+        g.check_dest(&out, |b| b.len() as u64)?;
+        if let OutboardDest::Device(b) = &out {
+            self.check_context(b.as_core())?;
+        }
+        if g.groups == 1 {
+            return self.hash(buffer, range, &Mode::Hash);
+        }
+        // The checks `resident` makes for a plain hash, before anything is enqueued.
+        self.region("bao outboard", buffer, 0, range.end)?;
+        if !range.start.is_multiple_of(CHUNK_LEN as u64) {
+            return Err(Error::InvalidInput(format!(
+                "{}: byte {} of the buffer is not a multiple of the chunk length ({CHUNK_LEN})",
+                self.dev.info.device, range.start
+            )));
+        }
+        profiled(|prof| self.outboard_resident(buffer, range.start, g, order, out, prof))
+    }
+
     fn hash_many(
         &self,
         data: &ocl::Buffer<u8>,
@@ -191,7 +221,7 @@ impl OpenClBackend {
     /// The top node of the `len` bytes at byte `at` of `buffer` (a multiple of `CHUNK_LEN`), the
     /// subtree that starts at chunk `start` of the input (0: the whole input, whose top node is
     /// the root).
-    fn resident(
+    pub(super) fn resident(
         &self,
         buffer: &ocl::Buffer<u8>,
         at: u64,
@@ -234,6 +264,7 @@ impl OpenClBackend {
                     counter: start,
                     domain,
                     max_chunks: MAX_SUBTREE,
+                    capped_to: None,
                 };
                 let done =
                     w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, Some((tail_at, last_len)), false, prof)?;
@@ -263,6 +294,7 @@ impl OpenClBackend {
                     counter: first,
                     domain,
                     max_chunks: MAX_SUBTREE,
+                    capped_to: None,
                 };
                 let done = w.enqueue_subtrees_on(queue, &self.dev, run, None, 0, None, false, prof)?;
                 w.wait(&done.read)?;

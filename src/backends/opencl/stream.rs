@@ -185,7 +185,7 @@ impl Worker {
             let s = &self.stream.as_ref().expect("ensured").slots[slot];
             (s.device.clone(), s.upload.clone())
         };
-        let run = Run { data: &dev, chunk_offset: 0, n, counter, domain, max_chunks };
+        let run = Run { data: &dev, chunk_offset: 0, n, counter, domain, max_chunks, capped_to: None };
         let done = self.enqueue_subtrees(&be.dev, run, uploaded.as_ref(), slot, None, prof)?;
         self.stream.as_mut().expect("ensured").slots[slot].reader = done.chunk_kernel.clone();
         Ok(done)
@@ -305,8 +305,15 @@ impl SegmentSlots for HostPtrSlots<'_, '_> {
     fn dispatch(&mut self, slot: usize, chunks: u64, counter: u64) -> Result<Enqueued> {
         let mem =
             self.bufs[slot].clone().ok_or_else(|| Error::InvalidInput("internal: a slot without input".into()))?;
-        let run =
-            Run { data: &mem, chunk_offset: 0, n: chunks, counter, domain: self.domain, max_chunks: self.max_chunks };
+        let run = Run {
+            data: &mem,
+            chunk_offset: 0,
+            n: chunks,
+            counter,
+            domain: self.domain,
+            max_chunks: self.max_chunks,
+            capped_to: None,
+        };
         self.w.enqueue_subtrees(&self.be.dev, run, None, slot, None, self.prof)
     }
 

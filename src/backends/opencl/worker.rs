@@ -36,6 +36,9 @@ pub(crate) struct Run<'a> {
     pub domain: Domain,
     /// No subtree larger than this (a power of two; `MAX_SUBTREE` for no cap).
     pub max_chunks: u64,
+    /// Where a cap that splits the run leaves its level-k CVs: copied into this buffer at this
+    /// byte, on the device, instead of read back (`None`: read back, see [`Worker::pieces`]).
+    pub capped_to: Option<(&'a Mem, u64)>,
 }
 
 /// The events of one enqueued dispatch sequence.
@@ -180,10 +183,13 @@ pub(crate) struct Worker {
     parent: Kernel,
     blocks: Kernel,
     pub merkle: Kernel,
+    pub bao_place: Kernel,
     pub many_one: Kernel,
     pub many_chunks: Kernel,
     pub many_merge: Kernel,
     pub levels: [Scratch; 2],
+    /// A bao outboard's group CVs, inner nodes and (for host memory) parents.
+    pub bao: [Scratch; 3],
     pieces: Mem,
     /// Host buffers for results, one per streaming slot, so that a streamed segment's results
     /// can arrive while earlier ones' are read.
@@ -249,6 +255,7 @@ impl Worker {
             parent: kernel("parent_cvs")?,
             blocks: kernel("hash_blocks")?,
             merkle: kernel("merkle_levels")?,
+            bao_place: kernel("bao_place")?,
             many_one,
             many_chunks,
             many_merge,
@@ -259,6 +266,11 @@ impl Worker {
             transfer,
             main: be.queue.as_core().clone(),
             levels: [Scratch::new(MemFlags::READ_WRITE), Scratch::new(MemFlags::READ_WRITE)],
+            bao: [
+                Scratch::new(MemFlags::READ_WRITE),
+                Scratch::new(MemFlags::READ_WRITE),
+                Scratch::new(MemFlags::READ_WRITE),
+            ],
             pieces,
             host_pieces,
             host_capped: Default::default(),
@@ -321,7 +333,7 @@ impl Worker {
         kernel_event: bool,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
-        let Run { data, chunk_offset, n, counter, domain, max_chunks } = run;
+        let Run { data, chunk_offset, n, counter, domain, max_chunks, capped_to } = run;
         let (tail_at, tail_len) = tail.map_or((0u64, 0u32), |(at, len)| (at as u64, len as u32));
         debug_assert!(tail_len as usize <= CHUNK_LEN);
         debug_assert!(n >= 1 && slot < RESULT_SLOTS);
@@ -436,7 +448,21 @@ impl Worker {
             level += levels;
             bufs.swap(0, 1);
         }
-        if cap.is_some() {
+        if let (Some(_), Some((dst, at))) = (cap, capped_to) {
+            // SAFETY: both buffers outlive the command (OpenCL retains them); the caller sizes
+            // `dst` for `count` CVs from byte `at`.
+            core::enqueue_copy_buffer::<u8, _, _, _>(
+                queue,
+                &bufs[0],
+                dst,
+                0,
+                at as usize,
+                (count * 32) as usize,
+                None::<&Event>,
+                None::<&mut Event>,
+            )
+            .map_err(|e| err("copying subtree CVs", e))?;
+        } else if cap.is_some() {
             // The level-k CVs, from the buffer the last dispatch wrote (`bufs[0]` after the swap),
             // ahead of the pieces' read on the same in-order queue.
             let host = &mut self.host_capped[slot];
@@ -554,7 +580,8 @@ impl Worker {
     pub fn trim(&mut self) {
         const KEEP: usize = 256 << 20;
         let [a, b] = &mut self.levels;
-        for s in [&mut self.input, &mut self.output, a, b] {
+        let [c, d, e] = &mut self.bao;
+        for s in [&mut self.input, &mut self.output, a, b, c, d, e] {
             s.trim(KEEP);
         }
     }
@@ -591,7 +618,7 @@ impl Worker {
         .map_err(|e| self.err("uploading input", e))?;
         Prof::push(prof, Stage::Upload, &ev);
         let n = (input.len() / CHUNK_LEN) as u64;
-        let run = Run { data: &buf, chunk_offset: 0, n, counter, domain, max_chunks };
+        let run = Run { data: &buf, chunk_offset: 0, n, counter, domain, max_chunks, capped_to: None };
         let done = self.enqueue_subtrees(be, run, None, 0, None, prof)?;
         self.wait(&done.read)?;
         out.copy_from_slice(&self.pieces(0, n, max_chunks));

@@ -252,7 +252,7 @@ impl Backend for WgpuBackend {
             self.gpu.check_health()?;
             let buf = upload(&self.gpu, "b3accel leaves", leaves.as_flattened());
             let inner: Inner<'_> = inner.map_or(MerkleInner::None, MerkleInner::Host);
-            super::merkle::merkle(&self.gpu, &buf, 0, n, inner, None)
+            super::merkle::merkle(&self.gpu, &buf, 0, n, inner, super::merkle::MERKLE_FLAGS, None)
         })
     }
 

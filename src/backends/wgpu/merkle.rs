@@ -21,6 +21,7 @@ use super::pipelines::{LOG_WORKGROUP, PARAMS_BYTES, PARAMS_STRIDE, WORKGROUP};
 use crate::backends::gpu::merkle_plan::{levels_by_size, merkle_passes, MerklePass, LARGE_LEVEL};
 use crate::backends::gpu::resident::MerkleInner;
 use crate::core::compress::Cv;
+use crate::core::constants::flags;
 use crate::tree::{Error, Result, Timings};
 use std::time::Instant;
 
@@ -108,8 +109,12 @@ impl MerkleScratch {
 /// Where a tree's inner nodes go, on this backend.
 pub(super) type Inner<'a> = MerkleInner<'a, ::wgpu::Buffer>;
 
+/// A Merkle parent of the merkle module's trees is the plain BLAKE3 hash of its pair.
+pub(super) const MERKLE_FLAGS: u32 = flags::CHUNK_START | flags::CHUNK_END | flags::ROOT;
+
 /// The root of the Merkle tree over the `n` leaves (32 bytes each) of `leaves` at byte `offset`,
-/// and every inner node, level by level, where `inner` asks. `timings` gets the pass's device
+/// each parent the compression of its pair with the IV and `flags` ([`MERKLE_FLAGS`] for the
+/// merkle module's trees), and every inner node, level by level, where `inner` asks. `timings` gets the pass's device
 /// time (`kernel`, timestamps where available), the host's reading of the results (`download`)
 /// and the wall time (`total`).
 pub(crate) fn merkle(
@@ -118,6 +123,7 @@ pub(crate) fn merkle(
     offset: u64,
     n: u64,
     inner: Inner<'_>,
+    flags: u32,
     timings: Option<&mut Timings>,
 ) -> Result<Cv> {
     let start = Instant::now();
@@ -150,15 +156,17 @@ pub(crate) fn merkle(
         )));
     }
     gpu.check_health()?;
-    scoped(&gpu.device, gpu.id, || merkle_on_device(gpu, leaves, offset, n, inner, timings, start))
+    scoped(&gpu.device, gpu.id, || merkle_on_device(gpu, leaves, offset, n, inner, flags, timings, start))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn merkle_on_device(
     gpu: &Gpu,
     leaves: &::wgpu::Buffer,
     offset: u64,
     n: u64,
     inner: Inner<'_>,
+    flags: u32,
     timings: Option<&mut Timings>,
     start: Instant,
 ) -> Result<Cv> {
@@ -201,7 +209,7 @@ fn merkle_on_device(
                 pass.levels,
                 u32::from(keep),
                 pass.inner_at as u32,
-                0,
+                flags,
             ];
             dispatches.push((p, src_base + first * 32, local, grid(gpu, groups)?, params, wide));
             first += local;

@@ -48,6 +48,7 @@
 
 mod adapter;
 mod backend;
+mod bao;
 mod blocks;
 mod device;
 mod errors;

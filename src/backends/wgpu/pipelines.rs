@@ -109,6 +109,8 @@ pub(crate) struct Pipelines {
     /// Layout of `many_vec4`: src (messages as vec4s), dst, many params (binding 6).
     pub many4_layout: ::wgpu::BindGroupLayout,
     pub many4: ::wgpu::ComputePipeline,
+    pub bao_layout: ::wgpu::BindGroupLayout,
+    pub bao_place: ::wgpu::ComputePipeline,
     pub loads: Loads,
     pub checks: ShaderChecks,
 }
@@ -199,6 +201,10 @@ impl Pipelines {
             label: Some("b3accel many_vec4"),
             entries: &[storage(0, true), storage(1, false), uniform_entry(6)],
         });
+        let bao_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+            label: Some("b3accel bao_place"),
+            entries: &[storage(0, true), storage(1, false), storage(2, false), uniform_entry(7)],
+        });
         let make = |bgl: &::wgpu::BindGroupLayout, entry: &str| {
             let pl = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
                 label: Some(entry),
@@ -233,6 +239,8 @@ impl Pipelines {
             many: make(&many_layout, "many_chunks"),
             many4: make(&many4_layout, "many_vec4"),
             many4_layout,
+            bao_place: make(&bao_layout, "bao_place"),
+            bao_layout,
             merkle_layout,
             many_layout,
             layout,

@@ -3,16 +3,19 @@
 
 use super::device::Gpu;
 use super::errors::scoped;
+use super::merkle::MERKLE_FLAGS;
 use super::options::WgpuOptions;
 use super::passes::{check_buffer, upload};
 use super::pipelines::{Params, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::{Scratch, MAX_PASSES, QUERIES_PER_SEG};
 use super::stream::{stream_host, stream_pool, StreamPool};
 use super::wait::MapTicket;
+use crate::backends::gpu::bao::Groups;
 use crate::backends::gpu::pieces::pieces_of;
-use crate::backends::gpu::resident::{range_len, MerkleInner, Resident};
+use crate::backends::gpu::resident::{range_len, MerkleInner, OutboardDest, Resident};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
+use crate::tree::bao_shape::Order;
 use crate::tree::{
     check_subtree, chunk_output, hash_resident, last_chunk_len, merge_segments, timed, ChainingValue, Device, Domain,
     Error, Mode, Output, OutputReader, Result, Timed, Timings, TreeMode, MAX_SUBTREE,
@@ -57,7 +60,7 @@ const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
 /// ```
 #[derive(Clone)]
 pub struct ResidentHasher {
-    gpu: Arc<Gpu>,
+    pub(super) gpu: Arc<Gpu>,
     /// Host inputs' segment buffers, reused across calls.
     streams: Arc<StreamPool>,
     /// Chunks per segment of host input.
@@ -204,7 +207,7 @@ impl ResidentHasher {
     /// The top node of the `len` bytes of `buffer` at byte `offset`: the subtree that starts at
     /// chunk `start` of the input (0: the whole input, whose top node is the root), with where
     /// the call's time went.
-    fn root(
+    pub(super) fn root(
         &self,
         buffer: &::wgpu::Buffer,
         offset: u64,
@@ -290,7 +293,32 @@ impl Resident for ResidentHasher {
         inner: MerkleInner<'_, ::wgpu::Buffer>,
     ) -> Result<Timed<Hash>> {
         let gpu = &*self.gpu;
-        timed(|t| super::merkle::merkle(gpu, leaves, offset, count as u64, inner, Some(t)).map(Hash::from_bytes))
+        timed(|t| {
+            super::merkle::merkle(gpu, leaves, offset, count as u64, inner, MERKLE_FLAGS, Some(t)).map(Hash::from_bytes)
+        })
+    }
+
+    fn bao_outboard(
+        &self,
+        buffer: &::wgpu::Buffer,
+        range: Range<u64>,
+        group_log: u8,
+        order: Order,
+        out: OutboardDest<'_, ::wgpu::Buffer>,
+    ) -> Result<Timed<Hash>> {
+        let len = range_len(&range)?;
+        let g = Groups::new(len, group_log)?;
+        g.check_dest(&out, |b| b.size())?;
+        let gpu = &*self.gpu;
+        if let OutboardDest::Device(b) = &out {
+            check_buffer(gpu, "bao outboard destination", b, 0, g.outboard_len())?;
+        }
+        if g.groups == 1 {
+            return self.hash(buffer, range, &Mode::Hash);
+        }
+        check_buffer(gpu, "bao outboard", buffer, range.start, len)?;
+        gpu.check_health()?;
+        timed(|t| self.outboard_on_device(buffer, range.start, g, order, out, t))
     }
 
     fn hash_many(
