@@ -8,12 +8,12 @@
 //! ```
 //!
 //! Throughput is in content bytes. `cpu-1t` runs the CPU backend on one thread, `cpu` on the
-//! global pool, `hash` is `b3accel::hash_with` on the global pool: the ceiling an outboard
+//! global pool (`cpu-into` into a buffer kept from call to call: no fresh memory to fault in), `hash` is `b3accel::hash_with` on the global pool: the ceiling an outboard
 //! (which keeps every parent) and a decode are measured against. The decoders: `b3accel` is
 //! `decode_into` (an encoding in memory into a buffer), `b3accel-stream` is `decode` (a reader
 //! into a writer, a window at a time).
 
-use b3accel::bao::{decode, decode_into, encode_with, outboard_with, Order};
+use b3accel::bao::{decode, decode_into, encode_with, outboard_into, outboard_with, Order, Tree};
 use b3accel::cpu::CpuBackend;
 use b3accel::{backend, devices, hash_with, Backend, Device, DeviceKind, Mode};
 use bao_tree::io::outboard::PreOrderMemOutboard;
@@ -50,6 +50,10 @@ fn outboards(c: &mut Criterion) {
             });
             g.bench_function(BenchmarkId::new("cpu", k), |b| {
                 b.iter(|| outboard_with(&*cpu, black_box(&data), k, Order::Pre).unwrap())
+            });
+            let mut parents = vec![0u8; Tree::new(data.len() as u64, k).unwrap().outboard_len() as usize];
+            g.bench_function(BenchmarkId::new("cpu-into", k), |b| {
+                b.iter(|| outboard_into(&*cpu, black_box(&data), k, Order::Pre, &mut parents).unwrap())
             });
             for (name, gpu) in &gpus {
                 g.bench_function(BenchmarkId::new(name.as_str(), k), |b| {

@@ -8,8 +8,8 @@ mod common;
 mod oracle;
 
 use b3accel::bao::{
-    decode, decode_into, decode_outboard, decode_slice, encode_with, outboard_with, slice, slice_outboard, Block,
-    Error, Order,
+    decode, decode_into, decode_outboard, decode_slice, encode_with, outboard_into, outboard_with, slice,
+    slice_outboard, Block, Error, Order,
 };
 use b3accel::{backend, Backend, Device};
 use bao_tree::io::outboard::{PostOrderMemOutboard, PreOrderMemOutboard};
@@ -320,6 +320,12 @@ fn bad_arguments_are_errors() {
         let mut out = vec![7u8; len];
         assert!(matches!(decode_into(&encoded, &hash, 0, &mut out), Err(Error::Invalid(_))), "{len}");
         assert!(out.iter().all(|&b| b == 7), "nothing written into a buffer of {len}");
+    }
+    // outboard_into's buffer must hold exactly the parents (two for 3000 bytes at group log 0).
+    for len in [0, 127, 129] {
+        let mut parents = vec![7u8; len];
+        assert!(matches!(outboard_into(&*cpu, &data, 0, Order::Post, &mut parents), Err(Error::Invalid(_))));
+        assert!(parents.iter().all(|&b| b == 7), "nothing written into a buffer of {len}");
     }
     let mut out = vec![7u8; 3000];
     let err = decode_into(&encoded[..2000], &hash, 0, &mut out).unwrap_err();

@@ -5,7 +5,7 @@
 use super::gpus::Gpu;
 use super::row::{size_label, Row};
 use super::timing::{time, time_interleaved};
-use b3accel::bao::{decode_into, encode_on, outboard_on, Order};
+use b3accel::bao::{decode_into, encode_on, outboard_into, outboard_on, Order};
 use b3accel::Device;
 use std::time::Duration;
 
@@ -35,15 +35,23 @@ pub(super) fn bench_bao(rows: &mut Vec<Row>, data: &[u8], gpus: &[Gpu], budget: 
             time_interleaved(budget, &mut [&mut || outboard(Device::Cpu, 0), &mut || outboard(Device::Cpu, 4)])
         });
         let (mut hash_f, mut k0, mut k4) = (hash_cpu, || outboard(Device::Cpu, 0), || outboard(Device::Cpu, 4));
-        let pool = time_interleaved(budget, &mut [&mut hash_f, &mut k0, &mut k4, &mut decode]);
+        // Into a buffer kept from turn to turn: the walk alone, no fresh memory to fault in.
+        let cpu = b3accel::backend(Device::Cpu).map_err(|e| e.to_string());
+        let mut parents = vec![0u8; size.div_ceil(1024).saturating_sub(1) * 64];
+        let mut k0_into = || {
+            let cpu = cpu.as_ref().map_err(Clone::clone)?;
+            outboard_into(&**cpu, input, 0, Order::Pre, &mut parents).map(drop).map_err(|e| e.to_string())
+        };
+        let pool = time_interleaved(budget, &mut [&mut hash_f, &mut k0, &mut k4, &mut decode, &mut k0_into]);
         let mut single = single.into_iter();
         push("outboard k=0 cpu (1 thread)".into(), single.next().expect("two series"));
         push("outboard k=4 cpu (1 thread)".into(), single.next().expect("two series"));
         let mut pool = pool.into_iter();
-        push("hash cpu".into(), pool.next().expect("four series"));
-        push("outboard k=0 cpu".into(), pool.next().expect("four series"));
-        push("outboard k=4 cpu".into(), pool.next().expect("four series"));
-        push("decode k=0 cpu".into(), pool.next().expect("four series"));
+        push("hash cpu".into(), pool.next().expect("five series"));
+        push("outboard k=0 cpu".into(), pool.next().expect("five series"));
+        push("outboard k=4 cpu".into(), pool.next().expect("five series"));
+        push("decode k=0 cpu".into(), pool.next().expect("five series"));
+        push("outboard k=0 cpu (into)".into(), pool.next().expect("five series"));
         for g in gpus.iter().filter(|g| !g.info.is_software_gpu() || size <= SOFTWARE_GPU_MAX) {
             push(format!("outboard k=4 {} host", g.info.device), time(budget, || outboard(g.info.device, 4)));
         }

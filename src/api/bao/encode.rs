@@ -194,8 +194,45 @@ pub fn outboard_with(
 ) -> Result<(Outboard, Hash), Error> {
     let tree = Tree::new(data.len() as u64, group_log)?;
     let mut parents = vec![0u8; tree.outboard_len() as usize];
-    let hash = write(backend, data, tree, Layout::Outboard(order), &mut parents)?;
+    let hash = outboard_into(backend, data, group_log, order, &mut parents)?;
     Ok((Outboard { tree, order, parents }, hash))
+}
+
+/// [`outboard_with`] into `parents`, a buffer the caller keeps (one reused from call to call, or
+/// a map of the outboard file) of exactly [`Tree::outboard_len`] bytes: the parent nodes in
+/// `order`, without size header or trailer ([`Outboard::parents`]). Returns the hash. A buffer of
+/// another size is an error, and nothing is written into it.
+///
+/// ```
+/// use b3accel::bao::{outboard_into, outboard_with, Order, Tree};
+/// use b3accel::{backend, Device};
+/// let cpu = backend(Device::Cpu)?;
+/// let data = vec![9u8; 100_000];
+/// let mut parents = vec![0u8; Tree::new(data.len() as u64, 0)?.outboard_len() as usize];
+/// let hash = outboard_into(&*cpu, &data, 0, Order::Pre, &mut parents)?;
+/// let (ob, _) = outboard_with(&*cpu, &data, 0, Order::Pre)?;
+/// assert_eq!((hash, &parents[..]), (blake3::hash(&data), ob.parents()));
+/// assert!(outboard_into(&*cpu, &data, 0, Order::Pre, &mut parents[1..]).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn outboard_into(
+    backend: &dyn Backend,
+    data: &[u8],
+    group_log: u8,
+    order: Order,
+    parents: &mut [u8],
+) -> Result<Hash, Error> {
+    let tree = Tree::new(data.len() as u64, group_log)?;
+    if parents.len() as u64 != tree.outboard_len() {
+        return Err(Error::Invalid(format!(
+            "outboard_into: {} bytes in groups of {} bytes have {} bytes of parents, but the buffer holds {}",
+            data.len(),
+            tree.group_len(),
+            tree.outboard_len(),
+            parents.len()
+        )));
+    }
+    write(backend, data, tree, Layout::Outboard(order), parents)
 }
 
 /// [`outboard_with`] on `device`.

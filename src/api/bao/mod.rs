@@ -47,7 +47,7 @@ mod slice;
 mod walk;
 
 pub use decode::{decode, decode_into, decode_outboard, decode_slice};
-pub use encode::{encode_on, encode_with, outboard_on, outboard_with, Outboard};
+pub use encode::{encode_on, encode_with, outboard_into, outboard_on, outboard_with, Outboard};
 pub use error::{Block, Error};
 pub use layout::{Order, Tree, HEADER_LEN, MAX_GROUP_LOG, PARENT_LEN};
 pub use slice::{slice, slice_outboard};

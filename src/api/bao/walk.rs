@@ -179,24 +179,27 @@ fn gather_and_hash(
     let mut places = Vec::with_capacity(out.len());
     each_group(tree, node, &mut |at, bytes| places.push((at, bytes)));
     let per_batch = (GATHER_BATCH_BYTES / tree.group_len()).max(1) as usize;
-    let fetch = |batch: &[(usize, Range<usize>)]| {
+    // The bytes a batch reads from the encoding and the lines it writes in `dest`, whose
+    // writes would otherwise each wait for the line to be read first.
+    let fetch = |batch: &[(usize, Range<usize>)], dest: &[u8]| {
         let mut budget = GATHER_BATCH_BYTES as usize;
         for (at, bytes) in batch {
             let len = bytes.len().min(budget);
             prefetch(&nodes[*at..*at + len]);
+            prefetch(&dest[bytes.start..bytes.start + len]);
             budget -= len;
         }
     };
     let batches: Vec<&[(usize, Range<usize>)]> = places.chunks(per_batch).collect();
     if let Some(first) = batches.first() {
-        fetch(first);
+        fetch(first, dest);
     }
     for (i, batch) in batches.iter().enumerate() {
         for (at, bytes) in batch.iter() {
             dest[bytes.clone()].copy_from_slice(&nodes[*at..*at + bytes.len()]);
         }
         if let Some(next) = batches.get(i + 1) {
-            fetch(next);
+            fetch(next, dest);
         }
         let first_group = i * per_batch;
         let first_chunk = node.start + ((first_group as u64) << tree.group_log());
