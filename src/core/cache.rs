@@ -155,8 +155,8 @@ pub(crate) fn replaceable(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Writes `bytes` to `path` atomically: into a new temporary file beside it (its directories
-/// made first), flushed to disk, then renamed over `path`. Readers see the old file or the new
+/// Writes `bytes` to `path` atomically: into a new temporary file beside it (in a directory that
+/// must exist: callers make it where they may), flushed to disk, then renamed over `path`. Readers see the old file or the new
 /// one; of several writers at once, the last rename wins. Only a missing file, an empty one or
 /// one of the crate's own is replaced ([`replaceable`], checked before the temporary file is made
 /// and again before the rename). On failure the temporary file is removed and `path` is as it was.
@@ -167,7 +167,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         _ => Path::new("."),
     };
     let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    std::fs::create_dir_all(parent)?;
     replaceable(path)?;
     // Unique among processes (the id) and among threads of this one (the serial number);
     // `create_new` never opens what is already there, a symbolic link included.
@@ -264,6 +263,7 @@ mod tests {
     fn scratch(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("b3accel-cache-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
         d
     }
 
@@ -271,11 +271,28 @@ mod tests {
     fn writes_replace_whole_files_and_leave_no_temporary() {
         let d = scratch("replace");
         let p = d.join("deeper").join("c.json");
+        // The directory is the caller's to make: none is made here.
+        assert!(write_atomic(&p, b"{}").is_err() && !d.join("deeper").exists());
+        std::fs::create_dir_all(d.join("deeper")).unwrap();
         write_atomic(&p, br#"{"fingerprint": "b3accel first, longer contents"}"#).unwrap();
         write_atomic(&p, br#"{"fingerprint": "b3accel 2"}"#).unwrap();
         assert_eq!(read(&p, 100).unwrap(), br#"{"fingerprint": "b3accel 2"}"#);
         let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["c.json"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// An update that may not make its directory writes nothing where the directory is gone (a
+    /// process recording after the one that named the file has gone), and brings none back.
+    #[test]
+    fn an_update_without_make_dir_brings_back_no_directory() {
+        let d = scratch("nodir");
+        let p = d.join("gone").join("c.json");
+        let content = |_: Option<Vec<u8>>| Some(br#"{"fingerprint": "b3accel test"}"#.to_vec());
+        assert!(update(&p, 100, false, content).is_err());
+        assert!(!d.join("gone").exists());
+        assert!(update(&p, 100, true, content).unwrap());
+        assert!(read(&p, 100).is_some());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -14,7 +14,8 @@
 //!
 //! The calibration, and the record of every GPU device the drivers listed (so that later
 //! processes need not even list devices), are cached in a small JSON file: `$B3ACCEL_CALIBRATION`
-//! if set, else `calibration-<backends>.json` (named by the GPU backends built in, such as
+//! if set (recorded only where its directory exists: the library makes none for a file the user
+//! names), else `calibration-<backends>.json` (named by the GPU backends built in, such as
 //! `calibration-wgpu.json`, so that two builds on one machine do not take turns overwriting one
 //! file and calibrating in every process) in the crate's cache directory (`$B3ACCEL_CACHE_DIR`,
 //! else `$XDG_CACHE_HOME/b3accel` or `~/.cache/b3accel` on Linux, `~/Library/Caches/b3accel` on

@@ -193,7 +193,7 @@ pub(crate) fn note_listing(statuses: &[BackendStatus], seconds: f64) {
         }
     }
     let Some(path) = cache_file() else { return };
-    let _ = cache::update(&path, CACHE_MAX_BYTES, true, |old| {
+    let _ = cache::update(&path, CACHE_MAX_BYTES, makes_dir(), |old| {
         let mut known = old.as_deref().and_then(parse).unwrap_or_default();
         let (mut changed, mut replaced) = (false, false);
         for (id, list) in &found {
@@ -228,6 +228,13 @@ const MAX_LISTED: usize = 256;
 
 /// A calibration file is a few hundred bytes; anything much larger is not one.
 const CACHE_MAX_BYTES: u64 = 1 << 20;
+
+/// Whether recording may make the cache file's directory: only the crate's own cache directory.
+/// The directory of a file named by `$B3ACCEL_CALIBRATION` is the user's: a process that records
+/// after the one that named it has gone must not bring it back once it is deleted.
+fn makes_dir() -> bool {
+    std::env::var_os(CALIBRATION_ENV).is_none_or(|v| v.is_empty())
+}
 
 /// The cache file's location, where this machine has one and caches are on: `$B3ACCEL_CALIBRATION`,
 /// else `calibration-<backends>.json` in the crate's cache directory (see the module's
@@ -394,7 +401,7 @@ pub(super) fn listed_here_all() -> Option<(Vec<Listed>, f64)> {
 pub(super) fn store_measured(cpu: &Curve, gpus: &[Curve]) -> Option<PathBuf> {
     let path = cache_file()?;
     let measured = (cpu.clone(), gpus.to_vec());
-    let written = cache::update(&path, CACHE_MAX_BYTES, true, |old| {
+    let written = cache::update(&path, CACHE_MAX_BYTES, makes_dir(), |old| {
         let mut known = old.as_deref().and_then(parse).unwrap_or_default();
         let here = LISTED_HERE.lock().unwrap_or_else(|p| p.into_inner());
         for id in built_backends() {

@@ -58,7 +58,8 @@ impl CacheFile {
     /// Writes `payload` for this key (atomically); a failure is only reported under
     /// `B3ACCEL_CACHE_DEBUG`.
     pub(crate) fn store(&self, payload: &[u8]) {
-        match cache::write_atomic(&self.path, &seal(&self.key, payload)) {
+        let made = self.path.parent().map_or(Ok(()), std::fs::create_dir_all);
+        match made.and_then(|()| cache::write_atomic(&self.path, &seal(&self.key, payload))) {
             Ok(()) => debug(format_args!("wrote: {} ({} bytes)", self.path.display(), payload.len())),
             Err(e) => debug(format_args!("not written: {} ({e})", self.path.display())),
         }
