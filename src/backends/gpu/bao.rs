@@ -6,11 +6,9 @@
 //! parent's children at its outboard index (`tree::bao_shape`).
 
 use super::resident::OutboardDest;
-use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
 use crate::tree::bao_shape::{children, level_start, Kept, MAX_GROUP_LOG};
-use crate::tree::{merge_subtrees_root, Error, Result, TreeMode};
-use blake3::Hash;
+use crate::tree::{Error, Result};
 
 /// The chunk groups of a resident range: `groups` of 2^`log` chunks over `len` bytes.
 #[derive(Clone, Copy, Debug)]
@@ -106,11 +104,6 @@ pub(crate) enum GroupRun {
     Capped { first: u64, groups: u64 },
     /// Group `index`, of `len` bytes, hashed on its own as a subtree.
     Alone { index: u64, len: u64 },
-}
-
-/// The root hash from the root's children.
-pub(crate) fn root_hash(left: &Cv, right: &Cv) -> Hash {
-    merge_subtrees_root(left, right, TreeMode::Hash)
 }
 
 #[cfg(test)]

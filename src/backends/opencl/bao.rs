@@ -6,12 +6,12 @@
 use super::backend::OpenClBackend;
 use super::profile::{Prof, Stage};
 use super::worker::Run;
-use crate::backends::gpu::bao::{root_hash, GroupRun, Groups};
+use crate::backends::gpu::bao::{GroupRun, Groups};
 use crate::backends::gpu::resident::OutboardDest;
 use crate::core::compress::Cv;
 use crate::core::constants::flags;
 use crate::tree::bao_shape::Order;
-use crate::tree::{Domain, Result};
+use crate::tree::{merge_subtrees_root, Domain, Result, TreeMode};
 use blake3::Hash;
 use ocl::core::{self, ArgVal, Event};
 
@@ -139,7 +139,7 @@ impl OpenClBackend {
                 w.read_into(&queue, &dest, h, prof)?;
             }
             w.trim();
-            Ok(root_hash(&pair[0], &pair[1]))
+            Ok(merge_subtrees_root(&pair[0], &pair[1], TreeMode::Hash))
         })
     }
 }

@@ -9,11 +9,11 @@ use super::merkle::merkle;
 use super::passes::{binding, grid, mapped, read_buffer, submit_and_map};
 use super::pipelines::{PARAMS_BYTES, WORKGROUP};
 use super::resident::ResidentHasher;
-use crate::backends::gpu::bao::{root_hash, GroupRun, Groups};
+use crate::backends::gpu::bao::{GroupRun, Groups};
 use crate::backends::gpu::resident::{MerkleInner, OutboardDest};
 use crate::core::constants::flags;
 use crate::tree::bao_shape::Order;
-use crate::tree::{Domain, Result, Timings};
+use crate::tree::{merge_subtrees_root, Domain, Result, Timings, TreeMode};
 use blake3::Hash;
 
 impl ResidentHasher {
@@ -141,6 +141,6 @@ impl ResidentHasher {
         }
         drop(view);
         readback.unmap();
-        Ok(root_hash(&left, &right))
+        Ok(merge_subtrees_root(&left, &right, TreeMode::Hash))
     }
 }
