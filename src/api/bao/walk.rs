@@ -43,11 +43,28 @@ impl Layout {
         }
     }
 
+    /// The length of the part of the node over the `count` groups from group `first`.
+    fn len_of(self, tree: Tree, first: u64, count: u64) -> usize {
+        let parents = (count - 1) as usize * PARENT_LEN;
+        match self {
+            Layout::Outboard(_) => parents,
+            Layout::Encoded => {
+                let len = tree.group_len();
+                parents + ((first + count) * len).min(tree.size()).saturating_sub(first * len) as usize
+            }
+        }
+    }
+
     /// Where a parent's pair and its children's parts lie in its part: the pair's offset, the
     /// left child's range and the right child's.
     fn parts(self, tree: Tree, node: Node) -> (usize, Range<usize>, Range<usize>) {
         let (left, right) = node.split();
-        let (l, r) = (self.len(tree, left), self.len(tree, right));
+        self.arrange(self.len(tree, left), self.len(tree, right))
+    }
+
+    /// The pair's offset and the children's ranges in a parent's part whose children's parts
+    /// are `l` and `r` bytes long.
+    fn arrange(self, l: usize, r: usize) -> (usize, Range<usize>, Range<usize>) {
         match self {
             Layout::Outboard(Order::Post) => (l + r, 0..l, l..l + r),
             Layout::Outboard(Order::Pre) | Layout::Encoded => {
@@ -154,13 +171,8 @@ fn piece<S: Side>(side: &S, node: Node, mut nodes: S::Nodes, mut content: S::Con
     let mut groups = vec![[0u8; 32]; tree.groups_of(node) as usize];
     side.group_cvs(node, &mut nodes, &mut content, &mut groups)?;
     let levels = Levels::new(groups, node.start >> tree.group_log())?;
-    visit(tree, layout, node, 0, 0, &mut |v| {
-        if let Visit::Pair { node: parent, at } = v {
-            let (l, r) = levels.children(tree, parent);
-            side.pair(&mut nodes, at, &l, &r)?;
-        }
-        Ok(())
-    })?;
+    let count = levels.groups.len() as u64;
+    levels.each_pair(tree, layout, levels.first, count, 0, &mut |at, l, r| side.pair(&mut nodes, at, l, r))?;
     Ok(levels)
 }
 
@@ -212,41 +224,18 @@ fn gather_and_hash(
 /// Calls `f` with each chunk group of the piece `node` in an encoding: the group's offset in the
 /// piece's part and its content's range in the piece's content, in content order.
 fn each_group(tree: Tree, node: Node, f: &mut dyn FnMut(usize, Range<usize>)) {
-    let _ = visit(tree, Layout::Encoded, node, 0, 0, &mut |v| {
-        if let Visit::Group { at, bytes } = v {
-            f(at, bytes);
+    fn under(tree: Tree, node: Node, at: usize, bytes_at: usize, f: &mut dyn FnMut(usize, Range<usize>)) {
+        if !tree.is_outboard_parent(node) {
+            let bytes = tree.bytes(node);
+            return f(at, bytes_at..bytes_at + (bytes.end - bytes.start) as usize);
         }
-        Ok(())
-    });
-}
-
-/// A node a piece's visit reaches: a parent and its pair's offset in the piece's part, or a
-/// chunk group with its offset there (encodings) and its content's range in the piece's content.
-enum Visit {
-    Pair { node: Node, at: usize },
-    Group { at: usize, bytes: Range<usize> },
-}
-
-/// Calls `f` for every node under `node` (whose part starts at `at`, its content at `bytes_at`),
-/// parents before their children.
-fn visit(
-    tree: Tree,
-    layout: Layout,
-    node: Node,
-    at: usize,
-    bytes_at: usize,
-    f: &mut dyn FnMut(Visit) -> Result<(), Error>,
-) -> Result<(), Error> {
-    if !tree.is_outboard_parent(node) {
-        let bytes = tree.bytes(node);
-        return f(Visit::Group { at, bytes: bytes_at..bytes_at + (bytes.end - bytes.start) as usize });
+        let (_, left_part, right_part) = Layout::Encoded.parts(tree, node);
+        let (left, right) = node.split();
+        let left_bytes = (tree.bytes(left).end - tree.bytes(left).start) as usize;
+        under(tree, left, at + left_part.start, bytes_at, f);
+        under(tree, right, at + right_part.start, bytes_at + left_bytes, f);
     }
-    let (pair, left_part, right_part) = layout.parts(tree, node);
-    f(Visit::Pair { node, at: at + pair })?;
-    let (left, right) = node.split();
-    let left_bytes = (tree.bytes(left).end - tree.bytes(left).start) as usize;
-    visit(tree, layout, left, at + left_part.start, bytes_at, f)?;
-    visit(tree, layout, right, at + right_part.start, bytes_at + left_bytes, f)
+    under(tree, node, 0, 0, f)
 }
 
 /// Every chaining value of one piece: its chunk groups' and, level by level, its parents'.
@@ -292,6 +281,38 @@ impl Levels {
         let (left, right) = node.split();
         let k = tree.group_log();
         (self.cv(left.start >> k, tree.groups_of(left)), self.cv(right.start >> k, tree.groups_of(right)))
+    }
+
+    /// Calls `f(at, left, right)` for every parent over the `count` groups from group `first`
+    /// (a node of the piece whose part of the buffer starts at `at`), with its pair's offset and
+    /// its children's chaining values. Group arithmetic only: a 64 MiB outboard in 1 KiB groups
+    /// has 65,535 parents, and per-parent work shows in its time (docs/performance.md).
+    fn each_pair<F>(
+        &self,
+        tree: Tree,
+        layout: Layout,
+        first: u64,
+        count: u64,
+        at: usize,
+        f: &mut F,
+    ) -> Result<(), Error>
+    where
+        F: FnMut(usize, &Cv, &Cv) -> Result<(), Error>,
+    {
+        if count < 2 {
+            return Ok(());
+        }
+        if count == 2 {
+            let g = (first - self.first) as usize;
+            return f(at, &self.groups[g], &self.groups[g + 1]);
+        }
+        let left = 1u64 << (63 - (count - 1).leading_zeros());
+        let (l, r) = (self.cv(first, left), self.cv(first + left, count - left));
+        let (l_len, r_len) = (layout.len_of(tree, first, left), layout.len_of(tree, first + left, count - left));
+        let (pair, l_part, r_part) = layout.arrange(l_len, r_len);
+        f(at + pair, &l, &r)?;
+        self.each_pair(tree, layout, first, left, at + l_part.start, f)?;
+        self.each_pair(tree, layout, first + left, count - left, at + r_part.start, f)
     }
 
     /// The chaining value of the whole piece.
