@@ -93,6 +93,18 @@ pub(crate) fn level_start(n: u64, level: u32) -> u64 {
     at
 }
 
+/// The index in an outboard in `order` of the parent of `level` (1 or more) index `j` in a
+/// complete tree of 2^`height` groups: [`parent_index`] where every node has a right child, so
+/// that a parent has `height - level` ancestors and `2^level - 2` parents below it.
+#[inline]
+pub(crate) fn complete_parent_index(order: Order, height: u32, level: u32, j: u64) -> u64 {
+    let before = (j << level) - j.count_ones() as u64;
+    match order {
+        Order::Pre => before + u64::from(height - level),
+        Order::Post => before + (1u64 << level) - 2,
+    }
+}
+
 #[cfg(test)]
 /// The stored node at index `i` of the `n - 1` inner nodes: (level, index in the level).
 pub(crate) fn inner_node(n: u64, i: u64) -> (u32, u64) {
@@ -191,6 +203,21 @@ mod tests {
             want.sort_unstable();
             assert_eq!(got, want, "n = {n}");
             assert_eq!(level_start(n, 65 - (n.max(2) - 1).leading_zeros()), n.saturating_sub(1));
+        }
+    }
+
+    #[test]
+    fn complete_trees_index_as_any_tree() {
+        for height in 1..12 {
+            let n = 1u64 << height;
+            for level in 1..=height {
+                for j in 0..n >> level {
+                    for order in [Order::Pre, Order::Post] {
+                        let want = parent_index(n, level, j, order);
+                        assert_eq!(complete_parent_index(order, height, level, j), want, "{n} {level} {j} {order:?}");
+                    }
+                }
+            }
         }
     }
 

@@ -3,10 +3,11 @@
 
 use super::error::Error;
 use super::layout::{Node, Order, Place, Tree, HEADER_LEN, PARENT_LEN};
-use super::walk::{children, hash_groups, Groups, Layout, Write};
+use super::walk::{children, hash_groups, put, Groups, Layout, Write};
 use crate::core::compress::Cv;
 use crate::tree::{merge_subtrees_root, subtree_node, Backend, Domain, TreeMode};
 use blake3::Hash;
+use std::mem::MaybeUninit;
 
 /// An outboard: a content's parent nodes apart from the content, in pre-order or post-order.
 /// [`to_bytes`](Outboard::to_bytes) gives the file bao and bao-tree write; the hash is kept
@@ -154,9 +155,15 @@ impl Outboard {
 /// The hash of `data` and its tree's parents written into `nodes` in `layout` (for an encoding,
 /// with the content between them), on `backend`: a GPU hashes every chunk group in one bulk call
 /// before the walk; on the CPU each piece of the walk hashes its own groups.
-fn write(backend: &dyn Backend, data: &[u8], tree: Tree, layout: Layout, nodes: &mut [u8]) -> Result<Hash, Error> {
+fn write(
+    backend: &dyn Backend,
+    data: &[u8],
+    tree: Tree,
+    layout: Layout,
+    nodes: &mut [MaybeUninit<u8>],
+) -> Result<Hash, Error> {
     if tree.groups() == 1 {
-        nodes.copy_from_slice(if layout == Layout::Encoded { data } else { &[] });
+        put(nodes, if layout == Layout::Encoded { data } else { &[] });
         return Ok(Hash::from_bytes(subtree_node(backend, data, 0, Domain::HASH)?.root_hash()));
     }
     let given;
@@ -193,8 +200,13 @@ pub fn outboard_with(
     order: Order,
 ) -> Result<(Outboard, Hash), Error> {
     let tree = Tree::new(data.len() as u64, group_log)?;
-    let mut parents = vec![0u8; tree.outboard_len() as usize];
-    let hash = outboard_into(backend, data, group_log, order, &mut parents)?;
+    // Not zeroed first: the walk writes every byte, and a zeroing pass over fresh memory would
+    // cost a k = 0 outboard a fifth of its time on 16 cores (docs/performance.md).
+    let len = tree.outboard_len() as usize;
+    let mut parents = Vec::with_capacity(len);
+    let hash = write(backend, data, tree, Layout::Outboard(order), &mut parents.spare_capacity_mut()[..len])?;
+    // SAFETY: `write` succeeded, so it wrote each of the first `len` bytes.
+    unsafe { parents.set_len(len) };
     Ok((Outboard { tree, order, parents }, hash))
 }
 
@@ -232,7 +244,10 @@ pub fn outboard_into(
             parents.len()
         )));
     }
-    write(backend, data, tree, Layout::Outboard(order), parents)
+    // SAFETY: `MaybeUninit<u8>` has `u8`'s layout, and the walk writes only initialized bytes
+    // through this view, so `parents` stays initialized.
+    let nodes = unsafe { &mut *(parents as *mut [u8] as *mut [MaybeUninit<u8>]) };
+    write(backend, data, tree, Layout::Outboard(order), nodes)
 }
 
 /// [`outboard_with`] on `device`.
@@ -267,10 +282,13 @@ pub fn outboard_on(
 /// ```
 pub fn encode_with(backend: &dyn Backend, data: &[u8], group_log: u8) -> Result<(Vec<u8>, Hash), Error> {
     let tree = Tree::new(data.len() as u64, group_log)?;
-    let mut out = vec![0u8; tree.encoded_len() as usize];
-    let (header, nodes) = out.split_at_mut(HEADER_LEN);
-    header.copy_from_slice(&tree.header());
+    let len = tree.encoded_len() as usize;
+    let mut out = Vec::with_capacity(len);
+    let (header, nodes) = out.spare_capacity_mut()[..len].split_at_mut(HEADER_LEN);
+    put(header, &tree.header());
     let hash = write(backend, data, tree, Layout::Encoded, nodes)?;
+    // SAFETY: the header is written, and `write` succeeded, so it wrote each byte after it.
+    unsafe { out.set_len(len) };
     Ok((out, hash))
 }
 

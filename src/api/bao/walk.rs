@@ -1,25 +1,28 @@
 //! One parallel pass over a bao tree that keeps every parent: the pass that writes outboards and
 //! encodings and the one that checks them while decoding.
 //!
-//! The tree is cut into pieces, subtrees of a few hundred KiB to a few MiB of content
-//! ([`Side::piece_bytes`]). A piece is one rayon task: it hashes its chunk groups, computes its
+//! The tree is cut into pieces, subtrees of [`PIECE_BYTES`] of content (or one larger chunk
+//! group). A piece is one rayon task on one core: it hashes its chunk groups, computes its
 //! parents in a scratch of its own and writes or checks each of them in place. Above the pieces, each parent joins its two halves' tasks and
 //! writes or checks its own pair. No level of the whole tree is held in memory, and no task waits
 //! for a level to finish, so the pass costs a plain hash plus the parents it keeps.
 
 use super::error::{Block, Error};
 use super::layout::{Node, Order, Tree, PARENT_LEN};
-use crate::backends::cpu::{parent_cvs, prefetch, prefetch_min_bytes};
+use crate::backends::cpu::{as_pieces_of_large_input, copy_streaming, parent_cvs, prefetch, store_fence};
 use crate::core::compress::Cv;
 use crate::core::constants::IV;
-use crate::tree::bao_shape::{kept, Kept};
+use crate::tree::bao_shape::{complete_parent_index, kept, Kept};
 use crate::tree::merkle::{level_sizes, reduce, split_levels};
 use crate::tree::{merge_subtrees_non_root, subtree_node, Backend, Domain, TreeMode};
-use std::ops::{Deref, Range};
+use std::mem::MaybeUninit;
+use std::ops::Range;
 
-/// Content per piece when checking: the content a piece gathers stays in this core's cache while
-/// it is hashed, and a 64 MiB input makes hundreds of tasks.
-const CHECK_PIECE_BYTES: u64 = 256 * 1024;
+/// Content per piece: below the CPU backend's threshold for its thread pool, so that a piece's
+/// groups are hashed, and their chaining values read back, on one core; a 64 MiB input makes
+/// hundreds of tasks. Larger pieces hashed across cores cost a k = 0 outboard about a tenth on 16
+/// cores (docs/performance.md).
+const PIECE_BYTES: u64 = 256 * 1024;
 
 /// Content a decoder gathers and hashes at a time: one SIMD group of chunks, while the next
 /// one's bytes are prefetched (docs/performance.md).
@@ -75,7 +78,7 @@ impl Layout {
 }
 
 /// A node's part of a buffer that a walk hands to the tasks of the node's children.
-pub(super) trait Part: Send + Sized + Deref<Target = [u8]> {
+pub(super) trait Part: Send + Sized {
     /// The bytes before `at` and those from it.
     fn split(self, at: usize) -> (Self, Self);
 
@@ -101,6 +104,20 @@ impl Part for &mut [u8] {
     }
 }
 
+impl Part for &mut [MaybeUninit<u8>] {
+    fn split(self, at: usize) -> (Self, Self) {
+        self.split_at_mut(at)
+    }
+}
+
+/// Writes `src` into `dest`, of the same length.
+pub(super) fn put(dest: &mut [MaybeUninit<u8>], src: &[u8]) {
+    assert_eq!(dest.len(), src.len(), "put: lengths differ");
+    for (d, s) in dest.iter_mut().zip(src) {
+        d.write(*s);
+    }
+}
+
 /// What a walk does with the nodes it computes: write them ([`Write`]) or check them ([`Check`]).
 pub(super) trait Side: Sync {
     /// The buffer of parents (and, for an encoding, content) being written or read.
@@ -110,9 +127,6 @@ pub(super) trait Side: Sync {
 
     /// The tree and where its parents lie.
     fn shape(&self) -> (Tree, Layout);
-
-    /// The most content a piece holds (more only where one chunk group is larger).
-    fn piece_bytes(&self) -> u64;
 
     /// The chaining values of the chunk groups of `node` (one piece), whose parts are `nodes` and
     /// `content`; for [`Layout::Encoded`], the groups' content first moved between their places
@@ -158,10 +172,10 @@ fn node_cv<S: Side>(side: &S, node: Node, nodes: S::Nodes, content: S::Content) 
     Ok(merge_subtrees_non_root(&l, &r, TreeMode::Hash))
 }
 
-/// Whether `node` is one task's piece: at most the side's piece of content, or one chunk group.
+/// Whether `node` is one task's piece: at most [`PIECE_BYTES`] of content, or one chunk group.
 fn is_piece<S: Side>(side: &S, node: Node) -> bool {
     let (tree, _) = side.shape();
-    tree.groups_of(node) <= (side.piece_bytes() / tree.group_len()).max(1)
+    tree.groups_of(node) <= (PIECE_BYTES / tree.group_len()).max(1)
 }
 
 /// One piece: its groups' content moved (encodings), its groups hashed, its parents computed and
@@ -169,17 +183,25 @@ fn is_piece<S: Side>(side: &S, node: Node) -> bool {
 fn piece<S: Side>(side: &S, node: Node, mut nodes: S::Nodes, mut content: S::Content) -> Result<Levels, Error> {
     let (tree, layout) = side.shape();
     let mut groups = vec![[0u8; 32]; tree.groups_of(node) as usize];
-    side.group_cvs(node, &mut nodes, &mut content, &mut groups)?;
+    // The piece's content comes from memory, as a large input's does: the kernels prefetch ahead.
+    as_pieces_of_large_input(|| side.group_cvs(node, &mut nodes, &mut content, &mut groups))?;
     let levels = Levels::new(groups, node.start >> tree.group_log())?;
     let count = levels.groups.len() as u64;
-    levels.each_pair(tree, layout, levels.first, count, 0, &mut |at, l, r| side.pair(&mut nodes, at, l, r))?;
+    let pair = &mut |at, l: &Cv, r: &Cv| side.pair(&mut nodes, at, l, r);
+    if count.is_power_of_two() {
+        levels.each_pair_complete(tree, layout, pair)?;
+    } else {
+        levels.each_pair(tree, layout, levels.first, count, 0, pair)?;
+    }
     Ok(levels)
 }
 
-/// Gathers the content of the chunk groups of the piece `node` from their places in its part of
-/// an encoding, `nodes`, into `dest`, and hashes it there into `out`, a batch of groups at a
-/// time: the next batch's bytes are prefetched before a batch is hashed, so that reading the
-/// encoding from memory overlaps the hashing.
+/// Hashes the content of the chunk groups of the piece `node`, at their places in its part of
+/// an encoding, `nodes`, into `out`, and copies it into `dest`, a batch of groups at a time. A
+/// batch of several groups is gathered into a small buffer that stays in this core's cache, one
+/// group is hashed where it lies; the next batch's bytes are prefetched before a batch is hashed,
+/// and the content goes to `dest` by streaming stores: reading the encoding overlaps the hashing,
+/// and the output is written without being read first.
 fn gather_and_hash(
     backend: &dyn Backend,
     tree: Tree,
@@ -191,33 +213,38 @@ fn gather_and_hash(
     let mut places = Vec::with_capacity(out.len());
     each_group(tree, node, &mut |at, bytes| places.push((at, bytes)));
     let per_batch = (GATHER_BATCH_BYTES / tree.group_len()).max(1) as usize;
-    // The bytes a batch reads from the encoding and the lines it writes in `dest`, whose
-    // writes would otherwise each wait for the line to be read first.
-    let fetch = |batch: &[(usize, Range<usize>)], dest: &[u8]| {
+    let mut gathered = Vec::with_capacity(if per_batch > 1 { GATHER_BATCH_BYTES as usize } else { 0 });
+    let fetch = |batch: &[(usize, Range<usize>)]| {
         let mut budget = GATHER_BATCH_BYTES as usize;
         for (at, bytes) in batch {
             let len = bytes.len().min(budget);
             prefetch(&nodes[*at..*at + len]);
-            prefetch(&dest[bytes.start..bytes.start + len]);
             budget -= len;
         }
     };
     let batches: Vec<&[(usize, Range<usize>)]> = places.chunks(per_batch).collect();
     if let Some(first) = batches.first() {
-        fetch(first, dest);
+        fetch(first);
     }
     for (i, batch) in batches.iter().enumerate() {
-        for (at, bytes) in batch.iter() {
-            dest[bytes.clone()].copy_from_slice(&nodes[*at..*at + bytes.len()]);
-        }
+        let content = if let [(at, bytes)] = batch {
+            &nodes[*at..*at + bytes.len()]
+        } else {
+            gathered.clear();
+            for (at, bytes) in batch.iter() {
+                gathered.extend_from_slice(&nodes[*at..*at + bytes.len()]);
+            }
+            &gathered[..]
+        };
         if let Some(next) = batches.get(i + 1) {
-            fetch(next, dest);
+            fetch(next);
         }
         let first_group = i * per_batch;
         let first_chunk = node.start + ((first_group as u64) << tree.group_log());
-        let bytes = batch[0].1.start..batch[batch.len() - 1].1.end;
-        hash_groups(backend, tree, first_chunk, &dest[bytes], &mut out[first_group..first_group + batch.len()])?;
+        hash_groups(backend, tree, first_chunk, content, &mut out[first_group..first_group + batch.len()])?;
+        copy_streaming(&mut dest[batch[0].1.start..batch[batch.len() - 1].1.end], content);
     }
+    store_fence();
     Ok(())
 }
 
@@ -315,6 +342,30 @@ impl Levels {
         self.each_pair(tree, layout, first + left, count - left, at + r_part.start, f)
     }
 
+    /// [`each_pair`](Levels::each_pair) for a piece of 2^h groups, a complete tree: level by level,
+    /// each pair straight from the level below, where its two children lie side by side, to its
+    /// place in the layout.
+    fn each_pair_complete<F>(&self, tree: Tree, layout: Layout, f: &mut F) -> Result<(), Error>
+    where
+        F: FnMut(usize, &Cv, &Cv) -> Result<(), Error>,
+    {
+        let height = self.groups.len().trailing_zeros();
+        let (order, group_len) = match layout {
+            Layout::Outboard(order) => (order, 0),
+            Layout::Encoded => (Order::Pre, tree.group_len()),
+        };
+        for level in 1..=height {
+            let below = if level == 1 { &self.groups[..] } else { &self.inner[self.starts[level as usize - 2]..] };
+            for j in 0..(self.groups.len() >> level) as u64 {
+                let index = complete_parent_index(order, height, level, j);
+                // In an encoding, the content of the groups before the parent's comes first.
+                let at = index * PARENT_LEN as u64 + (j << level) * group_len;
+                f(at as usize, &below[2 * j as usize], &below[2 * j as usize + 1])?;
+            }
+        }
+        Ok(())
+    }
+
     /// The chaining value of the whole piece.
     fn top(&self) -> Cv {
         self.cv(self.first, self.groups.len() as u64)
@@ -352,7 +403,8 @@ pub(super) enum Groups<'a> {
     Hashed(&'a dyn Backend),
 }
 
-/// A walk that writes an outboard's parents or an encoding (parents and content).
+/// A walk that writes an outboard's parents or an encoding (parents and content) into a buffer
+/// that need not be initialized: every byte of it is written once.
 pub(super) struct Write<'a> {
     pub tree: Tree,
     pub layout: Layout,
@@ -360,31 +412,24 @@ pub(super) struct Write<'a> {
 }
 
 impl<'a> Side for Write<'a> {
-    type Nodes = &'a mut [u8];
+    type Nodes = &'a mut [MaybeUninit<u8>];
     type Content = &'a [u8];
 
     fn shape(&self) -> (Tree, Layout) {
         (self.tree, self.layout)
     }
 
-    /// As much as the CPU's kernels need to prefetch ahead as they do for a plain hash of content
-    /// that is not in cache (this core's L2 cache): smaller pieces hash measurably slower
-    /// (docs/performance.md).
-    fn piece_bytes(&self) -> u64 {
-        prefetch_min_bytes() as u64
-    }
-
     fn group_cvs(
         &self,
         node: Node,
-        nodes: &mut &'a mut [u8],
+        nodes: &mut &'a mut [MaybeUninit<u8>],
         content: &mut &'a [u8],
         out: &mut [Cv],
     ) -> Result<(), Error> {
         if self.layout == Layout::Encoded {
             each_group(self.tree, node, &mut |at, bytes| {
                 let len = bytes.len();
-                nodes[at..at + len].copy_from_slice(&content[bytes]);
+                put(&mut nodes[at..at + len], &content[bytes]);
             });
         }
         match self.groups {
@@ -397,9 +442,9 @@ impl<'a> Side for Write<'a> {
         }
     }
 
-    fn pair(&self, nodes: &mut &'a mut [u8], at: usize, left: &Cv, right: &Cv) -> Result<(), Error> {
-        nodes[at..at + 32].copy_from_slice(left);
-        nodes[at + 32..at + PARENT_LEN].copy_from_slice(right);
+    fn pair(&self, nodes: &mut &'a mut [MaybeUninit<u8>], at: usize, left: &Cv, right: &Cv) -> Result<(), Error> {
+        put(&mut nodes[at..at + 32], left);
+        put(&mut nodes[at + 32..at + PARENT_LEN], right);
         Ok(())
     }
 }
@@ -420,10 +465,6 @@ impl<'a> Side for Check<'a> {
 
     fn shape(&self) -> (Tree, Layout) {
         (self.tree, self.layout)
-    }
-
-    fn piece_bytes(&self) -> u64 {
-        CHECK_PIECE_BYTES
     }
 
     fn group_cvs(

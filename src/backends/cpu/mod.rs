@@ -26,7 +26,7 @@
 //! trait on it), `group_kernel.rs` (the kernel a group of inputs runs on), `threads.rs` (when to
 //! use rayon's pool), `many.rs` (Merkle levels and many messages), `upstream.rs` (upstream's
 //! kernel), `model.rs` (the CPU's name), `names.rs` (levels and kernels read from text),
-//! `memory.rs` (prefetches).
+//! `memory.rs` (prefetches and streaming copies).
 
 mod backend;
 mod backend_impl;
@@ -43,8 +43,8 @@ mod upstream;
 
 pub use crate::core::platform::{Kernel, SimdLevel, CPU_LEVEL_ENV};
 pub use backend::CpuBackend;
-pub(crate) use lanes::prefetch_min_bytes;
-pub(crate) use memory::prefetch;
+pub(crate) use lanes::as_pieces_of_large_input;
+pub(crate) use memory::{copy_streaming, prefetch, store_fence};
 pub use threads::on_this_thread;
 
 /// Parent chaining values of consecutive pairs of `children` (`out[i]` the parent of

@@ -191,14 +191,34 @@ pub(crate) enum Prefetch {
 }
 
 /// How the kernels prefetch for a request of `len` bytes: [`Prefetch::NextGroup`] from
-/// [`prefetch_min_bytes`] on, [`Prefetch::Near`] below.
+/// [`prefetch_min_bytes`] on or within [`as_pieces_of_large_input`], [`Prefetch::Near`] below.
 #[inline(always)]
 pub(crate) fn prefetch_for(len: usize) -> Prefetch {
-    if len >= prefetch_min_bytes() {
+    if len >= prefetch_min_bytes() || PIECE_OF_LARGE_INPUT.get() {
         Prefetch::NextGroup
     } else {
         Prefetch::Near
     }
+}
+
+std::thread_local! {
+    /// Set by [`as_pieces_of_large_input`] while its closure runs.
+    static PIECE_OF_LARGE_INPUT: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Runs `f`, in which the kernels prefetch the next group whatever a request's length: for
+/// callers that hash a large input in pieces smaller than [`prefetch_min_bytes`] (bao's walk),
+/// whose bytes come from memory, not from a cache, as a large request's do.
+pub(crate) fn as_pieces_of_large_input<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts the flag back as it was, also when `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PIECE_OF_LARGE_INPUT.set(self.0);
+        }
+    }
+    let _restore = Restore(PIECE_OF_LARGE_INPUT.replace(true));
+    f()
 }
 
 /// The smallest request whose kernels prefetch the next group: this core's L2 cache where CPUID
