@@ -201,7 +201,7 @@ pub fn outboard_with(
 ) -> Result<(Outboard, Hash), Error> {
     let tree = Tree::new(data.len() as u64, group_log)?;
     // Not zeroed first: the walk writes every byte, and a zeroing pass over fresh memory would
-    // cost a k = 0 outboard a fifth of its time on 16 cores (docs/performance.md).
+    // cost a k = 0 outboard about a quarter of its time on 16 cores (docs/performance.md).
     let len = tree.outboard_len() as usize;
     let mut parents = Vec::with_capacity(len);
     let hash = write(backend, data, tree, Layout::Outboard(order), &mut parents.spare_capacity_mut()[..len])?;
