@@ -6,11 +6,11 @@
 use super::backend::OpenClBackend;
 use super::profile::{Prof, Stage};
 use super::worker::Run;
-use crate::backends::gpu::bao::{GroupRun, Groups};
+use crate::backends::gpu::bao::{root_children, runs, GroupRun};
 use crate::backends::gpu::resident::OutboardDest;
 use crate::core::compress::Cv;
 use crate::core::constants::flags;
-use crate::tree::bao_shape::Order;
+use crate::tree::bao_shape::{Order, Tree};
 use crate::tree::{merge_subtrees_root, Domain, Result, TreeMode};
 use blake3::Hash;
 use ocl::core::{self, ArgVal, Event};
@@ -19,28 +19,28 @@ use ocl::core::{self, ArgVal, Event};
 const PLACE_WG: u64 = 64;
 
 impl OpenClBackend {
-    /// The outboard of the `g.len` bytes of `buffer` from byte `at` (chunk-aligned, checked by
+    /// The outboard of `tree` over the bytes of `buffer` from byte `at` (chunk-aligned, checked by
     /// the caller to lie in the buffer) into `out`, for two groups or more; returns the hash.
     pub(super) fn outboard_resident(
         &self,
         buffer: &ocl::Buffer<u8>,
         at: u64,
-        g: Groups,
+        tree: Tree,
         order: Order,
         out: OutboardDest<'_, ocl::Buffer<u8>>,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Hash> {
-        let n = g.groups;
+        let (n, log, group_len) = (tree.groups(), tree.group_log(), tree.group_len());
         debug_assert!(n >= 2);
         let domain = Domain::HASH;
-        let runs = g.runs(u64::MAX);
+        let runs = runs(&tree, u64::MAX);
         // Groups alone first (at most a partial last one here): each is a resident subtree hash,
         // which takes a worker of its own.
         let mut alone: Vec<(u64, Cv)> = Vec::new();
         for run in &runs {
             if let GroupRun::Alone { index, len } = *run {
-                let start = index << g.log;
-                let cv = self.resident(buffer, at + index * g.group_len(), len, start, domain, prof)?;
+                let start = index << log;
+                let cv = self.resident(buffer, at + index * group_len, len, start, domain, prof)?;
                 alone.push((index, cv.chaining_value()));
             }
         }
@@ -52,7 +52,7 @@ impl OpenClBackend {
             let inner = w.bao[1].get(device, &w.context, ((n - 1) * 32) as usize)?;
             let dest = match &out {
                 OutboardDest::Device(b) => b.as_core().clone(),
-                OutboardDest::Host(_) => w.bao[2].get(device, &w.context, g.outboard_len() as usize)?,
+                OutboardDest::Host(_) => w.bao[2].get(device, &w.context, tree.outboard_len() as usize)?,
             };
             for (index, cv) in &alone {
                 // SAFETY: a blocking write of 32 bytes inside a buffer of n CVs.
@@ -73,11 +73,11 @@ impl OpenClBackend {
                 if let GroupRun::Capped { first, groups: count } = *run {
                     let run = Run {
                         data: mem,
-                        chunk_offset: at / 1024 + (first << g.log),
-                        n: count << g.log,
-                        counter: first << g.log,
+                        chunk_offset: at / 1024 + (first << log),
+                        n: count << log,
+                        counter: first << log,
                         domain,
-                        max_chunks: 1 << g.log,
+                        max_chunks: 1 << log,
                         capped_to: Some((&groups, first * 32)),
                     };
                     w.enqueue_subtrees_on(&queue, &self.dev, run, None, 0, None, false, prof)?;
@@ -116,7 +116,7 @@ impl OpenClBackend {
             // The root's children, from the group and inner buffers (the destination may be
             // written by the kernel alone).
             let mut pair = [[0u8; 32]; 2];
-            for (cv, (in_groups, offset)) in pair.iter_mut().zip(g.root_children()) {
+            for (cv, (in_groups, offset)) in pair.iter_mut().zip(root_children(&tree)) {
                 let src = if in_groups { &groups } else { &inner };
                 let mut ev = Event::null();
                 Prof::begin(prof);

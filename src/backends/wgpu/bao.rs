@@ -9,48 +9,48 @@ use super::merkle::merkle;
 use super::passes::{binding, grid, mapped, read_buffer, submit_and_map};
 use super::pipelines::{PARAMS_BYTES, WORKGROUP};
 use super::resident::ResidentHasher;
-use crate::backends::gpu::bao::{GroupRun, Groups};
+use crate::backends::gpu::bao::{root_children, runs, GroupRun};
 use crate::backends::gpu::resident::{MerkleInner, OutboardDest};
 use crate::core::constants::flags;
-use crate::tree::bao_shape::Order;
+use crate::tree::bao_shape::{Order, Tree};
 use crate::tree::{merge_subtrees_root, Domain, Result, Timings, TreeMode};
 use blake3::Hash;
 
 impl ResidentHasher {
-    /// The outboard of the `g.len` bytes of `buffer` from byte `offset` (checked by the caller)
-    /// into `out`, for two groups or more; returns the hash. `t` gets the device's kernel times.
+    /// The outboard of `tree` over the bytes of `buffer` from byte `offset` (checked by the
+    /// caller) into `out`, for two groups or more; returns the hash. `t` gets the device's kernel times.
     pub(super) fn outboard_on_device(
         &self,
         buffer: &::wgpu::Buffer,
         offset: u64,
-        g: Groups,
+        tree: Tree,
         order: Order,
         out: OutboardDest<'_, ::wgpu::Buffer>,
         t: &mut Timings,
     ) -> Result<Hash> {
         let gpu: &Gpu = &self.gpu;
-        let n = g.groups;
+        let (n, log, group_len) = (tree.groups(), tree.group_log(), tree.group_len());
         debug_assert!(n >= 2);
         let usage = ::wgpu::BufferUsages::COPY_SRC | ::wgpu::BufferUsages::COPY_DST;
         let groups = gpu.storage_buffer("b3accel bao groups", n * 32, usage);
         let inner = gpu.storage_buffer("b3accel bao inner", (n - 1) * 32, usage);
-        for run in g.runs(gpu.max_segment_chunks) {
+        for run in runs(&tree, gpu.max_segment_chunks) {
             match run {
                 GroupRun::Alone { index, len } => {
-                    let at = offset + index * g.group_len();
-                    let node = self.root(buffer, at, len, index << g.log, Domain::HASH)?;
+                    let at = offset + index * group_len;
+                    let node = self.root(buffer, at, len, index << log, Domain::HASH)?;
                     t.kernel += node.kernel;
                     gpu.queue.write_buffer(&groups, index * 32, &node.value.chaining_value());
                 }
                 GroupRun::Capped { first, groups: count } => scoped(&gpu.device, gpu.id, || {
                     // One submission per run: its parameters are written before it is submitted.
-                    let chunks = count << g.log;
+                    let chunks = count << log;
                     gpu.with_scratch(chunks, 1, |scr| {
                         let mut enc = gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor {
                             label: Some("b3accel bao groups"),
                         });
-                        let at = offset + first * g.group_len();
-                        let (counter, cap) = (first << g.log, 1 << g.log);
+                        let at = offset + first * group_len;
+                        let (counter, cap) = (first << log, 1 << log);
                         gpu.encode_segment(
                             &mut enc,
                             scr,
@@ -74,7 +74,7 @@ impl ResidentHasher {
             }
         }
         merkle(gpu, &groups, 0, n, MerkleInner::Device(&inner), flags::PARENT, Some(&mut *t))?;
-        scoped(&gpu.device, gpu.id, || self.place(&groups, &inner, g, order, out))
+        scoped(&gpu.device, gpu.id, || self.place(&groups, &inner, tree, order, out))
     }
 
     /// `bao_place` into `out`, and the root hash from the root's children.
@@ -82,12 +82,12 @@ impl ResidentHasher {
         &self,
         groups: &::wgpu::Buffer,
         inner: &::wgpu::Buffer,
-        g: Groups,
+        tree: Tree,
         order: Order,
         out: OutboardDest<'_, ::wgpu::Buffer>,
     ) -> Result<Hash> {
         let gpu: &Gpu = &self.gpu;
-        let (n, len) = (g.groups, g.outboard_len());
+        let (n, len) = (tree.groups(), tree.outboard_len());
         let own = matches!(out, OutboardDest::Host(_))
             .then(|| gpu.storage_buffer("b3accel bao parents", len, ::wgpu::BufferUsages::COPY_SRC));
         let dest = match &out {
@@ -127,7 +127,7 @@ impl ResidentHasher {
         }
         // The root's children from the groups and inner nodes: a caller's destination need not
         // allow copies.
-        for (i, (in_groups, at)) in g.root_children().into_iter().enumerate() {
+        for (i, (in_groups, at)) in root_children(&tree).into_iter().enumerate() {
             enc.copy_buffer_to_buffer(if in_groups { groups } else { inner }, at, &readback, i as u64 * 32, 32);
         }
         if let Some(own) = &own {
