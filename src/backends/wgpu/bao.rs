@@ -64,6 +64,7 @@ impl ResidentHasher {
                             None,
                             0,
                             cap,
+                            None,
                         );
                         let cvs = &scr.capped.as_ref().expect("a capped segment's CVs").cvs;
                         enc.copy_buffer_to_buffer(cvs, 0, &groups, first * 32, count * 32);

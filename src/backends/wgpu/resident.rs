@@ -409,6 +409,7 @@ impl ResidentHasher {
                     queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
                     if in_pass && k + 1 == count { vec4s } else { 0 },
                     MAX_SUBTREE,
+                    None,
                 );
             }
             if !in_pass {
