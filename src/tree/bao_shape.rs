@@ -272,6 +272,7 @@ pub(crate) fn kept(first: u64, count: u64) -> Kept {
     Kept::Inner(level, first >> level)
 }
 
+#[cfg(test)]
 /// The index of the first stored node of `level` (1 or more) among the inner nodes of the tree
 /// over `n` groups: the sizes of the levels below it, as `merkle::level_sizes` gives them.
 pub(crate) fn level_start(n: u64, level: u32) -> u64 {
@@ -296,6 +297,7 @@ pub(crate) fn inner_node(n: u64, i: u64) -> (u32, u64) {
     (level, i - at)
 }
 
+#[cfg(test)]
 /// The two children of the stored node of `level` index `j` over `n` groups: the left one
 /// holds `2^(level - 1)` groups, the right one the rest of the node's groups.
 pub(crate) fn children(n: u64, level: u32, j: u64) -> (Kept, Kept) {

@@ -193,11 +193,13 @@ pub(crate) struct Worker {
     blocks: Kernel,
     pub merkle: Kernel,
     pub bao_place: Kernel,
+    pub bao_fold: Kernel,
     pub many_one: Kernel,
     pub many_chunks: Kernel,
     pub many_merge: Kernel,
     pub levels: [Scratch; 2],
-    /// A bao outboard's group CVs, inner nodes and (for host memory) parents.
+    /// A bao outboard's group CVs, inner nodes (and the root's pair) and (for host memory)
+    /// parents.
     pub bao: [Scratch; 3],
     pieces: Mem,
     /// Host buffers for results, one per streaming slot, so that a streamed segment's results
@@ -265,6 +267,7 @@ impl Worker {
             blocks: kernel("hash_blocks")?,
             merkle: kernel("merkle_levels")?,
             bao_place: kernel("bao_place")?,
+            bao_fold: kernel("bao_fold")?,
             many_one,
             many_chunks,
             many_merge,
@@ -384,7 +387,7 @@ impl Worker {
     }
 
     /// The dispatches of [`enqueue_subtrees_on`](Self::enqueue_subtrees_on) alone, with nothing
-    /// read back: the pieces stay in the worker's pieces buffer and the level-k CVs
+    /// read back: the pieces stay in [`pieces_buffer`](Self::pieces_buffer) and the level-k CVs
     /// of a cap that splits the run in the buffer `Passes::capped` names, or in `run.capped_to`
     /// (written there by the last dispatch itself where it starts at byte 0, else copied).
     #[allow(clippy::too_many_arguments)]
@@ -542,6 +545,12 @@ impl Worker {
             _ => None,
         };
         Ok(Passes { chunk_kernel: kernel_event.then_some(chunk_kernel), capped })
+    }
+
+    /// The device buffer the dispatches leave their pieces in (the subtree CVs, slot `b` for the
+    /// subtree of 2^b chunks): valid until the next run on this worker.
+    pub fn pieces_buffer(&self) -> &Mem {
+        &self.pieces
     }
 
     /// The subtree CVs of the `n` chunks last dispatched into host buffer `slot`, largest first:

@@ -247,6 +247,28 @@ fn with_scratch<R>(gpu: &Gpu, plan: &MerklePlan, f: impl FnOnce(&mut MerkleScrat
     )
 }
 
+/// Records into `enc` the reduction of the `n >= 2` leaves at the start of `leaves`, each parent
+/// the compression of its pair with the IV and `flags`, every inner node into `inner` (at least
+/// `(n - 1) * 32` bytes, the layout of `merkle::level_sizes`); then runs `f` with the encoder,
+/// which must submit it before it returns: the parameters the dispatches read live in scratch
+/// that the next call may rewrite once `f` returns.
+pub(crate) fn record_kept<R>(
+    gpu: &Gpu,
+    mut enc: ::wgpu::CommandEncoder,
+    leaves: &::wgpu::Buffer,
+    n: u64,
+    inner: &::wgpu::Buffer,
+    flags: u32,
+    f: impl FnOnce(::wgpu::CommandEncoder) -> Result<R>,
+) -> Result<R> {
+    debug_assert!(n >= 2 && inner.size() >= (n - 1) * 32);
+    let plan = MerklePlan::new(gpu, n, 0, true, flags)?;
+    with_scratch(gpu, &plan, |scr| {
+        record(gpu, scr, &mut enc, leaves, &plan, Some((inner, inner.size())), false);
+        f(enc)
+    })
+}
+
 /// Records `plan`'s dispatches over `leaves` into `enc`, in one compute pass (timed by the
 /// scratch's timer where `timed`), with every inner node into `inner` (buffer, bytes bound) where the plan keeps
 /// them; the last pass writes the root to node 0 of the scratch's readback buffer where
