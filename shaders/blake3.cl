@@ -462,7 +462,7 @@ inline void load_block(__global const uchar *p, uint len, uint align, uint m[16]
 
 // The chaining value (or with ROOT in `end`, the hash) of a chunk of 1 to 1024 bytes at `p` with
 // chunk counter `counter`.
-inline void hash_chunk(__global const uchar *p, uint len, uint counter, uint align, uint8 key,
+inline void hash_chunk(__global const uchar *p, uint len, ulong counter, uint align, uint8 key,
                        uint flags, uint end, uint cv[8]) {
     const uint blocks = (len + BLOCK_LEN - 1u) / BLOCK_LEN;
     key_words(cv, key);
@@ -546,7 +546,37 @@ __kernel void many_merge(__global uint4 *cvs, uint n_msgs, uint chunks, uint8 ke
 // key and PARENT as flags, keeps every parent of BLAKE3's tree over the groups as an inner node:
 // node j of level h covers groups [j << h, min((j + 1) << h, n)) and is stored where it has a
 // right child. `bao_place` writes each stored node's two children (64 bytes) at its index in a
-// pre-order (order 0) or post-order (order 1) outboard, one work-item per inner node.
+// pre-order (order 0) or post-order (order 1) outboard, one work-item per inner node, and the
+// root's two children after the n - 1 inner nodes too, for the host. `bao_fold` makes a group's
+// chaining value that no capped pass wrote (a partial last group, or a full group alone).
+
+// A chunk group's chaining value from its first `chunks` full chunks, as the passes before left
+// them in `pieces` (slot b: the subtree of 2^b chunks, for each set bit b of `chunks`), and its
+// partial last chunk of `partial_len` bytes (0: none) at byte `partial_at` of `data` (a multiple
+// of CHUNK_LEN), with chunk counter `counter`: merged right to left, as BLAKE3's left-heavy tree
+// pairs them, and never a root. One work-item; writes node `group` of `groups`.
+__kernel void bao_fold(__global const uint4 *pieces, ulong chunks, __global const uchar *data,
+                       ulong partial_at, uint partial_len, ulong counter, __global uint4 *groups,
+                       ulong group) {
+    const uint8 iv = (uint8)(IV0, IV1, IV2, IV3, IV4, IV5, IV6, IV7);
+    uint cv[8];
+    bool have = partial_len > 0u;
+    if (have) hash_chunk(data + partial_at, partial_len, counter, 16u, iv, 0u, CHUNK_END, cv);
+    for (uint b = 0; b < 64u; b++) {
+        if (((chunks >> b) & 1ul) == 0ul) continue;
+        uint m[16];
+        load_node(pieces, b, m, 0);
+        if (have) {
+            for (uint i = 0; i < 8u; i++) m[i + 8u] = cv[i];
+            key_words(cv, iv);
+            compress_cv(cv, m, 0, BLOCK_LEN, PARENT);
+        } else {
+            for (uint i = 0; i < 8u; i++) cv[i] = m[i];
+            have = true;
+        }
+    }
+    store_node(groups, group, cv);
+}
 
 // Index in `inner` of the first node of level `level` (1 or more) over n groups.
 inline ulong level_start(ulong n, uint level) {
@@ -573,7 +603,7 @@ inline void kept_cv(__global const uint4 *groups, __global const uint4 *inner, u
     out[1] = inner[2u * at + 1u];
 }
 
-__kernel void bao_place(__global const uint4 *groups, __global const uint4 *inner, ulong n, uint order,
+__kernel void bao_place(__global const uint4 *groups, __global uint4 *inner, ulong n, uint order,
                         __global uint4 *out) {
     const ulong i = get_global_id(0);
     if (i + 1u >= n) return;
@@ -603,4 +633,8 @@ __kernel void bao_place(__global const uint4 *groups, __global const uint4 *inne
     kept_cv(groups, inner, n, s, left, pair);
     kept_cv(groups, inner, n, s + left, min(left, n - s - left), pair + 2);
     for (uint w = 0; w < 4u; w++) out[4u * index + w] = pair[w];
+    // The root, the last inner node: its pair after the inner nodes too (read by nothing here).
+    if (i + 2u == n) {
+        for (uint w = 0; w < 4u; w++) inner[2u * (n - 1u) + w] = pair[w];
+    }
 }

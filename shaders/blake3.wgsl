@@ -763,17 +763,85 @@ fn many_vec4(@builtin(local_invocation_index) lid: u32,
 // with PARENT as flags, keep every parent of BLAKE3's tree over the groups as an inner node
 // (`pieces`): node j of level h covers groups [j << h, min((j + 1) << h, n)) and is stored where
 // it has a right child. `bao_place` writes each stored node's two children (64 bytes) at its index
-// in a pre-order or post-order outboard (`dst`), one invocation per inner node.
+// in a pre-order or post-order outboard (`dst`), one invocation per inner node, and the root's two
+// children after the n - 1 inner nodes too, for the host. `bao_fold` makes a group's chaining
+// value that no capped pass wrote (a partial last group, or a full group alone).
 
 struct BaoParams {
     // Chunk groups.
     n: u32,
     // 0: pre-order; 1: post-order.
     order: u32,
+    // bao_fold: the group whose chaining value it writes (node `group` of `dst`), the full chunks
+    // whose pieces it folds (`src`: slot b for each set bit b), the bytes of the partial chunk
+    // after them (`tail_src`, from word 0; 0: none) and that chunk's 64-bit counter.
+    group: u32,
+    chunks: u32,
+    partial_len: u32,
+    counter_lo: u32,
+    counter_hi: u32,
     pad0: u32,
-    pad1: u32,
 }
 @group(0) @binding(7) var<uniform> bparams: BaoParams;
+
+// Word w of bao_fold's partial chunk, the bytes past its end as zeros.
+fn partial_word(w: u32) -> u32 {
+    let at = 4u * w;
+    if (at >= bparams.partial_len) {
+        return 0u;
+    }
+    var x = tail_src[w];
+    let left = bparams.partial_len - at;
+    if (left < 4u) {
+        x = x & ((1u << (left * 8u)) - 1u);
+    }
+    return x;
+}
+
+// A chunk group's chaining value from its first `chunks` full chunks (their pieces) and its
+// partial last chunk: merged right to left, as BLAKE3's left-heavy tree pairs them, and never a
+// root. One invocation.
+@compute @workgroup_size(1)
+fn bao_fold() {
+    let iv_lo = vec4<u32>(IV0, IV1, IV2, IV3);
+    let iv_hi = vec4<u32>(IV4, IV5, IV6, IV7);
+    var h = Cv2(iv_lo, iv_hi);
+    var have = bparams.partial_len > 0u;
+    if (have) {
+        let blocks = (bparams.partial_len + BLOCK_LEN - 1u) / BLOCK_LEN;
+        for (var b = 0u; b < blocks; b = b + 1u) {
+            var m: array<u32, 16>;
+            for (var k = 0u; k < 16u; k = k + 1u) {
+                m[k] = partial_word(16u * b + k);
+            }
+            var f = 0u;
+            if (b == 0u) {
+                f = f | CHUNK_START;
+            }
+            if (b + 1u == blocks) {
+                f = f | CHUNK_END;
+            }
+            let len = min(BLOCK_LEN, bparams.partial_len - b * BLOCK_LEN);
+            let s = compress(h.lo, h.hi, m, bparams.counter_lo, bparams.counter_hi, len, f);
+            h = Cv2(s.a ^ s.c, s.b ^ s.d);
+        }
+    }
+    for (var b = 0u; b < 32u; b = b + 1u) {
+        if (((bparams.chunks >> b) & 1u) == 0u) {
+            continue;
+        }
+        let piece = Cv2(src[2u * b], src[2u * b + 1u]);
+        if (have) {
+            let s = compress(iv_lo, iv_hi, words(piece.lo, piece.hi, h.lo, h.hi), 0u, 0u, BLOCK_LEN, PARENT);
+            h = Cv2(s.a ^ s.c, s.b ^ s.d);
+        } else {
+            h = piece;
+            have = true;
+        }
+    }
+    dst[2u * bparams.group] = h.lo;
+    dst[2u * bparams.group + 1u] = h.hi;
+}
 
 // Index in `pieces` of the first node of level `level` (1 or more) over n groups.
 fn level_start(n_in: u32, level: u32) -> u32 {
@@ -837,4 +905,12 @@ fn bao_place(@builtin(local_invocation_index) lid: u32,
     dst[4u * index + 1u] = l.hi;
     dst[4u * index + 2u] = r.lo;
     dst[4u * index + 3u] = r.hi;
+    // The root, the last inner node: its pair after the inner nodes too (read by nothing here).
+    if (i + 2u == n) {
+        let at = 2u * (n - 1u);
+        pieces[at] = l.lo;
+        pieces[at + 1u] = l.hi;
+        pieces[at + 2u] = r.lo;
+        pieces[at + 3u] = r.hi;
+    }
 }

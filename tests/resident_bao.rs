@@ -43,31 +43,36 @@ fn data(len: u64) -> Vec<u8> {
     common::pattern(len as usize)
 }
 
-/// Every length and group log, both orders, into host memory and (pre-order, or everything for
-/// small inputs) into a device buffer, from byte `AT` of the buffer.
+/// Every length and group log, both orders, into host memory and into a device buffer, from
+/// byte `AT` of the buffer.
 fn check_outboards<R: Resident>(r: &R, name: &str, b: &Buffers<R::Buffer>, extra: &[u64]) {
     for k in [0u8, 1, 4, 6] {
         for &len in lengths(k).iter().chain(extra) {
-            let data = data(len);
-            let buf = (b.with)(AT, &data);
-            for order in [Order::Pre, Order::Post] {
-                let (want, want_hash) = outboard_on(Device::Cpu, &data, k, order).unwrap();
-                let what = format!("{name}: {len} bytes, group log {k}, {order:?}");
-                let mut got = vec![0xEEu8; want.parents().len()];
-                let t = r.bao_outboard(&buf, AT..AT + len, k, order, OutboardDest::Host(&mut got)).unwrap();
-                assert_eq!(t.value, want_hash, "{what}: hash");
-                assert!(got == want.parents(), "{what}: parents into host memory");
-                assert!(t.total >= t.kernel, "{what}: times");
-                // A device destination with room to spare, which keeps its last bytes.
-                let room = want.parents().len() as u64 + 64;
-                let dest = (b.blank)(room);
-                let hash = r.bao_outboard(&buf, AT..AT + len, k, order, OutboardDest::Device(&dest)).unwrap().value;
-                assert_eq!(hash, want_hash, "{what}: hash, device destination");
-                let back = (b.read)(&dest, room);
-                assert!(back[..want.parents().len()] == *want.parents(), "{what}: parents on the device");
-                assert!(back[want.parents().len()..].iter().all(|&x| x == 0), "{what}: bytes after the parents");
-            }
+            check_outboard(r, name, b, k, len);
         }
+    }
+}
+
+/// One length and group log, both orders, into host memory and into a device buffer.
+fn check_outboard<R: Resident>(r: &R, name: &str, b: &Buffers<R::Buffer>, k: u8, len: u64) {
+    let data = data(len);
+    let buf = (b.with)(AT, &data);
+    for order in [Order::Pre, Order::Post] {
+        let (want, want_hash) = outboard_on(Device::Cpu, &data, k, order).unwrap();
+        let what = format!("{name}: {len} bytes, group log {k}, {order:?}");
+        let mut got = vec![0xEEu8; want.parents().len()];
+        let t = r.bao_outboard(&buf, AT..AT + len, k, order, OutboardDest::Host(&mut got)).unwrap();
+        assert_eq!(t.value, want_hash, "{what}: hash");
+        assert!(got == want.parents(), "{what}: parents into host memory");
+        assert!(t.total >= t.kernel, "{what}: times");
+        // A device destination with room to spare, which keeps its last bytes.
+        let room = want.parents().len() as u64 + 64;
+        let dest = (b.blank)(room);
+        let hash = r.bao_outboard(&buf, AT..AT + len, k, order, OutboardDest::Device(&dest)).unwrap().value;
+        assert_eq!(hash, want_hash, "{what}: hash, device destination");
+        let back = (b.read)(&dest, room);
+        assert!(back[..want.parents().len()] == *want.parents(), "{what}: parents on the device");
+        assert!(back[want.parents().len()..].iter().all(|&x| x == 0), "{what}: bytes after the parents");
     }
 }
 
@@ -187,9 +192,9 @@ mod wgpu_adapters {
             .collect()
     }
 
-    fn buffers(be: &WgpuBackend) -> Buffers<wgpu::Buffer> {
-        let (d1, d2, d3) = (be.device().clone(), be.device().clone(), be.device().clone());
-        let (q1, q3) = (be.queue().clone(), be.queue().clone());
+    fn buffers(device: &wgpu::Device, queue: &wgpu::Queue) -> Buffers<wgpu::Buffer> {
+        let (d1, d2, d3) = (device.clone(), device.clone(), device.clone());
+        let (q1, q3) = (queue.clone(), queue.clone());
         let storage = |d: &wgpu::Device, size: u64| {
             d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("test buffer"),
@@ -235,7 +240,7 @@ mod wgpu_adapters {
     fn outboards_match_the_cpu() {
         let _serial = common::one_at_a_time();
         for be in adapters() {
-            check_outboards(be.resident(), &name(&be), &buffers(&be), &BIG);
+            check_outboards(be.resident(), &name(&be), &buffers(be.device(), be.queue()), &BIG);
         }
     }
 
@@ -243,7 +248,47 @@ mod wgpu_adapters {
     fn errors_are_errors() {
         let _serial = common::one_at_a_time();
         for be in adapters() {
-            check_errors(be.resident(), &name(&be), &buffers(&be), 4);
+            check_errors(be.resident(), &name(&be), &buffers(be.device(), be.queue()), 4);
+        }
+    }
+
+    /// A device of the caller's with 64 KiB storage bindings (segments of 64 chunks): groups in
+    /// several capped runs of one submission, runs of one group, and groups larger than a
+    /// segment, each with a partial last group.
+    #[test]
+    fn outboards_in_small_bindings() {
+        let _serial = common::one_at_a_time();
+        for be in adapters() {
+            let info = be.device().adapter_info();
+            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+            desc.backends = wgpu::Backends::all();
+            // Our own instance, its drivers' start-up chatter kept off stderr as the library's is.
+            let adapters = b3accel::stderr::quiet(|| {
+                let instance = wgpu::Instance::new(desc);
+                pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+            });
+            let adapter = adapters
+                .into_iter()
+                .find(|a| a.get_info() == info)
+                .unwrap_or_else(|| panic!("{}: no matching adapter", name(&be)));
+            let limits = wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..wgpu::Limits::default() };
+            let desc =
+                wgpu::DeviceDescriptor { label: Some("caller's"), required_limits: limits, ..Default::default() };
+            let (device, queue) = pollster::block_on(adapter.request_device(&desc)).expect("caller's device");
+            let r = b3accel::wgpu::ResidentHasher::new(&device, &queue).unwrap();
+            assert_eq!(r.max_segment_bytes(), 64 << 10);
+            let what = format!("{} with 64 KiB bindings", name(&be));
+            let b = buffers(&device, &queue);
+            // Runs of 64, 4, 1 group and groups of 2 and 4 segments, each + a partial group.
+            for (k, len) in [
+                (0u8, 200 * 1024 + 5),
+                (4, 300 * 1024 + 7),
+                (6, 5 * 65536 + 2048 + 3),
+                (7, 3 << 17),
+                (8, (3 << 18) + 1000),
+            ] {
+                check_outboard(&r, &what, &b, k, len);
+            }
         }
     }
 }

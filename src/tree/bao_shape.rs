@@ -1,7 +1,7 @@
-//! Where the parents of a bao outboard lie, for every layer: the parents' order, a parent's index
-//! in a pre-order or post-order outboard, and how the parents map onto the levels of a Merkle
-//! reduction that keeps every node (the layout of `merkle::level_sizes`), which is how a GPU
-//! computes them.
+//! The shape of a bao tree, for every layer: the content's chunk groups, BLAKE3's left-heavy tree
+//! over them ([`Tree`], [`Node`]), where each parent lies in a pre-order or post-order outboard,
+//! and how the parents map onto the levels of a Merkle reduction that keeps every node (the layout
+//! of `merkle::level_sizes`), which is how a GPU computes them.
 //!
 //! Over `n` chunk groups, pairing each level's nodes with the odd last one carried up (BLAKE3
 //! parents: the IV as key, flags `PARENT`) builds exactly BLAKE3's left-heavy tree over the
@@ -9,11 +9,201 @@
 //! stored (hashed) where it has a right child, and then it is a parent of the outboard. A carried
 //! node is the node of a lower level over the same groups.
 
+use super::error::{Error, Result};
 #[cfg(test)]
 use crate::core::compress::Cv;
+use crate::core::constants::CHUNK_LEN;
+use std::ops::Range;
 
 /// The largest chunk group accepted: 2^20 chunks (1 GiB). A decoder holds one group in memory.
 pub const MAX_GROUP_LOG: u8 = 20;
+
+/// The length of the size header (little-endian `u64`) of encodings, slices and pre-order
+/// outboard files, and of the size trailer of post-order outboard files.
+pub const HEADER_LEN: usize = 8;
+
+/// The length of a parent node in an encoding or outboard: its two children's chaining values.
+pub const PARENT_LEN: usize = 64;
+
+/// The geometry of a bao tree: the content's size and its chunk group size, 2^`group_log`
+/// chunks (group log 0 is bao's format, 4 iroh's 16 KiB groups). The tree's leaves are the
+/// chunk groups; its parent nodes are BLAKE3's, over the groups. Made by `Tree::new` (checked).
+///
+/// ```
+/// use b3accel::bao::Tree;
+/// let tree = Tree::new(100_000, 4)?; // 16 KiB groups
+/// assert_eq!(tree.groups(), 7);
+/// assert_eq!(tree.outboard_len(), 6 * 64);
+/// assert_eq!(tree.encoded_len(), 8 + 100_000 + 6 * 64);
+/// # Ok::<(), b3accel::bao::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tree {
+    size: u64,
+    group_log: u8,
+}
+
+impl Tree {
+    /// The tree of `size` content bytes in groups of 2^`group_log` chunks, checked as the public
+    /// `Tree::new` (in `api/bao/layout.rs`, which gives this error the bao API's type) documents:
+    /// a group log up to [`MAX_GROUP_LOG`], and an encoding whose length fits in a `u64`.
+    pub(crate) fn checked(size: u64, group_log: u8) -> Result<Tree> {
+        if group_log > MAX_GROUP_LOG {
+            return Err(Error::InvalidInput(format!(
+                "a chunk group log of {group_log} is above the largest accepted, {MAX_GROUP_LOG}"
+            )));
+        }
+        let tree = Tree { size, group_log };
+        if size.checked_add(HEADER_LEN as u64 + tree.outboard_len()).is_none() {
+            return Err(Error::InvalidInput(format!(
+                "a content of {size} bytes has an encoding too long for 64-bit offsets"
+            )));
+        }
+        Ok(tree)
+    }
+
+    /// The content's length in bytes.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::bao::Tree::new(5, 0)?.size(), 5);
+    /// # Ok::<(), b3accel::bao::Error>(())
+    /// ```
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The chunk group size's base-2 logarithm, in chunks.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::bao::Tree::new(5, 4)?.group_log(), 4);
+    /// # Ok::<(), b3accel::bao::Error>(())
+    /// ```
+    pub fn group_log(&self) -> u8 {
+        self.group_log
+    }
+
+    /// The chunk group size in bytes.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::bao::Tree::new(0, 4)?.group_len(), 16384);
+    /// # Ok::<(), b3accel::bao::Error>(())
+    /// ```
+    pub fn group_len(&self) -> u64 {
+        (CHUNK_LEN as u64) << self.group_log
+    }
+
+    /// The number of chunk groups (leaves): at least one, the empty content's.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::bao::Tree::new(0, 0)?.groups(), 1);
+    /// assert_eq!(b3accel::bao::Tree::new(1025, 0)?.groups(), 2);
+    /// # Ok::<(), b3accel::bao::Error>(())
+    /// ```
+    pub fn groups(&self) -> u64 {
+        self.size.div_ceil(self.group_len()).max(1)
+    }
+
+    /// The length of the outboard's parent nodes (without size header or trailer).
+    ///
+    /// ```
+    /// assert_eq!(b3accel::bao::Tree::new(4096, 0)?.outboard_len(), 3 * 64);
+    /// # Ok::<(), b3accel::bao::Error>(())
+    /// ```
+    pub fn outboard_len(&self) -> u64 {
+        (self.groups() - 1) * PARENT_LEN as u64
+    }
+
+    /// The length of the combined (pre-order) encoding, size header included.
+    ///
+    /// ```
+    /// assert_eq!(b3accel::bao::Tree::new(0, 0)?.encoded_len(), 8);
+    /// # Ok::<(), b3accel::bao::Error>(())
+    /// ```
+    pub fn encoded_len(&self) -> u64 {
+        HEADER_LEN as u64 + self.size + self.outboard_len()
+    }
+
+    /// The number of chunks: at least one, the empty content's.
+    pub(crate) fn chunks(&self) -> u64 {
+        self.size.div_ceil(CHUNK_LEN as u64).max(1)
+    }
+
+    /// The root node, covering every chunk.
+    pub(crate) fn root(&self) -> Node {
+        Node { start: 0, chunks: self.chunks() }
+    }
+
+    /// The chunks a slice of `len` bytes from byte `start` holds, as bao chooses them: at least
+    /// one byte; a start at or past the end gives the last chunk, which proves the size.
+    pub(crate) fn query(&self, start: u64, len: u64) -> Range<u64> {
+        let chunks = self.chunks();
+        let end = start.saturating_add(len.max(1));
+        let first = (start / CHUNK_LEN as u64).min(chunks - 1);
+        let last = end.div_ceil(CHUNK_LEN as u64).clamp(first + 1, chunks);
+        first..last
+    }
+
+    /// Whether `node` is a parent of the outboard: it holds more than one chunk group.
+    pub(crate) fn is_outboard_parent(&self, node: Node) -> bool {
+        node.chunks > 1 << self.group_log
+    }
+
+    /// The chunk groups `node` covers (it starts on a group boundary).
+    pub(crate) fn groups_of(&self, node: Node) -> u64 {
+        node.chunks.div_ceil(1 << self.group_log)
+    }
+
+    /// The content bytes of `node`.
+    pub(crate) fn bytes(&self, node: Node) -> Range<u64> {
+        let start = node.start * CHUNK_LEN as u64;
+        start..(node.end() * CHUNK_LEN as u64).min(self.size)
+    }
+
+    /// The length of `node`'s part of a combined encoding: its bytes and its outboard parents.
+    pub(crate) fn encoded_len_of(&self, node: Node) -> u64 {
+        let bytes = self.bytes(node);
+        let parents = if node.start.is_multiple_of(1 << self.group_log) { self.groups_of(node) - 1 } else { 0 };
+        bytes.end - bytes.start + parents * PARENT_LEN as u64
+    }
+
+    /// The size header (or trailer) of this tree.
+    pub(crate) fn header(&self) -> [u8; HEADER_LEN] {
+        self.size.to_le_bytes()
+    }
+}
+
+/// A node of BLAKE3's tree over a content's chunks: `chunks` chunks from chunk `start`, as the
+/// left-heavy splits make them (at least one chunk; the empty content's root is one empty chunk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub start: u64,
+    pub chunks: u64,
+}
+
+impl Node {
+    /// One past the last chunk.
+    pub fn end(&self) -> u64 {
+        self.start + self.chunks
+    }
+
+    /// The two children of a node of two or more chunks: the left one holds the largest power
+    /// of two of chunks that leaves at least one on the right.
+    pub fn split(&self) -> (Node, Node) {
+        debug_assert!(self.chunks >= 2);
+        let left = 1u64 << (63 - (self.chunks - 1).leading_zeros());
+        (Node { start: self.start, chunks: left }, Node { start: self.start + left, chunks: self.chunks - left })
+    }
+
+    /// Whether the chunks `query` and this node share one.
+    pub fn meets(&self, query: &Range<u64>) -> bool {
+        query.start < self.end() && self.start < query.end
+    }
+
+    /// Whether `query` holds all of this node's chunks.
+    pub fn within(&self, query: &Range<u64>) -> bool {
+        query.start <= self.start && self.end() <= query.end
+    }
+}
 
 /// The order of the parent nodes in an outboard: bao's and bao-tree's `PreOrderOutboard`
 /// (parents before their children, a size header first), or bao-tree's `PostOrderOutboard`
@@ -82,6 +272,7 @@ pub(crate) fn kept(first: u64, count: u64) -> Kept {
     Kept::Inner(level, first >> level)
 }
 
+#[cfg(test)]
 /// The index of the first stored node of `level` (1 or more) among the inner nodes of the tree
 /// over `n` groups: the sizes of the levels below it, as `merkle::level_sizes` gives them.
 pub(crate) fn level_start(n: u64, level: u32) -> u64 {
@@ -118,6 +309,7 @@ pub(crate) fn inner_node(n: u64, i: u64) -> (u32, u64) {
     (level, i - at)
 }
 
+#[cfg(test)]
 /// The two children of the stored node of `level` index `j` over `n` groups: the left one
 /// holds `2^(level - 1)` groups, the right one the rest of the node's groups.
 pub(crate) fn children(n: u64, level: u32, j: u64) -> (Kept, Kept) {

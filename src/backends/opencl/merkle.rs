@@ -80,7 +80,7 @@ impl Worker {
                     &[(groups * wg) as usize, 1, 1],
                     Some([wg as usize, 1, 1]),
                     None::<&Event>,
-                    Some(&mut ev),
+                    prof.is_some().then_some(&mut ev),
                 )
             }
             .map_err(|e| self.err("running the Merkle kernel", e))?;

@@ -6,7 +6,7 @@ use super::backend::OpenClBackend;
 use super::errors::cl_err;
 use super::profile::{profiled, Prof, Stage};
 use super::worker::Run;
-use crate::backends::gpu::bao::Groups;
+use crate::backends::gpu::bao;
 use crate::backends::gpu::resident::{range_len, MerkleInner, OutboardDest, Resident};
 use crate::core::compress::Cv;
 use crate::core::constants::CHUNK_LEN;
@@ -131,12 +131,12 @@ impl Resident for OpenClBackend {
         out: OutboardDest<'_, ocl::Buffer<u8>>,
     ) -> Result<Timed<Hash>> {
         let len = range_len(&range)?;
-        let g = Groups::new(len, group_log)?;
-        g.check_dest(&out, |b| b.len() as u64)?;
+        let tree = bao::tree(len, group_log)?;
+        bao::check_dest(&tree, &out, |b| b.len() as u64)?;
         if let OutboardDest::Device(b) = &out {
             self.check_context(b.as_core())?;
         }
-        if g.groups == 1 {
+        if tree.groups() == 1 {
             return self.hash(buffer, range, &Mode::Hash);
         }
         // The checks `resident` makes for a plain hash, before anything is enqueued.
@@ -147,7 +147,7 @@ impl Resident for OpenClBackend {
                 self.dev.info.device, range.start
             )));
         }
-        profiled(|prof| self.outboard_resident(buffer, range.start, g, order, out, prof))
+        profiled(|prof| self.outboard_resident(buffer, range.start, tree, order, out, prof))
     }
 
     fn hash_many(

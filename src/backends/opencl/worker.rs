@@ -50,6 +50,15 @@ pub(crate) struct Enqueued {
     pub read: Event,
 }
 
+/// What one run's dispatches left, before anything is read back.
+pub(crate) struct Passes {
+    /// The chunk kernel's event, where asked for.
+    pub chunk_kernel: Option<Event>,
+    /// A cap that splits the run and has no `capped_to`: the buffer holding its level-k CVs
+    /// from byte 0, and their count.
+    pub capped: Option<(Mem, u64)>,
+}
+
 /// A device buffer that grows on demand.
 pub(crate) struct Scratch {
     mem: Option<Mem>,
@@ -184,11 +193,13 @@ pub(crate) struct Worker {
     blocks: Kernel,
     pub merkle: Kernel,
     pub bao_place: Kernel,
+    pub bao_fold: Kernel,
     pub many_one: Kernel,
     pub many_chunks: Kernel,
     pub many_merge: Kernel,
     pub levels: [Scratch; 2],
-    /// A bao outboard's group CVs, inner nodes and (for host memory) parents.
+    /// A bao outboard's group CVs, inner nodes (and the root's pair) and (for host memory)
+    /// parents.
     pub bao: [Scratch; 3],
     pieces: Mem,
     /// Host buffers for results, one per streaming slot, so that a streamed segment's results
@@ -256,6 +267,7 @@ impl Worker {
             blocks: kernel("hash_blocks")?,
             merkle: kernel("merkle_levels")?,
             bao_place: kernel("bao_place")?,
+            bao_fold: kernel("bao_fold")?,
             many_one,
             many_chunks,
             many_merge,
@@ -333,10 +345,66 @@ impl Worker {
         kernel_event: bool,
         prof: &mut Option<&mut Prof>,
     ) -> Result<Enqueued> {
+        debug_assert!(slot < RESULT_SLOTS);
+        let tail_len = tail.map_or(0, |(_, len)| len);
+        let capped_to = run.capped_to.is_some();
+        let passes = self.enqueue_passes(queue, be, run, wait, tail, kernel_event, prof)?;
+        let device = self.device;
+        let err = move |what: &str, e| cl_err(device, what, e);
+        if let (Some((top, count)), false) = (&passes.capped, capped_to) {
+            // The level-k CVs, from the buffer the last dispatch wrote, ahead of the pieces' read
+            // on the same in-order queue.
+            let host = &mut self.host_capped[slot];
+            host.resize((count * 32) as usize, 0);
+            // SAFETY: as the read below; `host_capped[slot]` is resized only by the next dispatch
+            // into this slot, after this one's results are taken.
+            unsafe {
+                core::enqueue_read_buffer(queue, top, false, 0, &mut host[..], None::<&Event>, None::<&mut Event>)
+            }
+            .map_err(|e| err("reading subtree CVs", e))?;
+        }
+        // A last dispatch with one full group wrote that group's CV (the subtree of the top set
+        // bit) to its slot itself, and the chunk kernel copied the tail: one read brings all.
+        let read_len = TAIL_AT + tail_len;
+        let mut read = Event::null();
+        // SAFETY: the host buffer lives in this worker, which waits for the read (or finishes its
+        // queues on failure) before the buffer can go away.
+        unsafe {
+            core::enqueue_read_buffer(
+                queue,
+                &self.pieces,
+                false,
+                0,
+                &mut self.host_pieces.slot_mut(slot)[..read_len],
+                None::<&Event>,
+                Some(&mut read),
+            )
+        }
+        .map_err(|e| err("reading subtree CVs", e))?;
+        Prof::push(prof, Stage::Download, &read);
+        core::flush(queue).map_err(|e| err("flushing the queue", e))?;
+        Ok(Enqueued { chunk_kernel: passes.chunk_kernel, read })
+    }
+
+    /// The dispatches of [`enqueue_subtrees_on`](Self::enqueue_subtrees_on) alone, with nothing
+    /// read back: the pieces stay in [`pieces_buffer`](Self::pieces_buffer) and the level-k CVs
+    /// of a cap that splits the run in the buffer `Passes::capped` names, or in `run.capped_to`
+    /// (written there by the last dispatch itself where it starts at byte 0, else copied).
+    #[allow(clippy::too_many_arguments)]
+    pub fn enqueue_passes(
+        &mut self,
+        queue: &CommandQueue,
+        be: &OpenDevice,
+        run: Run<'_>,
+        wait: Option<&Event>,
+        tail: Option<(usize, usize)>,
+        kernel_event: bool,
+        prof: &mut Option<&mut Prof>,
+    ) -> Result<Passes> {
         let Run { data, chunk_offset, n, counter, domain, max_chunks, capped_to } = run;
         let (tail_at, tail_len) = tail.map_or((0u64, 0u32), |(at, len)| (at as u64, len as u32));
         debug_assert!(tail_len as usize <= CHUNK_LEN);
-        debug_assert!(n >= 1 && slot < RESULT_SLOTS);
+        debug_assert!(n >= 1);
         let w1 = be.config.chunk_wg as u64;
         let w2 = be.config.parent_wg as u64;
         let cap = cap_level(n, max_chunks);
@@ -364,7 +432,15 @@ impl Worker {
         let l1 = passes[0];
         let q1 = n >> l1;
         let q2 = passes.get(1).map_or(1, |&l| q1 >> l);
-        let level0 = self.levels[0].get(self.device, &self.context, (q1.max(1) * 32) as usize)?;
+        // The last dispatch of a capped run writes straight into `capped_to` where that starts
+        // at byte 0 (kernels write from node 0 of their output).
+        let direct = match (cap, capped_to) {
+            (Some(_), Some((dst, 0))) => Some(dst),
+            _ => None,
+        };
+        let last = passes.len() - 1;
+        let q1_room = if direct.is_some() && last == 0 { 1 } else { q1.max(1) };
+        let level0 = self.levels[0].get(self.device, &self.context, (q1_room * 32) as usize)?;
         let level1 = self.levels[1].get(self.device, &self.context, (q2.max(1) * 32) as usize)?;
         let key = domain.key;
         let flags = domain.flags;
@@ -380,7 +456,7 @@ impl Worker {
             .and_then(|_| set(3, ArgVal::scalar(&counter)))
             .and_then(|_| set(4, key_arg))
             .and_then(|_| set(5, ArgVal::scalar(&flags)))
-            .and_then(|_| set(6, ArgVal::mem(&level0)))
+            .and_then(|_| set(6, ArgVal::mem(direct.filter(|_| last == 0).unwrap_or(&level0))))
             .and_then(|_| set(7, ArgVal::mem(&self.pieces)))
             .and_then(|_| set(8, ArgVal::scalar(&tail_at)))
             .and_then(|_| set(9, ArgVal::scalar(&tail_len)))
@@ -413,7 +489,7 @@ impl Worker {
         let mut count = q1;
         let mut level = l1;
         let mut bufs = [level0, level1];
-        for &levels in &passes[1..] {
+        for (i, &levels) in passes.iter().enumerate().skip(1) {
             let p = &self.parent;
             let set = |i, v| core::set_kernel_arg(p, i, v);
             // SAFETY: as above.
@@ -422,7 +498,7 @@ impl Worker {
                 .and_then(|_| set(1, ArgVal::scalar(&count)))
                 .and_then(|_| set(2, key_arg))
                 .and_then(|_| set(3, ArgVal::scalar(&flags)))
-                .and_then(|_| set(4, ArgVal::mem(&bufs[1])))
+                .and_then(|_| set(4, ArgVal::mem(direct.filter(|_| i == last).unwrap_or(&bufs[1]))))
                 .and_then(|_| set(5, ArgVal::mem(&self.pieces)))
                 .and_then(|_| set(6, ArgVal::scalar(&level)))
                 .and_then(|_| set(7, ArgVal::scalar(&levels)))
@@ -448,53 +524,33 @@ impl Worker {
             level += levels;
             bufs.swap(0, 1);
         }
-        if let (Some(_), Some((dst, at))) = (cap, capped_to) {
-            // SAFETY: both buffers outlive the command (OpenCL retains them); the caller sizes
-            // `dst` for `count` CVs from byte `at`.
-            core::enqueue_copy_buffer::<u8, _, _, _>(
-                queue,
-                &bufs[0],
-                dst,
-                0,
-                at as usize,
-                (count * 32) as usize,
-                None::<&Event>,
-                None::<&mut Event>,
-            )
-            .map_err(|e| err("copying subtree CVs", e))?;
-        } else if cap.is_some() {
-            // The level-k CVs, from the buffer the last dispatch wrote (`bufs[0]` after the swap),
-            // ahead of the pieces' read on the same in-order queue.
-            let host = &mut self.host_capped[slot];
-            host.resize((count * 32) as usize, 0);
-            // SAFETY: as the read below; `host_capped[slot]` is resized only by the next dispatch
-            // into this slot, after this one's results are taken.
-            unsafe {
-                core::enqueue_read_buffer(queue, &bufs[0], false, 0, &mut host[..], None::<&Event>, None::<&mut Event>)
+        let capped = match (cap, capped_to) {
+            (Some(_), Some((dst, at))) if direct.is_none() => {
+                // SAFETY: both buffers outlive the command (OpenCL retains them); the caller sizes
+                // `dst` for `count` CVs from byte `at`.
+                core::enqueue_copy_buffer::<u8, _, _, _>(
+                    queue,
+                    &bufs[0],
+                    dst,
+                    0,
+                    at as usize,
+                    (count * 32) as usize,
+                    None::<&Event>,
+                    None::<&mut Event>,
+                )
+                .map_err(|e| err("copying subtree CVs", e))?;
+                None
             }
-            .map_err(|e| err("reading subtree CVs", e))?;
-        }
-        // A last dispatch with one full group wrote that group's CV (the subtree of the top set
-        // bit) to its slot itself, and the chunk kernel copied the tail: one read brings all.
-        let read_len = TAIL_AT + tail_len as usize;
-        let mut read = Event::null();
-        // SAFETY: the host buffer lives in this worker, which waits for the read (or finishes its
-        // queues on failure) before the buffer can go away.
-        unsafe {
-            core::enqueue_read_buffer(
-                queue,
-                &self.pieces,
-                false,
-                0,
-                &mut self.host_pieces.slot_mut(slot)[..read_len],
-                None::<&Event>,
-                Some(&mut read),
-            )
-        }
-        .map_err(|e| err("reading subtree CVs", e))?;
-        Prof::push(prof, Stage::Download, &read);
-        core::flush(queue).map_err(|e| err("flushing the queue", e))?;
-        Ok(Enqueued { chunk_kernel: kernel_event.then_some(chunk_kernel), read })
+            (Some(_), None) => Some((bufs[0].clone(), count)),
+            _ => None,
+        };
+        Ok(Passes { chunk_kernel: kernel_event.then_some(chunk_kernel), capped })
+    }
+
+    /// The device buffer the dispatches leave their pieces in (the subtree CVs, slot `b` for the
+    /// subtree of 2^b chunks): valid until the next run on this worker.
+    pub fn pieces_buffer(&self) -> &Mem {
+        &self.pieces
     }
 
     /// The subtree CVs of the `n` chunks last dispatched into host buffer `slot`, largest first:

@@ -170,87 +170,121 @@ fn merkle_on_device(
     timings: Option<&mut Timings>,
     start: Instant,
 ) -> Result<Cv> {
-    // `merkle_span` levels per pass while the level is large, as far as a workgroup goes once
-    // it is small, and more (up to MERKLE_SPAN) where a pass's output level would not fit in one
-    // storage binding (each pass binds its whole output level).
-    let max_out = max_binding(gpu) / 32;
-    let passes = merkle_passes(n, |count| {
-        let mut levels = levels_by_size(count, gpu.merkle_span, MERKLE_SPAN).clamp(1, MERKLE_SPAN);
-        while levels < MERKLE_SPAN && count.div_ceil(1 << levels) > max_out {
-            levels += 1;
-        }
-        levels
-    });
-    let per_binding = (max_binding(gpu) / 32 / GROUP_NODES4) * GROUP_NODES4;
-    if per_binding == 0 {
-        return Err(Error::Unavailable {
-            device: gpu.id,
-            reason: "storage bindings too small for a workgroup's Merkle nodes".into(),
-        });
-    }
-    let keep = !matches!(inner, MerkleInner::None);
+    let plan = MerklePlan::new(gpu, n, offset, !matches!(inner, MerkleInner::None), flags)?;
+    with_scratch(gpu, &plan, |scr| merkle_with(gpu, scr, leaves, n, &plan, inner, timings, start))
+}
 
-    // Every dispatch: (pass, src byte offset, nodes, grid, params); pass 0 reads the leaves,
-    // pass p > 0 the level buffer pass p - 1 wrote.
-    let mut dispatches = Vec::new();
-    for (p, pass) in passes.iter().enumerate() {
-        let src_base = if p == 0 { offset } else { 0 };
-        let wide = four_per_invocation(pass);
-        let group_nodes = if wide { GROUP_NODES4 } else { GROUP_NODES };
-        let mut first = 0u64;
-        while first < pass.count {
-            let local = per_binding.min(pass.count - first);
-            let groups = local.div_ceil(group_nodes);
-            let params = [
-                local as u32,
-                pass.count as u32,
-                (first / group_nodes) as u32,
-                groups as u32,
-                pass.levels,
-                u32::from(keep),
-                pass.inner_at as u32,
-                flags,
-            ];
-            dispatches.push((p, src_base + first * 32, local, grid(gpu, groups)?, params, wide));
-            first += local;
+/// A Merkle reduction planned for a device: its passes, and every dispatch of them.
+struct MerklePlan {
+    passes: Vec<MerklePass>,
+    dispatches: Vec<MerkleDispatch>,
+    /// Whether every inner node is kept.
+    keep: bool,
+}
+
+impl MerklePlan {
+    /// The plan for `n` leaves at byte `offset` of their buffer, parents hashed with `flags`,
+    /// every inner node kept where `keep`.
+    fn new(gpu: &Gpu, n: u64, offset: u64, keep: bool, flags: u32) -> Result<MerklePlan> {
+        // `merkle_span` levels per pass while the level is large, as far as a workgroup goes once
+        // it is small, and more (up to MERKLE_SPAN) where a pass's output level would not fit in
+        // one storage binding (each pass binds its whole output level).
+        let max_out = max_binding(gpu) / 32;
+        let passes = merkle_passes(n, |count| {
+            let mut levels = levels_by_size(count, gpu.merkle_span, MERKLE_SPAN).clamp(1, MERKLE_SPAN);
+            while levels < MERKLE_SPAN && count.div_ceil(1 << levels) > max_out {
+                levels += 1;
+            }
+            levels
+        });
+        let per_binding = (max_binding(gpu) / 32 / GROUP_NODES4) * GROUP_NODES4;
+        if per_binding == 0 {
+            return Err(Error::Unavailable {
+                device: gpu.id,
+                reason: "storage bindings too small for a workgroup's Merkle nodes".into(),
+            });
         }
+        // Every dispatch: (pass, src byte offset, nodes, grid, params); pass 0 reads the leaves,
+        // pass p > 0 the level buffer pass p - 1 wrote.
+        let mut dispatches = Vec::new();
+        for (p, pass) in passes.iter().enumerate() {
+            let src_base = if p == 0 { offset } else { 0 };
+            let wide = four_per_invocation(pass);
+            let group_nodes = if wide { GROUP_NODES4 } else { GROUP_NODES };
+            let mut first = 0u64;
+            while first < pass.count {
+                let local = per_binding.min(pass.count - first);
+                let groups = local.div_ceil(group_nodes);
+                let params = [
+                    local as u32,
+                    pass.count as u32,
+                    (first / group_nodes) as u32,
+                    groups as u32,
+                    pass.levels,
+                    u32::from(keep),
+                    pass.inner_at as u32,
+                    flags,
+                ];
+                dispatches.push((p, src_base + first * 32, local, grid(gpu, groups)?, params, wide));
+                first += local;
+            }
+        }
+        Ok(MerklePlan { passes, dispatches, keep })
     }
-    // Level buffers in turn: pass p writes `a` when p is even (pass p + 2 needs 2^span^2 times
-    // less room than pass p), `b` when odd.
-    let size_a = passes[0].out * 32;
-    let size_b = passes.get(1).map_or(32, |p| p.out * 32);
-    let params_cap = dispatches.len() as u64;
+}
+
+/// Runs `f` with this device's Merkle scratch, large enough for `plan`: level buffers in turn,
+/// pass p writing `a` when p is even (pass p + 2 needs 2^span^2 times less room than pass p),
+/// `b` when odd.
+fn with_scratch<R>(gpu: &Gpu, plan: &MerklePlan, f: impl FnOnce(&mut MerkleScratch) -> Result<R>) -> Result<R> {
+    let size_a = plan.passes[0].out * 32;
+    let size_b = plan.passes.get(1).map_or(32, |p| p.out * 32);
+    let params_cap = plan.dispatches.len() as u64;
     gpu.pool::<MerkleScratch>().with(
         |s| s.size_a >= size_a && s.size_b >= size_b && s.params_cap >= params_cap,
         || Ok(MerkleScratch::new(gpu, size_a, size_b, params_cap.max(16))),
-        |scr| merkle_with(gpu, scr, leaves, n, &passes, &dispatches, inner, timings, start),
+        f,
     )
 }
 
-/// (pass, source byte offset, nodes, grid, parameters, `merkle_pass4`).
-type MerkleDispatch = (usize, u64, u64, (u32, u32), [u32; 8], bool);
-
-#[allow(clippy::too_many_arguments)]
-fn merkle_with(
+/// Records into `enc` the reduction of the `n >= 2` leaves at the start of `leaves`, each parent
+/// the compression of its pair with the IV and `flags`, every inner node into `inner` (at least
+/// `(n - 1) * 32` bytes, the layout of `merkle::level_sizes`); then runs `f` with the encoder,
+/// which must submit it before it returns: the parameters the dispatches read live in scratch
+/// that the next call may rewrite once `f` returns.
+pub(crate) fn record_kept<R>(
     gpu: &Gpu,
-    scr: &mut MerkleScratch,
+    mut enc: ::wgpu::CommandEncoder,
     leaves: &::wgpu::Buffer,
     n: u64,
-    passes: &[MerklePass],
-    dispatches: &[MerkleDispatch],
-    inner: Inner<'_>,
-    timings: Option<&mut Timings>,
-    start: Instant,
-) -> Result<Cv> {
-    let keep = !matches!(inner, MerkleInner::None);
-    // Host inner nodes are written to a buffer of the call's own and copied back; a device
-    // buffer is written in place (a single leaf has no inner node to write there).
-    let own_inner = matches!(inner, MerkleInner::Host(_))
-        .then(|| gpu.storage_buffer("b3accel merkle inner", ((n - 1) * 32).max(32), ::wgpu::BufferUsages::COPY_SRC));
-    let inner_buf = match &inner {
-        MerkleInner::Device(b) if n > 1 => Some((*b, (n - 1) * 32)),
-        _ => own_inner.as_ref().map(|b| (b, b.size())),
-    };
+    inner: &::wgpu::Buffer,
+    flags: u32,
+    f: impl FnOnce(::wgpu::CommandEncoder) -> Result<R>,
+) -> Result<R> {
+    debug_assert!(n >= 2 && inner.size() >= (n - 1) * 32);
+    let plan = MerklePlan::new(gpu, n, 0, true, flags)?;
+    with_scratch(gpu, &plan, |scr| {
+        record(gpu, scr, &mut enc, leaves, &plan, Some((inner, inner.size())), false);
+        f(enc)
+    })
+}
+
+/// Records `plan`'s dispatches over `leaves` into `enc`, in one compute pass (timed by the
+/// scratch's timer where `timed`), with every inner node into `inner` (buffer, bytes bound) where the plan keeps
+/// them; the last pass writes the root to node 0 of the scratch's readback buffer where
+/// [`mapped_root`], else of its last level buffer. The parameters go through the queue, ahead
+/// of the caller's submission.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    gpu: &Gpu,
+    scr: &mut MerkleScratch,
+    enc: &mut ::wgpu::CommandEncoder,
+    leaves: &::wgpu::Buffer,
+    plan: &MerklePlan,
+    inner: Option<(&::wgpu::Buffer, u64)>,
+    timed: bool,
+) {
+    let (passes, dispatches, keep) = (&plan.passes, &plan.dispatches, plan.keep);
     write_params(gpu, &scr.params, &mut scr.params_shadow, params_bytes(dispatches.iter().map(|d| &d.4[..])));
     if keep {
         scr.groups.clear();
@@ -268,7 +302,7 @@ fn merkle_with(
         } else {
             &scr.b
         };
-        let (pieces, pieces_size) = inner_buf.unwrap_or((&scr.dummy, scr.dummy.size()));
+        let (pieces, pieces_size) = inner.unwrap_or((&scr.dummy, scr.dummy.size()));
         gpu.device.create_bind_group(&::wgpu::BindGroupDescriptor {
             label: Some("b3accel merkle_pass"),
             layout: &gpu.pipes.merkle_layout,
@@ -301,30 +335,55 @@ fn merkle_with(
         };
         bind_groups.push(bg);
     }
+    let timer = scr.timer.as_ref().filter(|_| timed);
+    let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+        label: Some("b3accel merkle"),
+        timestamp_writes: timer.map(PassTimer::writes),
+    });
+    let mut wide = None;
+    for (i, (d, bg)) in dispatches.iter().zip(&bind_groups).enumerate() {
+        if wide != Some(d.5) {
+            pass.set_pipeline(if d.5 { &gpu.pipes.merkle4 } else { &gpu.pipes.merkle });
+            wide = Some(d.5);
+        }
+        pass.set_bind_group(0, bg, &[(i as u64 * PARAMS_STRIDE) as u32]);
+        pass.dispatch_workgroups(d.3 .0, d.3 .1, 1);
+    }
+}
 
+/// (pass, source byte offset, nodes, grid, parameters, `merkle_pass4`).
+type MerkleDispatch = (usize, u64, u64, (u32, u32), [u32; 8], bool);
+
+#[allow(clippy::too_many_arguments)]
+fn merkle_with(
+    gpu: &Gpu,
+    scr: &mut MerkleScratch,
+    leaves: &::wgpu::Buffer,
+    n: u64,
+    plan: &MerklePlan,
+    inner: Inner<'_>,
+    timings: Option<&mut Timings>,
+    start: Instant,
+) -> Result<Cv> {
+    let passes = &plan.passes;
+    // Host inner nodes are written to a buffer of the call's own and copied back; a device
+    // buffer is written in place (a single leaf has no inner node to write there).
+    let own_inner = matches!(inner, MerkleInner::Host(_))
+        .then(|| gpu.storage_buffer("b3accel merkle inner", ((n - 1) * 32).max(32), ::wgpu::BufferUsages::COPY_SRC));
+    let inner_buf = match &inner {
+        MerkleInner::Device(b) if n > 1 => Some((*b, (n - 1) * 32)),
+        _ => own_inner.as_ref().map(|b| (b, b.size())),
+    };
     if timings.is_some() && gpu.timestamps && scr.timer.is_none() {
         scr.timer = PassTimer::new(gpu, true);
     }
-    let timer = scr.timer.as_ref().filter(|_| timings.is_some());
+    let timed = timings.is_some() && scr.timer.is_some();
     let inner_rb =
         (own_inner.is_some() && n > 1).then(|| read_buffer(gpu, "b3accel merkle inner readback", (n - 1) * 32));
     let mut enc =
         gpu.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("b3accel merkle") });
-    {
-        let mut pass = enc.begin_compute_pass(&::wgpu::ComputePassDescriptor {
-            label: Some("b3accel merkle"),
-            timestamp_writes: timer.map(PassTimer::writes),
-        });
-        let mut wide = None;
-        for (i, (d, bg)) in dispatches.iter().zip(&bind_groups).enumerate() {
-            if wide != Some(d.5) {
-                pass.set_pipeline(if d.5 { &gpu.pipes.merkle4 } else { &gpu.pipes.merkle });
-                wide = Some(d.5);
-            }
-            pass.set_bind_group(0, bg, &[(i as u64 * PARAMS_STRIDE) as u32]);
-            pass.dispatch_workgroups(d.3 .0, d.3 .1, 1);
-        }
-    }
+    record(gpu, scr, &mut enc, leaves, plan, inner_buf, timed);
+    let timer = scr.timer.as_ref().filter(|_| timed);
     if !mapped_root(gpu) {
         let root_buf = if (passes.len() - 1).is_multiple_of(2) { &scr.a } else { &scr.b };
         enc.copy_buffer_to_buffer(root_buf, 0, &scr.readback, 0, 32);

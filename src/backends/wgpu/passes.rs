@@ -97,6 +97,12 @@ impl PassTimer {
         }
     }
 
+    /// Writes timestamp `i` (0 or 1) between commands of `enc` (the device has in-encoder
+    /// timestamps wherever `Gpu::timestamps`), for a span longer than one pass.
+    pub(super) fn stamp(&self, enc: &mut ::wgpu::CommandEncoder, i: u32) {
+        enc.write_timestamp(&self.set, i);
+    }
+
     /// Resolves the two timestamps into `readback` at byte `at` (a multiple of 8).
     pub(super) fn finish(&self, enc: &mut ::wgpu::CommandEncoder, readback: &::wgpu::Buffer, at: u64) {
         enc.resolve_query_set(&self.set, 0..2, &self.resolve, 0);

@@ -109,8 +109,14 @@ pub(crate) struct Pipelines {
     /// Layout of `many_vec4`: src (messages as vec4s), dst, many params (binding 6).
     pub many4_layout: ::wgpu::BindGroupLayout,
     pub many4: ::wgpu::ComputePipeline,
+    /// Layout of `bao_place`: src (group CVs), dst (the outboard), pieces (inner nodes), bao
+    /// params (binding 7, dynamic offset).
     pub bao_layout: ::wgpu::BindGroupLayout,
     pub bao_place: ::wgpu::ComputePipeline,
+    /// Layout of `bao_fold`: src (pieces), dst (group CVs), tail_src (the partial chunk), bao
+    /// params (binding 7, dynamic offset).
+    pub fold_layout: ::wgpu::BindGroupLayout,
+    pub bao_fold: ::wgpu::ComputePipeline,
     pub loads: Loads,
     pub checks: ShaderChecks,
 }
@@ -177,6 +183,10 @@ impl Pipelines {
             // are below WG. `many_chunks` reads `tail_src` only below `n_words` (checked in the
             // shader) and writes `dst` below `n_items` CVs (bound to that many); `many_vec4` reads `src`
             // only below the bound messages' bytes / 16 (see the shader) and writes as `many_chunks`.
+            // `bao_place` reads nodes below n of `src` and below n - 1 of `pieces`, writes `pieces`
+            // below n + 1 (the host binds inner buffers of n + 1 nodes) and `dst` below n - 1 pairs;
+            // `bao_fold` reads `src` slots below 32 (bound to all 64), `tail_src` below
+            // ceil(partial_len / 4) words (bound to that many) and writes node `group` of `dst`.
             ShaderChecks::Trusted => unsafe {
                 device.create_shader_module_trusted(desc, ::wgpu::ShaderRuntimeChecks::unchecked())
             },
@@ -204,6 +214,10 @@ impl Pipelines {
         let bao_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
             label: Some("b3accel bao_place"),
             entries: &[storage(0, true), storage(1, false), storage(2, false), uniform_entry(7)],
+        });
+        let fold_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+            label: Some("b3accel bao_fold"),
+            entries: &[storage(0, true), storage(1, false), storage(4, true), uniform_entry(7)],
         });
         let make = |bgl: &::wgpu::BindGroupLayout, entry: &str| {
             let pl = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
@@ -241,6 +255,8 @@ impl Pipelines {
             many4_layout,
             bao_place: make(&bao_layout, "bao_place"),
             bao_layout,
+            bao_fold: make(&fold_layout, "bao_fold"),
+            fold_layout,
             merkle_layout,
             many_layout,
             layout,

@@ -10,7 +10,7 @@ use super::pipelines::{Params, PARAMS_STRIDE, PIECES_BYTES};
 use super::segment::{Scratch, MAX_PASSES, QUERIES_PER_SEG};
 use super::stream::{stream_host, stream_pool, StreamPool};
 use super::wait::MapTicket;
-use crate::backends::gpu::bao::Groups;
+use crate::backends::gpu::bao;
 use crate::backends::gpu::pieces::pieces_of;
 use crate::backends::gpu::resident::{range_len, MerkleInner, OutboardDest, Resident};
 use crate::core::compress::Cv;
@@ -307,18 +307,18 @@ impl Resident for ResidentHasher {
         out: OutboardDest<'_, ::wgpu::Buffer>,
     ) -> Result<Timed<Hash>> {
         let len = range_len(&range)?;
-        let g = Groups::new(len, group_log)?;
-        g.check_dest(&out, |b| b.size())?;
+        let tree = bao::tree(len, group_log)?;
+        bao::check_dest(&tree, &out, |b| b.size())?;
         let gpu = &*self.gpu;
         if let OutboardDest::Device(b) = &out {
-            check_buffer(gpu, "bao outboard destination", b, 0, g.outboard_len())?;
+            check_buffer(gpu, "bao outboard destination", b, 0, tree.outboard_len())?;
         }
-        if g.groups == 1 {
+        if tree.groups() == 1 {
             return self.hash(buffer, range, &Mode::Hash);
         }
         check_buffer(gpu, "bao outboard", buffer, range.start, len)?;
         gpu.check_health()?;
-        timed(|t| self.outboard_on_device(buffer, range.start, g, order, out, t))
+        timed(|t| self.outboard_on_device(buffer, range.start, tree, order, out, t))
     }
 
     fn hash_many(
@@ -409,6 +409,7 @@ impl ResidentHasher {
                     queries.map(|(q, _)| (q, k as u32 * QUERIES_PER_SEG + 2)),
                     if in_pass && k + 1 == count { vec4s } else { 0 },
                     MAX_SUBTREE,
+                    None,
                 );
             }
             if !in_pass {

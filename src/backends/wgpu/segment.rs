@@ -278,8 +278,10 @@ impl Gpu {
     ///
     /// A `max_chunks` cap that splits the segment ([`cap_level`]) stops the passes at its level:
     /// the last writes the segment's `n >> k` level-k CVs to `scr.capped` (then
-    /// [`copy_capped_back`](Self::copy_capped_back)), the pieces hold the ragged end's subtrees
-    /// below k. Only for a segment alone in its scratch.
+    /// [`copy_capped_back`](Self::copy_capped_back)), or with `capped_to` into that buffer from
+    /// that byte (straight, where the byte is a storage offset the device allows, else through
+    /// `scr.capped` and a copy); the pieces hold the ragged end's subtrees below k. Without
+    /// `capped_to`, only for a segment alone in its scratch.
     #[allow(clippy::too_many_arguments)]
     ///
     /// The parameters are written only where `scr` does not already hold them, and the bind
@@ -299,15 +301,18 @@ impl Gpu {
         timestamps: Option<(&::wgpu::QuerySet, u32)>,
         tail: u64,
         max_chunks: u64,
+        capped_to: Option<(&::wgpu::Buffer, u64)>,
     ) {
         debug_assert!(n >= 1 && n <= scr.cap && seg < scr.segs && tail <= CHUNK_LEN as u64 / 16);
         // A bind group over our own input is kept, keyed without the tail: it never has one.
         debug_assert!(tail == 0 || !src_ours);
         let wg = pipelines::WORKGROUP as u64;
         let cap = cap_level(n, max_chunks);
-        debug_assert!(cap.is_none() || scr.segs == 1);
-        if let Some(k) = cap {
-            self.capped_cvs(scr, (n >> k) * 32);
+        debug_assert!(cap.is_none() || scr.segs == 1 || capped_to.is_some());
+        let capped_bytes = cap.map_or(0, |k| (n >> k) * 32);
+        let direct = capped_to.filter(|(_, at)| cap.is_some() && at.is_multiple_of(self.storage_align));
+        if cap.is_some() && direct.is_none() {
+            self.capped_cvs(scr, capped_bytes);
         }
         let (passes, shift) = Gpu::plan(n, cap);
         let last = passes.len() - 1;
@@ -339,9 +344,15 @@ impl Gpu {
             // workgroups' CVs: ping-pong between cv_a and cv_b (pass l+2 needs 256^2 times
             // less room than pass l, so cv_a is always large enough), or a capped segment's
             // last pass to `capped`.
-            let (input, mut output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
-            if let (true, Some(c)) = (to_capped, &scr.capped) {
-                output = &c.cvs;
+            let (input, output) = if l.is_multiple_of(2) { (&scr.cv_b, &scr.cv_a) } else { (&scr.cv_a, &scr.cv_b) };
+            let mut output = cvs(output, items >> levels.min(63));
+            match (to_capped, direct, &scr.capped) {
+                (true, Some((buf, at)), _) => {
+                    output =
+                        ::wgpu::BufferBinding { buffer: buf, offset: at, size: ::wgpu::BufferSize::new(capped_bytes) }
+                }
+                (true, None, Some(c)) => output = cvs(&c.cvs, items >> levels.min(63)),
+                _ => {}
             }
             // The chunk pass binds the tail's words after its chunks, and room for them after
             // its pieces.
@@ -357,10 +368,7 @@ impl Gpu {
                 layout: &self.pipes.layout,
                 entries: &[
                     ::wgpu::BindGroupEntry { binding: 0, resource: ::wgpu::BindingResource::Buffer(src_binding) },
-                    ::wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: ::wgpu::BindingResource::Buffer(cvs(output, items >> levels.min(63))),
-                    },
+                    ::wgpu::BindGroupEntry { binding: 1, resource: ::wgpu::BindingResource::Buffer(output) },
                     ::wgpu::BindGroupEntry {
                         binding: 2,
                         resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
@@ -376,7 +384,8 @@ impl Gpu {
         let mut bind_groups = Vec::with_capacity(passes.len());
         for (l, &(items, levels)) in passes.iter().enumerate() {
             let to_capped = cap.is_some() && l == last;
-            if l == 0 && !src_ours {
+            // Bind groups naming buffers not ours are made per call, never kept.
+            if (l == 0 && !src_ours) || (to_capped && direct.is_some()) {
                 bind_groups.push(make(scr, l, items, levels, to_capped));
                 continue;
             }
@@ -411,6 +420,9 @@ impl Gpu {
                 let group = if l == 0 { wg >> shift } else { wg };
                 pass.dispatch_workgroups(items.div_ceil(group) as u32, 1, 1);
             }
+        }
+        if let (Some((buf, at)), None, Some(c)) = (capped_to, direct, &scr.capped) {
+            enc.copy_buffer_to_buffer(&c.cvs, 0, buf, at, capped_bytes);
         }
     }
 }

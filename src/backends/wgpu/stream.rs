@@ -240,6 +240,7 @@ impl SegmentSlots for Slots<'_, '_> {
             queries.map(|(q, _)| (q, 2)),
             0,
             self.max_chunks,
+            None,
         );
         slot.scratch.copy_back(&mut enc, 1, 0);
         let cap = cap_level(n, self.max_chunks);
