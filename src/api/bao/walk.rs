@@ -84,11 +84,13 @@ pub(super) trait Part: Send + Sized {
 
     /// The pair's part and the two children's parts of a parent's part.
     fn split_parent(self, layout: Layout, tree: Tree, node: Node) -> (Self, Self, Self) {
-        let (pair, left, right) = layout.parts(tree, node);
+        let (_, left, right) = layout.parts(tree, node);
         let (head, rest) = self.split(left.start);
         let (left, rest) = rest.split(left.len());
         let (right, tail) = rest.split(right.len());
-        (if pair == 0 { head } else { tail }, left, right)
+        // The pair comes after its children in post-order (at offset 0 too, where both children
+        // are single groups, without parents of their own), before them otherwise.
+        (if layout == Layout::Outboard(Order::Post) { tail } else { head }, left, right)
     }
 }
 
@@ -493,6 +495,27 @@ mod tests {
     use super::*;
     use crate::api::bao::encode::outboard_with;
     use crate::tree::bao_shape::place_parents;
+
+    /// Groups as large as a piece or larger: nodes of two single-group children are split above
+    /// the pieces, and their post-order pair lies at offset 0 of their part, after no parents.
+    #[test]
+    fn groups_larger_than_a_piece() {
+        let cpu = &**crate::dispatch::cpu_backend();
+        for (k, len) in [(8u8, (3usize << 18) + 1000), (9, (5 << 19) + 7), (10, 2 << 20)] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let tree = Tree::new(len as u64, k).unwrap();
+            let mut cvs = vec![[0u8; 32]; tree.groups() as usize];
+            hash_groups(cpu, tree, 0, &data, &mut cvs).unwrap();
+            let levels = Levels::new(cvs, 0).unwrap();
+            for order in [Order::Pre, Order::Post] {
+                let mut want = vec![0u8; tree.outboard_len() as usize];
+                place_parents(&levels.groups, &levels.inner, order, &mut want);
+                let (got, hash) = outboard_with(cpu, &data, k, order).unwrap();
+                assert!(got.parents() == want, "k = {k}, {len} bytes, {order:?}");
+                assert_eq!(hash, blake3::hash(&data));
+            }
+        }
+    }
 
     /// The placement the GPU kernels do, from the groups' level reduction, gives the outboards
     /// the walk writes.
