@@ -496,47 +496,41 @@ mod tests {
     use crate::api::bao::encode::outboard_with;
     use crate::tree::bao_shape::place_parents;
 
+    /// The outboard the walk writes for `len` bytes in groups of 2^`k` chunks, both orders, is
+    /// the placement the GPU kernels do from the groups' level reduction.
+    fn walk_matches_placement(cpu: &dyn Backend, k: u8, len: usize) {
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let tree = Tree::new(len as u64, k).unwrap();
+        let mut cvs = vec![[0u8; 32]; tree.groups() as usize];
+        hash_groups(cpu, tree, 0, &data, &mut cvs).unwrap();
+        let levels = Levels::new(cvs, 0).unwrap();
+        for order in [Order::Pre, Order::Post] {
+            let mut want = vec![0u8; tree.outboard_len() as usize];
+            place_parents(&levels.groups, &levels.inner, order, &mut want);
+            let (got, hash) = outboard_with(cpu, &data, k, order).unwrap();
+            assert!(got.parents() == want, "k = {k}, {len} bytes, {order:?}");
+            assert_eq!(hash, blake3::hash(&data));
+        }
+    }
+
+    /// Group counts around powers of two, at group logs 0, 1 and 4.
+    #[test]
+    fn placing_the_level_reduction_gives_the_outboard() {
+        let cpu = &**crate::dispatch::cpu_backend();
+        for k in [0u8, 1, 4] {
+            for groups in (1..40u64).chain([63, 64, 65, 100, 257]) {
+                walk_matches_placement(cpu, k, ((groups - 1) << k) as usize * 1024 + 700);
+            }
+        }
+    }
+
     /// Groups as large as a piece or larger: nodes of two single-group children are split above
     /// the pieces, and their post-order pair lies at offset 0 of their part, after no parents.
     #[test]
     fn groups_larger_than_a_piece() {
         let cpu = &**crate::dispatch::cpu_backend();
         for (k, len) in [(8u8, (3usize << 18) + 1000), (9, (5 << 19) + 7), (10, 2 << 20)] {
-            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-            let tree = Tree::new(len as u64, k).unwrap();
-            let mut cvs = vec![[0u8; 32]; tree.groups() as usize];
-            hash_groups(cpu, tree, 0, &data, &mut cvs).unwrap();
-            let levels = Levels::new(cvs, 0).unwrap();
-            for order in [Order::Pre, Order::Post] {
-                let mut want = vec![0u8; tree.outboard_len() as usize];
-                place_parents(&levels.groups, &levels.inner, order, &mut want);
-                let (got, hash) = outboard_with(cpu, &data, k, order).unwrap();
-                assert!(got.parents() == want, "k = {k}, {len} bytes, {order:?}");
-                assert_eq!(hash, blake3::hash(&data));
-            }
-        }
-    }
-
-    /// The placement the GPU kernels do, from the groups' level reduction, gives the outboards
-    /// the walk writes.
-    #[test]
-    fn placing_the_level_reduction_gives_the_outboard() {
-        let cpu = &**crate::dispatch::cpu_backend();
-        for k in [0u8, 1, 4] {
-            for groups in (1..40u64).chain([63, 64, 65, 100, 257]) {
-                let len = ((groups - 1) << k) as usize * 1024 + 700;
-                let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-                let tree = Tree::new(len as u64, k).unwrap();
-                let mut cvs = vec![[0u8; 32]; tree.groups() as usize];
-                hash_groups(cpu, tree, 0, &data, &mut cvs).unwrap();
-                let levels = Levels::new(cvs, 0).unwrap();
-                for order in [Order::Pre, Order::Post] {
-                    let mut got = vec![0u8; tree.outboard_len() as usize];
-                    place_parents(&levels.groups, &levels.inner, order, &mut got);
-                    let (want, _) = outboard_with(cpu, &data, k, order).unwrap();
-                    assert!(got == want.parents(), "k = {k}, {groups} groups, {order:?}");
-                }
-            }
+            walk_matches_placement(cpu, k, len);
         }
     }
 }
