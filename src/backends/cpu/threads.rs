@@ -4,9 +4,12 @@
 /// than they save (docs/performance.md).
 pub(super) const PARALLEL_MIN_BYTES: usize = 512 * 1024;
 
+use std::cell::Cell;
+use std::thread::LocalKey;
+
 std::thread_local! {
     /// Set by [`on_this_thread`] while its closure runs.
-    static THIS_THREAD_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static THIS_THREAD_ONLY: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f`, in which the CPU backend hashes on the calling thread alone, never on the rayon
@@ -20,14 +23,19 @@ std::thread_local! {
 /// assert_eq!(hash.unwrap(), blake3::hash(&data));
 /// ```
 pub fn on_this_thread<R>(f: impl FnOnce() -> R) -> R {
-    /// Puts the flag back as it was, also when `f` panics.
-    struct Restore(bool);
+    with_flag_set(&THIS_THREAD_ONLY, f)
+}
+
+/// Runs `f` with this thread's `flag` set, and puts it back as it was after, also when `f`
+/// panics: the scopes that change how this thread's requests are hashed.
+pub(super) fn with_flag_set<R>(flag: &'static LocalKey<Cell<bool>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(&'static LocalKey<Cell<bool>>, bool);
     impl Drop for Restore {
         fn drop(&mut self) {
-            THIS_THREAD_ONLY.set(self.0);
+            self.0.set(self.1);
         }
     }
-    let _restore = Restore(THIS_THREAD_ONLY.replace(true));
+    let _restore = Restore(flag, flag.replace(true));
     f()
 }
 

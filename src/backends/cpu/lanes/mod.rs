@@ -210,15 +210,7 @@ std::thread_local! {
 /// callers that hash a large input in pieces smaller than [`prefetch_min_bytes`] (bao's walk),
 /// whose bytes come from memory, not from a cache, as a large request's do.
 pub(crate) fn as_pieces_of_large_input<R>(f: impl FnOnce() -> R) -> R {
-    /// Puts the flag back as it was, also when `f` panics.
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            PIECE_OF_LARGE_INPUT.set(self.0);
-        }
-    }
-    let _restore = Restore(PIECE_OF_LARGE_INPUT.replace(true));
-    f()
+    super::threads::with_flag_set(&PIECE_OF_LARGE_INPUT, f)
 }
 
 /// The smallest request whose kernels prefetch the next group: this core's L2 cache where CPUID
